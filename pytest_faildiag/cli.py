@@ -1,0 +1,69 @@
+"""`faildiag` command line: one sub-command per module under ``commands/``.
+
+Each command module exposes ``configure(parser)`` (cheap: argparse only) and ``run(args) -> int``.
+Heavy imports happen inside ``run`` so ``faildiag --help`` and ``faildiag diagnose`` stay fast.
+Any error a command does not handle becomes one line on stderr and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "diagnose": ("pytest_faildiag.commands.diagnose", "diagnose logs, folders or stdin"),
+    "run": ("pytest_faildiag.commands.run", "run a command, diagnose it if it fails or hangs"),
+    "lock": ("pytest_faildiag.commands.lock", "write or diff the environment lock"),
+    "fix": ("pytest_faildiag.commands.fix", "propose, apply and verify one fix"),
+    "report": ("pytest_faildiag.commands.report", "re-render a snapshot folder"),
+    "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
+    "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
+}
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print usage + exit 2; keep it to one line
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="faildiag", description="Evidence-backed diagnoses of failed or hung runs.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.configure(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        if not getattr(args, "_module", None):
+            build_parser().print_help(sys.stderr)
+            return 2
+        return int(args._module.run(args) or 0)
+    except UsageError as exc:
+        print(f"faildiag: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        print(f"faildiag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

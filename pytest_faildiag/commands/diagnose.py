@@ -1,0 +1,65 @@
+"""`faildiag diagnose [PATH ...] [--exit-code N] [--command CMD] [--out DIR] [--format text|json|md]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders; '-' reads stdin")
+    p.add_argument("--exit-code", type=int, default=None, help="the run's exit status (137 = SIGKILL, -11 = SIGSEGV)")
+    p.add_argument("--command", default=None, help="the command that failed")
+    p.add_argument("--out", default="faildiag-out", help="snapshot folder (default ./faildiag-out)")
+    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--rules", action="append", default=[], metavar="TOML", help="an extra rule pack")
+    p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+    from ..engine import diagnose, render_markdown, render_text, report_dict, write_snapshot
+    from ..parse.logread import InputError
+    from ..rules import load_ruleset, read_pack_file
+
+    paths = [p for p in args.paths if p != "-"]
+    use_stdin = "-" in args.paths
+    if not args.paths:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("give log files or folders, or '-' to read stdin")
+        use_stdin = True
+    try:
+        packs = [read_pack_file(r) for r in args.rules]
+        ruleset = load_ruleset(packs) if packs else None
+        lock = _read_lock(args.lock) if args.lock else None
+        diag = diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
+                        stream=sys.stdin.buffer if use_stdin else None)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read input: {exc}") from None
+    try:
+        write_snapshot(diag, args.out)
+    except OSError as exc:
+        print(f"faildiag: warning: snapshot not written to {args.out}: {exc.strerror or exc}", file=sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str) + "\n")
+    elif args.format == "md":
+        sys.stdout.write(render_markdown(diag))
+    else:
+        sys.stdout.write(render_text(diag) + "\n")
+    return 0
+
+
+def _read_lock(path: str) -> dict:
+    from ..cli import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable environment lock ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not an environment lock")
+    return data

@@ -1,0 +1,198 @@
+"""Stage 1: the failure analyzer. Scan results + exit status → FailureProfile and the findings that count.
+
+"First real failure point" is decided here: downstream symptoms (``NCCL WARN``, ``Connection closed by
+peer``, launcher re-raises) give way to any non-downstream finding; among the rest the earliest by
+timestamp (or by order in the logs) wins, so the rank that failed first names the failure.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as _signal
+from dataclasses import dataclass
+
+from ..model import FailurePoint, FailureProfile
+from ..parse.scan import Finding, ScanResult
+from ..rules import Rule, RuleSet
+
+_STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins on ties of evidence
+    ("torch_npu", "pta"), ("mindspore", "mindspore"), ("jaxlib", "jax"), ("jax.", "jax"), ("/jax/", "jax"),
+    ("tensorflow", "tensorflow"), ("torch", "pytorch"), ("NCCL", "pytorch"), ("cupy", "other"),
+]
+_BACKEND_MARKERS = [
+    (re.compile(r"\bAscend|\bnpu\b|\bNPU\b|torch_npu|CANN"), "npu"), (re.compile(r"\bHCCL"), "hccl"),
+    (re.compile(r"\bNCCL"), "nccl"), (re.compile(r"\bgloo\b|Gloo"), "gloo"),
+    (re.compile(r"\bcuda\b|\bCUDA\b|cuda:\d|\bcu(?:DNN|BLAS)"), "cuda"), (re.compile(r"\bXLA\b"), "xla"),
+    (re.compile(r"\bTPU\b"), "tpu"),
+]
+
+
+@dataclass
+class Analysis:
+    profile: FailureProfile
+    findings: list[Finding]  # findings that count, best first
+    failed: bool
+
+
+def signal_name(exit_code: int | None) -> str | None:
+    """137 → SIGKILL, -11 → SIGSEGV; None when the status is not a signal."""
+    if exit_code is None:
+        return None
+    num = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
+    if not num:
+        return None
+    try:
+        return _signal.Signals(num).name
+    except ValueError:
+        return None
+
+
+def _effective(scan: ScanResult, ruleset: RuleSet, failed: bool) -> list[Finding]:
+    found = scan.rule_ids()
+    out = []
+    for f in scan.findings:
+        r = f.rule
+        if r.noise:
+            continue
+        if r.requires_failure and not failed:
+            continue
+        if any(s in found for s in r.suppressed_by):
+            continue
+        out.append(f)
+    return out
+
+
+def exit_findings(ruleset: RuleSet, exit_code: int | None) -> list[Finding]:
+    if exit_code is None:
+        return []
+    return [Finding(r, "exit status", 0, f"exit status {exit_code}" + (f" ({signal_name(exit_code)})" if signal_name(exit_code) else ""), {})
+            for r in ruleset.exit_rules if exit_code in r.exit_codes]
+
+
+def order_key(f: Finding) -> tuple:
+    """Best first: non-downstream, higher priority, then earliest (timestamp, then discovery order)."""
+    return (f.rule.downstream, -f.rule.priority, f.ts or "~", f.seq)
+
+
+def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, command: str | None,
+            hint_stack: str | None = None) -> Analysis:
+    failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
+    findings = _effective(scan, ruleset, failed or _has_error_finding(scan))
+    ids = {f.rule.id for f in findings}
+    findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids]
+    findings.sort(key=order_key)
+    profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
+    profile.stack = hint_stack or detect_stack(scan, command)
+    profile.backend = _first_attr(findings, "backend") or detect_backend(scan)
+    profile.type = _first_attr(findings, "type") or _fallback_type(scan, exit_code)
+    profile.stage = _stage(scan, findings, exit_code)
+    domains: list[str] = []
+    for f in findings[:6]:
+        for d in f.rule.domains:
+            if d not in domains:
+                domains.append(d)
+    profile.domains = domains
+    ranks = rank_summary(scan)
+    if ranks:
+        profile.ranks = ranks
+    return Analysis(profile, findings, failed or bool(findings))
+
+
+def _has_error_finding(scan: ScanResult) -> bool:
+    return any(not f.rule.noise and not f.rule.requires_failure and f.rule.causes for f in scan.findings)
+
+
+def _first_attr(findings: list[Finding], attr: str) -> str | None:
+    for f in findings:
+        v = getattr(f.rule, attr)
+        if v:
+            return v
+    return None
+
+
+def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> str:
+    # stage-only rules (noise=True with a stage) may refine the stage of the top finding
+    refiners = [f for f in scan.findings if f.rule.noise and f.rule.stage]
+    staged = sorted([f for f in findings if f.rule.stage] + refiners, key=lambda f: -f.rule.priority)
+    if staged:
+        return staged[0].rule.stage or "runtime"
+    if findings or scan.tracebacks or exit_code:
+        return "runtime"
+    return "unknown"
+
+
+def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
+    if scan.tracebacks and any(tb.exc_type for tb in scan.tracebacks):
+        return "runtime_error"
+    if scan.pytest_errors:
+        return "runtime_error"
+    if exit_code:
+        return "crash"
+    return "unknown"
+
+
+def detect_stack(scan: ScanResult, command: str | None) -> str:
+    texts = [command or ""]
+    for info in scan.sources.values():
+        texts.extend(info.tail[-20:])
+    for tb in scan.tracebacks[:6]:
+        texts.extend(fr.file for fr in tb.frames)
+        texts.append(tb.exc_type or "")
+    texts.extend(f.text for f in scan.findings[:40])
+    blob = "\n".join(texts)
+    if "test session starts" in blob or "short test summary info" in blob or "+++++ Timeout +++++" in blob \
+            or (command and "pytest" in command):
+        return "pytest"
+    for marker, stack in _STACK_MARKERS:
+        if marker in blob:
+            return stack
+    if scan.tracebacks or (command and "python" in command):
+        return "python"
+    return "other"
+
+
+def detect_backend(scan: ScanResult) -> str | None:
+    blob = "\n".join(f.text for f in scan.findings[:40])
+    blob += "\n".join(t for info in scan.sources.values() for t in info.tail[-10:])
+    for marker, backend in _BACKEND_MARKERS:
+        if marker.search(blob):
+            return backend
+    return None
+
+
+def rank_summary(scan: ScanResult) -> dict:
+    """Which rank failed first (by timestamp when the logs carry one, else by order in the logs)."""
+    firsts = scan.rank_first_error
+    if len(firsts) < 1:
+        return {}
+    ordered = sorted(firsts.items(), key=lambda kv: (kv[1][3] or "~", kv[1][1]))
+    first_rank, (src, line, text, ts) = ordered[0]
+    return {
+        "first_failing": first_rank,
+        "first_error": {"source": src, "line": line, "excerpt": text, "time": ts},
+        "ranks_with_errors": [r for r, _ in ordered],
+    }
+
+
+def failure_point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | None:
+    """The first real failure point: the best non-downstream finding, else the last exception line."""
+    for f in findings:
+        if not f.rule.downstream and f.rule.causes and f.source != "exit status":
+            return FailurePoint(f.source, f.line, f.text)
+    for tb in reversed(scan.tracebacks):
+        if tb.exc_type and not tb.chained:
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
+    for tb in reversed(scan.tracebacks):
+        if tb.exc_type:
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
+    if scan.pytest_errors:
+        src, line, text = scan.pytest_errors[0]
+        return FailurePoint(src, line, text)
+    if scan.error_lines:
+        src, line, text = scan.error_lines[-1]
+        return FailurePoint(src, line, text)
+    return None
+
+
+def rule_of(findings: list[Finding], rule: Rule) -> list[Finding]:
+    return [f for f in findings if f.rule is rule]

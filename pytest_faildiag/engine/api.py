@@ -1,0 +1,215 @@
+"""The engine's entry: evidence in, one Diagnosis out. Knows nothing of pytest.
+
+``diagnose`` accepts files, folders (searched for logs and artifacts), texts already in memory (captured
+output) and context (exit status, command, environment lock, thread dumps, a resource timeline). It
+raises ``InputError`` with a one-line reason when nothing usable was given; everything else degrades
+to a best-effort diagnosis with notes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..model import Diagnosis, Evidence
+from ..parse import artifacts
+from ..parse.logread import InputError, check_readable, sniff_binary
+from ..parse.scan import ScanResult, scan_file, scan_stream, scan_text
+from ..rules import RuleSet, load_ruleset
+from . import checks as _checks  # noqa: F401  (registers the built-in checks)
+from .analyze import analyze, failure_point
+from .rank import build_causes, stuck_points
+from .report import finish
+from .validate import CheckContext
+
+try:  # lock-based checks are optional until that module is present
+    from . import checks_env as _checks_env  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass
+
+LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
+MAX_FILES = 2000
+SKIP_NAMES = {"label.json", "report.json", "failure-profile.json", "root-causes.json", "failure.lock.json", "session.json"}
+
+
+class _Inputs:
+    def __init__(self) -> None:
+        self.logs: list[tuple[str, Path]] = []
+        self.texts: list[tuple[str, str]] = []
+        self.flight: list[dict[str, Any]] = []
+        self.lock: dict[str, Any] | None = None
+        self.notes: list[str] = []
+        self.readiness: dict[str, Any] | None = None
+
+
+def _name(path: Path, base: Path | None) -> str:
+    if base is not None:
+        try:
+            return str(path.relative_to(base))
+        except ValueError:
+            pass
+    return path.name
+
+
+def _add_file(inp: _Inputs, path: Path, base: Path | None, explicit: bool) -> None:
+    name = _name(path, base)
+    lower = path.name.lower()
+    if path.name in SKIP_NAMES and not explicit:
+        return
+    if artifacts.is_flight_recorder(path):
+        fr = artifacts.read_flight_recorder(path)
+        if fr:
+            inp.flight.append(fr)
+        else:
+            inp.notes.append(f"{name}: not a readable flight-recorder dump")
+        return
+    if lower.endswith(".json"):
+        _add_json(inp, path, name)
+        return
+    if lower.endswith(".xml"):
+        text = artifacts.read_junit(path)
+        if text:
+            inp.texts.append((name, text))
+        return
+    if path.suffix.lower() not in LOG_SUFFIXES and not explicit:
+        return
+    try:
+        check_readable(str(path))
+    except InputError as exc:
+        if explicit and "empty" not in str(exc):
+            raise
+        return
+    if sniff_binary(str(path)):
+        if explicit:
+            raise InputError(f"{path}: binary file, not a log")
+        inp.notes.append(f"{name}: skipped (binary)")
+        return
+    inp.logs.append((name, path))
+
+
+def _add_json(inp: _Inputs, path: Path, name: str) -> None:
+    lower = path.name.lower()
+    if "error" in lower:
+        text = artifacts.read_elastic_error(path)
+        if text:
+            inp.texts.append((name, text))
+            return
+    data = artifacts.read_json(path)
+    if data is None:
+        inp.notes.append(f"{name}: malformed JSON, ignored")
+        return
+    if lower.endswith("lock.json") and "packages" in data or data.get("schema", "").startswith("faildiag.lock"):
+        inp.lock = data
+    elif "readiness" in lower or "verdict" in data or "readiness" in str(data.get("schema", "")):
+        inp.readiness = data
+
+
+def collect(paths: Iterable[str | os.PathLike[str]]) -> _Inputs:
+    """Resolve files and folders into logs and artifacts. Raises InputError for unusable explicit paths."""
+    inp = _Inputs()
+    for raw in paths:
+        p = Path(raw)
+        check_path = str(p)
+        try:
+            os.stat(check_path)
+        except OSError:
+            check_readable(check_path)  # raises with the right one-line reason
+        if p.is_dir():
+            _walk(inp, p)
+        else:
+            _add_file(inp, p, None, explicit=True)
+    return inp
+
+
+def _walk(inp: _Inputs, root: Path) -> None:
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".git", "__pycache__", "faildiag-out")))
+        for fn in sorted(filenames):
+            count += 1
+            if count > MAX_FILES:
+                inp.notes.append(f"{root}: more than {MAX_FILES} files; the rest were not read")
+                return
+            p = Path(dirpath) / fn
+            if p.is_symlink() and not p.exists():
+                continue
+            try:
+                _add_file(inp, p, root, explicit=False)
+            except InputError as exc:
+                inp.notes.append(str(exc))
+
+
+def diagnose(
+    paths: Iterable[str | os.PathLike[str]] = (),
+    *,
+    texts: Mapping[str, str] | None = None,
+    exit_code: int | None = None,
+    command: str | None = None,
+    lock: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
+    ruleset: RuleSet | None = None,
+    probe_machine: bool = False,
+    stack: str | None = None,
+    stream: BinaryIO | None = None,
+    stream_name: str = "stdin",
+) -> Diagnosis:
+    """Diagnose a failed or hung run from its evidence.
+
+    ``context`` may carry ``timeline`` (resource samples), ``last_green_lock``, ``extra_evidence``
+    (Evidence items to attach to the top cause) and anything a check reads. ``probe_machine`` says the
+    failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
+    Raises InputError when no usable evidence was given.
+    """
+    rs = ruleset or load_ruleset(_plugin_packs())
+    inp = collect(paths)
+    for name, text in (texts or {}).items():
+        if text:
+            inp.texts.append((name, text))
+    if not inp.logs and not inp.texts and not inp.flight and exit_code is None and stream is None:
+        what = ", ".join(str(p) for p in paths) or "the input"
+        raise InputError(f"no logs found in {what}")
+    scan = ScanResult()
+    for name, path in inp.logs:
+        try:
+            scan_file(str(path), name, rs, scan)
+        except OSError as exc:
+            inp.notes.append(f"{name}: unreadable ({exc.strerror})")
+    for name, text in inp.texts:
+        scan_text(text, name, rs, scan)
+    if stream is not None:
+        scan_stream(stream, stream_name, rs, scan)
+        if not scan.sources[stream_name].bytes and not inp.logs and not inp.texts and exit_code is None:
+            raise InputError(f"{stream_name}: empty input")
+    ctx_data = dict(context or {})
+    ctx_data.setdefault("flight_recorder", inp.flight)
+    if inp.readiness is not None:
+        ctx_data.setdefault("readiness", inp.readiness)
+    ctx_data["stuck"] = stuck_points(scan, rs)
+    analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
+    the_lock = lock if lock is not None else inp.lock
+    ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data)
+    causes = build_causes(scan, analysis, rs, ctx)
+    for ev in ctx_data.get("extra_evidence") or []:
+        if causes and isinstance(ev, Evidence):
+            causes[0].evidence.append(ev)
+    analysis.profile.first_failure = failure_point(scan, analysis.findings)
+    diag = finish(analysis, causes, scan, rs, ctx_data)
+    diag.notes.extend(inp.notes)
+    diag.sources = list(scan.sources)
+    if the_lock is not None:
+        diag.extra["_lock"] = the_lock
+    for info in scan.sources.values():
+        if info.truncated_lines:
+            diag.notes.append(f"{info.name}: {info.truncated_lines} over-long line(s) were read up to 16 KiB each")
+    return diag
+
+
+def _plugin_packs() -> list[tuple[str, str]]:
+    """Rule packs contributed through the ``faildiag_rule_packs`` hook (see hookspecs)."""
+    try:
+        from ..hookspecs import collect_rule_packs
+    except ImportError:  # pragma: no cover
+        return []
+    return collect_rule_packs()

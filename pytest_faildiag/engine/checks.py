@@ -1,0 +1,321 @@
+"""Built-in validation checks: each reads numbers or structure out of the evidence (or, for a live
+failure, the machine) and says whether it supports the cause. Registered by name; rule files refer to
+them. Environment-lock checks live in ``checks_env``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+from ..model import Evidence, RootCause, ValidationCheck
+from .validate import CheckContext, check
+
+_SIZE = r"([\d.]+)\s*([KMGT]?i?B|bytes)"
+_UNITS = {"B": 1 / 2**30, "BYTES": 1 / 2**30, "KB": 1 / 2**20, "KIB": 1 / 2**20, "MB": 1 / 2**10, "MIB": 1 / 2**10,
+          "GB": 1.0, "GIB": 1.0, "TB": 1024.0, "TIB": 1024.0}
+
+
+def _gib(value: str, unit: str) -> float:
+    return float(value) * _UNITS.get(unit.upper(), 1.0)
+
+
+def oom_numbers(text: str) -> dict[str, float]:
+    """Numbers of a CUDA/NPU out-of-memory message, in GiB: alloc, total, free, process, allocated, reserved_unallocated."""
+    pats = {
+        "alloc": r"Tried to allocate " + _SIZE,
+        "total": r"total capacity of " + _SIZE,
+        "free": r"of which " + _SIZE + r" is free",
+        "process": r"this process has " + _SIZE + r" memory in use",
+        "allocated": r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch",
+        "reserved_unallocated": r"and " + _SIZE + r" is reserved by PyTorch but unallocated",
+    }
+    out = {}
+    for key, pat in pats.items():
+        m = re.search(pat, text)
+        if m:
+            out[key] = _gib(m.group(1), m.group(2))
+    # older format: "(GPU 0; 15.78 GiB total capacity; 14.2 GiB already allocated; 10.19 MiB free; 14.5 GiB reserved in total by PyTorch)"
+    for key, pat in {"total": _SIZE + r" total capacity", "allocated": _SIZE + r" already allocated",
+                     "free": _SIZE + r" free", "reserved": _SIZE + r" reserved in total"}.items():
+        if key not in out:
+            m = re.search(pat, text)
+            if m:
+                out[key] = _gib(m.group(1), m.group(2))
+    if "reserved" in out and "allocated" in out and "reserved_unallocated" not in out:
+        out["reserved_unallocated"] = max(0.0, out["reserved"] - out["allocated"])
+    return out
+
+
+def _fmt(g: float) -> str:
+    return f"{g:.1f} GiB" if g >= 0.1 else f"{g * 1024:.0f} MiB"
+
+
+def _oom_text(ctx: CheckContext, finding: dict[str, Any]) -> dict[str, float]:
+    nums = oom_numbers(finding.get("text", ""))
+    if len(nums) < 2:  # the numbers may sit on another line of the same message
+        for f in ctx.scan.findings:
+            if f.rule.id == finding.get("rule"):
+                more = oom_numbers(f.text)
+                if len(more) > len(nums):
+                    nums = more
+    return nums
+
+
+@check("oom-single-allocation")
+def _oom_single(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    n = _oom_text(ctx, finding)
+    if "alloc" not in n or ("free" not in n and "total" not in n):
+        return ValidationCheck("oom-single-allocation", "skipped", "the message carries no allocation/free numbers")
+    free, total = n.get("free", 0.0), n.get("total", 0.0)
+    detail = f"asked for {_fmt(n['alloc'])}; {_fmt(free)} free of {_fmt(total)} total"
+    if n["alloc"] > total > 0 or (n["alloc"] > free and n["alloc"] > 0.25 * max(total, 1e-9)):
+        return ValidationCheck("oom-single-allocation", "passed", detail + ": one request larger than what the device can give")
+    return ValidationCheck("oom-single-allocation", "failed", detail + ": the request itself is small")
+
+
+@check("oom-growth")
+def _oom_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    n = _oom_text(ctx, finding)
+    if "allocated" not in n or "total" not in n:
+        return ValidationCheck("oom-growth", "skipped", "the message does not say how much PyTorch had allocated")
+    share = n["allocated"] / n["total"] if n["total"] else 0
+    detail = f"{_fmt(n['allocated'])} of {_fmt(n['total'])} already allocated by PyTorch ({share:.0%})"
+    if share >= 0.6 and n.get("alloc", 0) < 0.25 * n["total"]:
+        return ValidationCheck("oom-growth", "passed", detail + ": the device was filled by live tensors before a modest request")
+    return ValidationCheck("oom-growth", "failed", detail)
+
+
+@check("oom-fragmentation")
+def _oom_frag(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    n = _oom_text(ctx, finding)
+    if "reserved_unallocated" not in n or "alloc" not in n:
+        return ValidationCheck("oom-fragmentation", "skipped", "no reserved-but-unallocated figure in the message")
+    detail = f"{_fmt(n['reserved_unallocated'])} reserved but unallocated vs a request of {_fmt(n['alloc'])}"
+    if n["reserved_unallocated"] >= n["alloc"] and n["reserved_unallocated"] > 0.05 * n.get("total", 1):
+        return ValidationCheck("oom-fragmentation", "passed", detail + ": the memory exists but is fragmented")
+    return ValidationCheck("oom-fragmentation", "failed", detail)
+
+
+@check("oom-other-process")
+def _oom_other(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    n = _oom_text(ctx, finding)
+    if not {"total", "free", "process"} <= n.keys():
+        return ValidationCheck("oom-other-process", "skipped", "the message lacks total/free/process figures")
+    others = n["total"] - n["free"] - n["process"]
+    detail = f"{_fmt(max(others, 0))} held by other processes"
+    if others > 0.2 * n["total"]:
+        return ValidationCheck("oom-other-process", "passed", detail)
+    return ValidationCheck("oom-other-process", "failed", detail)
+
+
+def memory_trend(samples: list[float]) -> tuple[float, float, float] | None:
+    """(first, last, increasing share) for a memory series, or None when too short to say."""
+    if len(samples) < 3:
+        return None
+    ups = sum(1 for a, b in zip(samples, samples[1:], strict=False) if b > a)
+    return samples[0], samples[-1], ups / (len(samples) - 1)
+
+
+@check("memory-growth")
+def _memory_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    timeline = ctx.context.get("timeline") or []
+    samples = [float(s.get("rss_gib", 0)) + float(s.get("gpu_gib", 0)) for s in timeline if isinstance(s, dict)]
+    where = "the resource timeline"
+    if len(samples) < 3:
+        samples = [v for v, _, _ in ctx.scan.mem_series]
+        where = "memory figures printed by the run"
+    trend = memory_trend(samples)
+    if trend is None:
+        return ValidationCheck("memory-growth", "skipped", "no memory series in the evidence (run under `faildiag run` to record one)")
+    first, last, ups = trend
+    per = (last - first) / (len(samples) - 1)
+    detail = f"{where}: {_fmt(first)} → {_fmt(last)} over {len(samples)} samples ({_fmt(abs(per))} per sample), rising in {ups:.0%} of steps"
+    if last > first * 1.5 and ups >= 0.6:
+        return ValidationCheck("memory-growth", "passed", detail)
+    return ValidationCheck("memory-growth", "failed", detail)
+
+
+@check("killed-after-progress")
+def _killed_after_progress(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    trend = memory_trend([v for v, _, _ in ctx.scan.mem_series])
+    if trend and trend[1] > trend[0] * 1.5 and trend[2] >= 0.6:
+        return ValidationCheck("killed-after-progress", "failed", "memory kept growing until the kill: memory explains it better than a time limit")
+    if ctx.scan.tracebacks or ctx.scan.findings:
+        return ValidationCheck("killed-after-progress", "skipped", "other errors in the logs")
+    return ValidationCheck("killed-after-progress", "passed", "no error was printed before the kill")
+
+
+@check("user-frame")
+def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
+    for tb in reversed(ctx.scan.tracebacks):
+        fr = tb.user_frame
+        if fr:
+            where = f"{fr.file}:{fr.line} in {fr.func}"
+            if not any(e.excerpt.startswith("raised from ") for e in cause.evidence):
+                cause.evidence.append(Evidence("direct", tb.source, f"raised from {where}" + (f": {fr.code}" if fr.code else ""), tb.line))
+            return ValidationCheck("user-frame", "passed", f"the failing call is in user code at {where}")
+    return None
+
+
+@check("launch-blocking")
+def _launch_blocking(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    env = (ctx.lock or {}).get("env", {}) if isinstance(ctx.lock, dict) else {}
+    if str(env.get("CUDA_LAUNCH_BLOCKING", "")) == "1":
+        return ValidationCheck("launch-blocking", "passed", "CUDA_LAUNCH_BLOCKING=1 was set: the reported frame is the failing launch")
+    return ValidationCheck("launch-blocking", "skipped", "CUDA_LAUNCH_BLOCKING was not set: kernel errors are reported asynchronously, so the Python stack may point at a later call")
+
+
+@check("index-assert")
+def _index_assert(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    pat = re.compile(r"index out of bounds|ind >= ?0 && ind < |srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|idx_dim >= 0 && idx_dim < index_size|index out of range")
+    for f in ctx.scan.findings:
+        if pat.search(f.text):
+            return ValidationCheck("index-assert", "passed", f"the kernel assertion is an index bounds check: {f.text[:160]}")
+    return ValidationCheck("index-assert", "skipped", "no kernel assertion text in the logs")
+
+
+@check("nan-first-step")
+def _nan_first(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
+    nan = [f for f in ctx.scan.findings if f.rule.id == finding.get("rule")]
+    if not nan:
+        return None
+    first = nan[0]
+    if first.line <= 3:
+        return ValidationCheck("nan-first-step", "passed", f"non-finite from the first logged step ({first.source}:{first.line}): an invalid operation, not slow divergence")
+    return ValidationCheck("nan-first-step", "failed", f"finite for {first.line - 1} lines before turning non-finite: divergence (learning rate, fp16 overflow) is as likely")
+
+
+@check("flight-recorder")
+def _flight(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    dumps = ctx.context.get("flight_recorder") or []
+    if not dumps:
+        return ValidationCheck("flight-recorder", "skipped", "no NCCL flight-recorder dump found (set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE)")
+    parts = []
+    stuck = False
+    for d in dumps:
+        first = d.get("first_incomplete")
+        if first:
+            stuck = True
+            parts.append(f"rank {d.get('rank', '?')}: {first['op']} seq {first['seq']} {first['state']} (last completed seq {d.get('last_completed')}) from {first.get('where', '?')}")
+        else:
+            parts.append(f"rank {d.get('rank', '?')}: every recorded collective completed")
+    return ValidationCheck("flight-recorder", "passed" if stuck else "failed", "; ".join(parts))
+
+
+@check("flight-recorder-not-started")
+def _flight_not_started(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    dumps = ctx.context.get("flight_recorder") or []
+    firsts = [d["first_incomplete"] for d in dumps if d.get("first_incomplete")]
+    if not firsts:
+        return ValidationCheck("flight-recorder-not-started", "skipped", "no incomplete collective in a flight-recorder dump")
+    if all(f["state"] == "scheduled" for f in firsts):
+        return ValidationCheck("flight-recorder-not-started", "passed", "the timed-out collective never started on the GPU: work queued before it did not finish")
+    return ValidationCheck("flight-recorder-not-started", "failed", "the collective started and waited for peers")
+
+
+@check("rank-divergence")
+def _rank_divergence(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    where = {}
+    for d in ctx.scan.dumps:
+        inner = d.innermost
+        if d.rank is not None and inner:
+            where.setdefault(d.rank, f"{inner[0].func} ({Path(inner[0].file).name}:{inner[0].line})")
+    if len(where) >= 2:
+        distinct = set(where.values())
+        detail = "; ".join(f"rank {r}: {w}" for r, w in sorted(where.items()))
+        return ValidationCheck("rank-divergence", "passed" if len(distinct) > 1 else "failed", detail)
+    errs = ctx.scan.rank_first_error
+    if len(errs) >= 1:
+        detail = "; ".join(f"rank {r}: {v[2][:100]}" for r, v in sorted(errs.items()))
+        return ValidationCheck("rank-divergence", "passed" if len(errs) == 1 else "skipped", "errors from " + detail)
+    return ValidationCheck("rank-divergence", "skipped", "the logs do not tell ranks apart")
+
+
+@check("native-frame")
+def _native_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    for d in ctx.scan.dumps:
+        if d.innermost:
+            fr = d.innermost[0]
+            return ValidationCheck("native-frame", "passed", f"faulthandler shows the crash under {fr.func} ({fr.file}:{fr.line})")
+    return ValidationCheck("native-frame", "skipped", "no faulthandler dump: the Python frame that called native code is unknown")
+
+
+@check("oom-killer")
+def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    for f in ctx.scan.findings:
+        if re.search(r"Out of memory: Killed process|oom-kill|oom_reaper|invoked oom-killer", f.text):
+            return ValidationCheck("oom-killer", "passed", f"kernel log: {f.text[:160]}")
+    if not ctx.probe_machine:
+        return ValidationCheck("oom-killer", "skipped", "stored logs: the machine's OOM-killer counters are not available here")
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            continue
+        m = re.search(r"oom_kill (\d+)", text)
+        if m:
+            n = int(m.group(1))
+            return ValidationCheck("oom-killer", "passed" if n > 0 else "failed", f"{path}: oom_kill {n}")
+    return ValidationCheck("oom-killer", "skipped", "no readable cgroup memory.events or kernel log")
+
+
+@check("module-installed")
+def _module_installed(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    module = (finding.get("groups") or {}).get("module")
+    if not module:
+        return ValidationCheck("module-installed", "skipped", "no module name in the message")
+    lock = ctx.lock if isinstance(ctx.lock, dict) else {}
+    dists = {k.lower().replace("_", "-") for k in (lock.get("packages") or {})}
+    top = module.split(".")[0]
+    if dists:
+        present = top.lower().replace("_", "-") in dists
+        return ValidationCheck("module-installed", "failed" if present else "passed",
+                               f"the environment lock {'lists' if present else 'does not list'} a distribution named {top}")
+    if not ctx.probe_machine:
+        return ValidationCheck("module-installed", "skipped", "stored logs and no environment lock")
+    try:
+        found = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    return ValidationCheck("module-installed", "failed" if found else "passed",
+                           f"{top} is {'importable' if found else 'not importable'} by this interpreter")
+
+
+_FIXTURE_PLUGINS = {
+    "mocker": "pytest-mock", "benchmark": "pytest-benchmark", "httpx_mock": "pytest-httpx", "requests_mock": "requests-mock",
+    "event_loop": "pytest-asyncio", "aioresponses": "aioresponses", "freezer": "pytest-freezer", "snapshot": "syrupy",
+    "celery_app": "celery", "django_db_setup": "pytest-django", "db": "pytest-django", "client": "pytest-django / pytest-flask",
+    "xprocess": "pytest-xprocess", "datadir": "pytest-datadir", "faker": "faker", "respx_mock": "respx", "cov": "pytest-cov",
+}
+
+
+@check("fixture-plugin")
+def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    name = (finding.get("groups") or {}).get("fixture", "")
+    plugin = _FIXTURE_PLUGINS.get(name)
+    if plugin:
+        cause.fix_hints.insert(0, f"pip install {plugin} (it provides the '{name}' fixture)")
+        return ValidationCheck("fixture-plugin", "passed", f"'{name}' is provided by {plugin}")
+    return ValidationCheck("fixture-plugin", "failed", f"'{name}' is not a fixture of a well-known plugin: likely the project's own")
+
+
+@check("state-dict-prefix")
+def _prefix(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
+    for f in ctx.scan.findings:
+        if "module." in f.text and ("Missing key" in f.text or "Unexpected key" in f.text):
+            return ValidationCheck("state-dict-prefix", "passed", "keys differ by the 'module.' prefix that DataParallel/DDP adds")
+    if any("size mismatch for" in f.text for f in ctx.scan.findings):
+        sizes = [f.text for f in ctx.scan.findings if "size mismatch for" in f.text][:1]
+        return ValidationCheck("state-dict-prefix", "failed", f"names match but shapes differ: {sizes[0][:200]}")
+    return None
+
+
+@check("stuck-frame")
+def _stuck(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    stuck = ctx.context.get("stuck") or []
+    if not stuck:
+        return ValidationCheck("stuck-frame", "skipped", "no thread dump in the evidence")
+    return ValidationCheck("stuck-frame", "passed", "; ".join(s["detail"] for s in stuck[:4]))

@@ -1,0 +1,194 @@
+"""Stage 2a: candidate root causes from findings, merged, checked and ranked.
+
+Why noisy-or merging: two different signatures pointing at the same cause are more convincing than one,
+but never certain. Downstream symptoms are discounted when anything else explains the failure, and a
+cause supported only by inference never outranks one seen directly at equal prior.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..model import Evidence, RootCause, ValidationCheck
+from ..parse.scan import Finding, ScanResult
+from ..rules import CauseSpec, RuleSet
+from .analyze import Analysis
+from .validate import CheckContext, run_checks
+
+DOWNSTREAM_FACTOR = 0.35
+MAX_EVIDENCE = 4
+MAX_CAUSES = 8
+
+
+class _Fmt(defaultdict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _format(template: str, finding: Finding) -> str:
+    values = _Fmt(str, {k: v.strip() for k, v in finding.groups.items()})
+    values["line"] = finding.text[:160]
+    try:
+        return template.format_map(values)
+    except Exception:  # a template with literal braces or attribute access: show it as written
+        return template
+
+
+def _finding_dict(f: Finding) -> dict[str, Any]:
+    return {"rule": f.rule.id, "text": f.text, "groups": dict(f.groups), "source": f.source, "line": f.line}
+
+
+def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
+    ev = [Evidence("direct", f.source, f.text[:500], f.line or None)]
+    if spec.kind == "hypothesis":
+        ev.append(Evidence("hypothesis", f"rule {f.rule.id}", spec.reason or spec.summary))
+    return ev
+
+
+def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext) -> list[RootCause]:
+    findings = analysis.findings
+    has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
+    causes: dict[str, RootCause] = {}
+    checks_of: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    seen_rule_for_cause: dict[str, set[str]] = defaultdict(set)
+    for f in findings:
+        factor = DOWNSTREAM_FACTOR if (f.rule.downstream and has_primary) else 1.0
+        for spec in f.rule.causes:
+            conf = spec.confidence * factor
+            c = causes.get(spec.id)
+            if c is None:
+                c = RootCause(spec.id, spec.category, conf, _format(spec.summary, f), _evidence_for(f, spec),
+                              fix_hints=[_format(h, f) for h in spec.fix_hints], rule=f.rule.id,
+                              fix=_fix_template(spec, f))
+                causes[spec.id] = c
+                checks_of[spec.id] = (list(spec.checks), _finding_dict(f))
+            elif f.rule.id not in seen_rule_for_cause[spec.id]:
+                c.confidence = 1 - (1 - c.confidence) * (1 - 0.4 * conf)  # corroborated by another signature
+                c.evidence.extend(_evidence_for(f, spec)[:1])
+                for name in spec.checks:
+                    if name not in checks_of[spec.id][0]:
+                        checks_of[spec.id][0].append(name)
+            elif len(c.evidence) < MAX_EVIDENCE and not any(e.excerpt == f.text[:500] for e in c.evidence):
+                c.evidence.append(Evidence("direct", f.source, f.text[:500], f.line or None))
+            seen_rule_for_cause[spec.id].add(f.rule.id)
+    for stuck in ctx.context.get("stuck") or []:
+        _add_stuck_cause(causes, checks_of, stuck)
+    if not causes:
+        for c in fallback_causes(scan, analysis, ruleset):
+            causes[c.id] = c
+            checks_of[c.id] = (["user-frame"], {})
+    for cid, c in causes.items():
+        names, fdict = checks_of.get(cid, ([], {}))
+        run_checks(ctx, c, names, fdict)
+        c.evidence = c.evidence[:MAX_EVIDENCE + 2]
+    ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))
+    return _thin_evidence_penalty(ranked[:MAX_CAUSES])
+
+
+def _kind_rank(c: RootCause) -> int:
+    return 0 if any(e.kind == "direct" for e in c.evidence) else 1
+
+
+def _thin_evidence_penalty(causes: list[RootCause]) -> list[RootCause]:
+    """Conflicting candidates of similar weight lower the leader's confidence: never pretend certainty."""
+    if len(causes) >= 2 and causes[0].category != causes[1].category and causes[1].confidence > 0.8 * causes[0].confidence:
+        causes[0].confidence *= 0.9
+    return causes
+
+
+def _fix_template(spec: CauseSpec, f: Finding) -> dict[str, Any] | None:
+    if not spec.fix:
+        return None
+    out = {}
+    for k, v in spec.fix.items():
+        out[k] = _format(v, f) if isinstance(v, str) and k not in {"find", "replace"} else v
+    return out
+
+
+def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict, stuck: dict[str, Any]) -> None:
+    cid = f"hang.{stuck['category']}"
+    ev = Evidence("direct", stuck["source"], stuck["detail"], stuck.get("line"))
+    if cid in causes:
+        causes[cid].evidence.append(ev)
+        return
+    conf = 0.6 if stuck["category"] != "test_code" else 0.4
+    causes[cid] = RootCause(cid, stuck["category"], conf, stuck["summary"], [ev], fix_hints=list(stuck.get("fix_hints", [])),
+                            rule="stuck_frame")
+    checks_of[cid] = ([], {})
+
+
+def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
+    """Classify where each dumped thread waits, using the ``[[stuck_frame]]`` table of the rule packs."""
+    out = []
+    seen = set()
+    for d in scan.dumps:
+        inner = d.innermost
+        if not inner:
+            continue
+        for entry in ruleset.stuck_frames:
+            fr = _match_stuck(entry, inner)
+            if fr is None:
+                continue
+            user = next((x for x in inner if not x.is_library), None)
+            where = f"{Path(fr.file).name}:{fr.line}"
+            if user is not None and user is not fr:
+                where += f", called from {user.file}:{user.line}" + (f" ({user.code})" if user.code else "")
+            summary = entry.get("summary", "").replace("{func}", fr.func).replace("{where}", where)
+            key = (entry.get("category"), fr.func, d.rank)
+            if key in seen:
+                break
+            seen.add(key)
+            rank = f"rank {d.rank} " if d.rank is not None else ""
+            out.append({"category": entry.get("category", "test_code"), "summary": summary,
+                        "detail": f"{rank}{d.thread}: stuck in {fr.func} ({where})", "source": d.source, "line": d.line,
+                        "fix_hints": entry.get("fix_hints", []), "rank": d.rank})
+            break
+    # main threads first: they are the ones the user waits on
+    out.sort(key=lambda s: (0 if "MainThread" in s["detail"] or "Current thread" in s["detail"] else 1))
+    return out
+
+
+def _match_stuck(entry: dict[str, Any], frames):
+    func_re = re.compile(entry.get("func", ".*"))
+    file_re = re.compile(entry["file"]) if entry.get("file") else None
+    fr = frames[0]
+    if func_re.search(fr.func) and (file_re is None or file_re.search(fr.file)):
+        return fr
+    return None
+
+
+def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> list[RootCause]:
+    """No signature matched: say what is known, offer the likely places by stack, as hypotheses."""
+    point = None
+    for tb in reversed(scan.tracebacks):
+        if tb.exc_type:
+            point = Evidence("direct", tb.source, f"{tb.exc_type}: {tb.message}".strip(": ")[:500], tb.exc_line)
+            break
+    if point is None and scan.pytest_errors:
+        src, line, text = scan.pytest_errors[0]
+        point = Evidence("direct", src, text, line)
+    if point is None:
+        for info in scan.sources.values():
+            if info.name.startswith("stderr") and info.tail:
+                point = Evidence("direct", info.name, info.tail[-1][:500], info.lines)
+        if point is None and scan.error_lines:
+            src, line, text = scan.error_lines[-1]
+            point = Evidence("direct", src, text, line)
+    if point is None and analysis.profile.exit_code is None:
+        return []
+    cats = ruleset.fallback.get(analysis.profile.stack) or ruleset.fallback.get("other") or ["model"]
+    priors = [0.35, 0.2, 0.12]
+    what = point.excerpt if point else f"exit status {analysis.profile.exit_code}"
+    out = []
+    for cat, prior in zip(cats, priors, strict=False):
+        ev = [point] if point else [Evidence("direct", "exit status", what)]
+        ev = list(ev) + [Evidence("hypothesis", "fallback", f"no known signature matched; for a {analysis.profile.stack} run the {cat} layer is a likely place to look")]
+        out.append(RootCause(f"unknown.{cat}", cat, prior, f"unrecognised failure ({what[:120]}); look in the {cat.replace('_', ' ')} first", ev,
+                             fix_hints=["read the error message and the user frame of the traceback; reduce to a small repro"],
+                             rule="fallback"))
+    if out:
+        out[0].validation_checks.append(ValidationCheck("known-signature", "failed", "no rule of the knowledge base matched this failure"))
+    return out

@@ -1,0 +1,126 @@
+"""Stage 4: the report builder. One line a person can act on, next actions, text and Markdown.
+
+Everything rendered passes through redaction: excerpts come from logs, and logs carry tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Diagnosis, RootCause
+from ..parse.scan import ScanResult
+from ..redact import redact_text
+from ..rules import RuleSet
+from .analyze import Analysis
+
+
+def finish(analysis: Analysis, causes: list[RootCause], scan: ScanResult, rs: RuleSet, ctx: dict[str, Any]) -> Diagnosis:
+    prof = analysis.profile
+    top = causes[0] if causes else None
+    if top is not None:
+        direct = sum(1 for e in top.evidence if e.kind == "direct")
+        prof.confidence = min(0.99, 0.5 * top.confidence + 0.1 * min(direct, 3) + (0.2 if analysis.findings else 0.0))
+    else:
+        prof.confidence = 0.1 if scan.sources else 0.0
+    for c in causes:
+        if c.category not in prof.domains and len(prof.domains) < 6:
+            prof.domains.append(c.category)
+    diag = Diagnosis(summary=_summary(analysis, top), profile=prof, root_causes=causes)
+    diag.next_actions = _next_actions(analysis, causes, rs)
+    if ctx.get("flight_recorder"):
+        diag.extra["flight_recorder"] = ctx["flight_recorder"]
+    if ctx.get("stuck"):
+        diag.extra["stuck"] = [{k: v for k, v in s.items() if k != "fix_hints"} for s in ctx["stuck"]]
+    return diag
+
+
+def _summary(analysis: Analysis, top: RootCause | None) -> str:
+    prof = analysis.profile
+    where = ""
+    if prof.ranks.get("first_failing") is not None:
+        where = f" (rank {prof.ranks['first_failing']} failed first)"
+    if top is None:
+        if prof.exit_code not in (None, 0):
+            return f"the run exited with status {prof.exit_code}{' (' + prof.signal + ')' if prof.signal else ''} and left no recognisable error; collect stderr and rerun with faulthandler"
+        return "no failure found in the evidence"
+    kind = prof.type.replace("_", " ")
+    return redact_text(f"{kind} at {prof.stage}: {top.summary}{where} [{top.category}, {top.confidence:.0%}]")
+
+
+def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet) -> list[str]:
+    acts: list[str] = []
+    if causes:
+        top = causes[0]
+        if top.fix_hints:
+            acts.append(f"try: {top.fix_hints[0]}")
+        acts.extend(rs.next_actions.get(top.category, []))
+        if top.fix:
+            acts.append("hand off to fix mode: `faildiag fix <snapshot>` proposes this change and verifies it")
+        if top.category == "operator" or analysis.profile.type == "unsupported_op":
+            acts.append("hand off to operator work: a kernel/operator implementation is missing or faulty for this device/dtype")
+        if top.confidence < 0.5:
+            acts.append("evidence is thin: collect a smaller repro and the full stderr of every rank")
+    else:
+        acts.append("collect the full stdout/stderr of every process, the exit status, and rerun with PYTHONFAULTHANDLER=1")
+    if analysis.profile.type == "hang":
+        acts.append("for hangs: `faildiag run --hang-timeout N -- CMD` dumps every process's stacks before stopping it")
+    out = []
+    for a in acts:
+        if a not in out:
+            out.append(a)
+    return out[:6]
+
+
+def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
+    p = diag.profile
+    lines = [f"faildiag: {diag.summary}",
+             f"  profile: stage={p.stage} type={p.type} stack={p.stack} backend={p.backend or '-'} "
+             f"confidence={p.confidence:.2f} exit={p.exit_code if p.exit_code is not None else '-'}"]
+    if p.first_failure:
+        ff = p.first_failure
+        lines.append(f"  first failure: {ff.source}:{ff.line or '?'}: {ff.excerpt[:200]}")
+    for i, c in enumerate(diag.root_causes[:max_causes], 1):
+        lines.append(f"  {i}. [{c.category}] {c.summary} ({c.confidence:.0%}, {c.id})")
+        for e in c.evidence[:3]:
+            loc = f"{e.source}:{e.line}" if e.line else e.source
+            lines.append(f"       {e.kind:10} {loc}: {e.excerpt[:160]}")
+        for v in c.validation_checks[:3]:
+            lines.append(f"       check {v.name}: {v.status} — {v.detail[:160]}")
+        for h in c.fix_hints[:2]:
+            lines.append(f"       fix: {h}")
+    for a in diag.next_actions[:3]:
+        lines.append(f"  next: {a}")
+    return redact_text("\n".join(lines))
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(diag: Diagnosis) -> str:
+    p = diag.profile
+    out = [f"# faildiag report", "", f"**{_md(diag.summary)}**", "",
+           "| stage | type | stack | backend | confidence | exit |", "|---|---|---|---|---|---|",
+           f"| {p.stage} | {p.type} | {p.stack} | {p.backend or '-'} | {p.confidence:.2f} | {p.exit_code if p.exit_code is not None else '-'} |", ""]
+    if p.command:
+        out += [f"Command: `{_md(p.command)}`", ""]
+    if p.first_failure:
+        ff = p.first_failure
+        out += [f"First failure: `{ff.source}:{ff.line or '?'}`", "", "```", ff.excerpt[:800], "```", ""]
+    out.append("## Root causes")
+    if not diag.root_causes:
+        out.append("No known cause.")
+    for i, c in enumerate(diag.root_causes, 1):
+        out += ["", f"### {i}. {_md(c.summary)}", "", f"`{c.id}` · category **{c.category}** · confidence {c.confidence:.0%}", ""]
+        for e in c.evidence:
+            loc = f"{e.source}:{e.line}" if e.line else e.source
+            out.append(f"- {e.kind} — `{_md(loc)}`: {_md(e.excerpt[:300])}")
+        for v in c.validation_checks:
+            out.append(f"- check `{v.name}`: **{v.status}** — {_md(v.detail)}")
+        for h in c.fix_hints:
+            out.append(f"- fix: {_md(h)}")
+    if diag.next_actions:
+        out += ["", "## Next actions", ""] + [f"- {_md(a)}" for a in diag.next_actions]
+    if diag.notes:
+        out += ["", "## Notes", ""] + [f"- {_md(n)}" for n in diag.notes]
+    return redact_text("\n".join(out) + "\n")

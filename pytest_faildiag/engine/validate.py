@@ -1,0 +1,67 @@
+"""Stage 2b: validation checks, executed against the evidence and (when allowed) the machine.
+
+A check is a small function registered by name with ``@check("name")``; rule files list the names of
+the checks that support or contradict their causes. A check returns a ``ValidationCheck`` whose status
+moves the cause's confidence (passed raises it, failed lowers it, skipped leaves it) or ``None`` when it
+has nothing to say. Checks must never raise: the runner turns an exception into ``skipped`` with the
+reason, because a broken check must not cost the user their diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import RootCause, ValidationCheck
+
+
+@dataclass
+class CheckContext:
+    """What a check may look at. ``scan`` is the engine's ScanResult (lines matched, tracebacks,
+    tails); ``lock`` the environment lock when one was given; ``probe_machine`` is False when the
+    evidence comes from another machine (a stored log), so checks of the live machine must skip."""
+
+    scan: Any
+    profile: Any
+    lock: dict[str, Any] | None = None
+    probe_machine: bool = False
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+CheckFn = Callable[[CheckContext, RootCause, dict[str, Any]], "ValidationCheck | None"]
+CHECKS: dict[str, CheckFn] = {}
+
+# How much a check result moves a cause's confidence.
+PASSED_FACTOR = 1.15
+FAILED_FACTOR = 0.55
+
+
+def check(name: str) -> Callable[[CheckFn], CheckFn]:
+    """Register ``fn`` as the validation check ``name`` (a later registration replaces an earlier one)."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = fn
+        return fn
+
+    return deco
+
+
+def run_checks(ctx: CheckContext, cause: RootCause, names: list[str], finding: dict[str, Any]) -> None:
+    """Run the named checks for ``cause`` and fold their outcome into its confidence."""
+    for name in names:
+        fn = CHECKS.get(name)
+        if fn is None:
+            result: ValidationCheck | None = ValidationCheck(name, "skipped", "no such check is installed")
+        else:
+            try:
+                result = fn(ctx, cause, finding)
+            except Exception as exc:  # a broken check never costs the diagnosis
+                result = ValidationCheck(name, "skipped", f"check raised {type(exc).__name__}: {exc}")
+        if result is None:
+            continue
+        cause.validation_checks.append(result)
+        if result.status == "passed":
+            cause.confidence = min(0.99, cause.confidence * PASSED_FACTOR)
+        elif result.status == "failed":
+            cause.confidence = cause.confidence * FAILED_FACTOR

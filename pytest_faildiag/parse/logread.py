@@ -1,0 +1,90 @@
+"""Streaming log reading: bounded memory whatever the log's size or shape.
+
+Logs arrive as gigabytes of interleaved ranks, progress bars redrawn with ``\\r``, ANSI colours, invalid
+UTF-8 and, sometimes, one enormous line. Every reader here yields normalised lines one at a time and
+never holds more than ``MAX_LINE`` bytes of one line, so memory stays flat however large the input is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+MAX_LINE = 16 * 1024  # bytes of one physical line kept for matching; the rest is skipped, not buffered
+CHUNK = 1 << 20
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class InputError(Exception):
+    """Unreadable input; the message is one line a person can act on."""
+
+
+@dataclass
+class Line:
+    source: str
+    number: int  # 1-based physical line number in ``source``
+    text: str
+
+
+def clean(text: str) -> str:
+    """Strip ANSI escapes and control characters; keep the text a person would have seen."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return _CTRL.sub("", text)
+
+
+def _visible(segment: str) -> str:
+    # A progress bar redraws with \r: what the terminal showed last is the final segment that has text.
+    if "\r" in segment:
+        parts = [p for p in segment.split("\r") if p.strip()]
+        segment = parts[-1] if parts else ""
+    return clean(segment.rstrip("\n"))
+
+
+def iter_bytes_lines(stream, source: str) -> Iterator[Line]:
+    """Yield lines from a binary stream, each cut at MAX_LINE bytes (the tail of an over-long line is skipped)."""
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE)
+        if not raw:
+            return
+        number += 1
+        if not raw.endswith(b"\n") and len(raw) >= MAX_LINE:
+            # over-long line: drain the rest without keeping it
+            while True:
+                more = stream.readline(CHUNK)
+                if not more or more.endswith(b"\n"):
+                    break
+        yield Line(source, number, _visible(raw.decode("utf-8", errors="replace")))
+
+
+def iter_text_lines(text: str, source: str) -> Iterator[Line]:
+    """Same normalisation for text already in memory (captured stdout, a pytest longrepr)."""
+    for number, raw in enumerate(text.splitlines(), 1):
+        yield Line(source, number, _visible(raw[:MAX_LINE]))
+
+
+def sniff_binary(path: str) -> bool:
+    """True for files that are not text logs: a NUL byte in the first 8 KiB."""
+    with open(path, "rb") as f:
+        head = f.read(8192)
+    return b"\x00" in head
+
+
+def check_readable(path: str) -> None:
+    """Raise InputError with a one-line reason when ``path`` cannot be used as a log."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file or directory") from None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise InputError(f"{path}: symbolic link loop") from None
+        raise InputError(f"{path}: {exc.strerror}") from None
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied")
+    if st.st_size == 0 and os.path.isfile(path):
+        raise InputError(f"{path}: empty file")

@@ -1,0 +1,451 @@
+"""One pass over each log: keyword hits, tracebacks, thread dumps, rank order and memory numbers.
+
+The scan works on 1 MiB byte chunks and lets one compiled alternation (every rule keyword plus a few
+structural markers) find candidate lines in C; Python only touches the lines that hit, plus the lines
+inside a traceback or thread dump once one has started. That is what keeps a gigabyte of NCCL chatter
+close to ``grep -E`` speed and flat in memory. Everything kept is bounded (first/last tracebacks, a
+capped list of findings per rule, a capped memory series).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ..rules import Rule, RuleSet
+from .logread import MAX_LINE, _visible
+
+CHUNK = 1 << 20
+MAX_FINDINGS_PER_RULE = 20
+MAX_TRACEBACKS = 24
+MAX_FRAMES = 120
+MAX_MEM_SAMPLES = 4000
+TAIL_LINES = 40
+
+_STRUCTURAL = [
+    rb"Traceback \(most recent call last\)",
+    rb"Root Cause \(first observed failure\)",
+    rb"~~~ Stack of ",
+    rb"\(most recent call first\)",
+    rb"(?m:^E {3})",
+    rb"(?m:^[\w/.\-]+\.py:\d+: \w)",
+    rb"(?i:\bmem(?:ory)?\b)",
+    rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
+]
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[^\s(]+)')
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
+_RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
+_GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
+_ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
+_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$")
+_PYTEST_PREFIX = re.compile(r"^E {3}")
+_PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
+_MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
+_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+_UNIT = {"K": 2**-20, "M": 2**-10, "G": 1.0, "T": 1024.0}
+
+
+@dataclass
+class Finding:
+    rule: Rule
+    source: str
+    line: int
+    text: str
+    groups: dict[str, str] = field(default_factory=dict)
+    rank: str | None = None
+    ts: str | None = None
+    seq: int = 0  # global order of discovery across sources
+
+
+@dataclass
+class Frame:
+    file: str
+    line: int
+    func: str
+    code: str = ""
+
+    @property
+    def is_library(self) -> bool:
+        f = self.file.replace("\\", "/")
+        return ("site-packages/" in f or "dist-packages/" in f or "/lib/python3" in f
+                or f.startswith("<frozen") or f.startswith("<") or "/_pytest/" in f or "/pluggy/" in f
+                or f.endswith(".pyx"))
+
+
+@dataclass
+class Traceback:
+    source: str
+    line: int
+    frames: list[Frame] = field(default_factory=list)
+    exc_type: str | None = None
+    message: str = ""
+    exc_line: int | None = None
+    rank: str | None = None
+    chained: bool = False  # printed after "During handling…"/"The above exception…"
+    seq: int = 0
+
+    @property
+    def user_frame(self) -> Frame | None:
+        for fr in reversed(self.frames):
+            if not fr.is_library:
+                return fr
+        return None
+
+
+@dataclass
+class StackDump:
+    source: str
+    line: int
+    thread: str
+    frames: list[Frame] = field(default_factory=list)
+    innermost_first: bool = False
+    rank: str | None = None
+
+    @property
+    def innermost(self) -> list[Frame]:
+        return self.frames if self.innermost_first else list(reversed(self.frames))
+
+
+@dataclass
+class RootCauseBlock:
+    """torchelastic's "Root Cause (first observed failure)" summary."""
+
+    source: str
+    line: int
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SourceInfo:
+    name: str
+    lines: int = 0
+    bytes: int = 0
+    tail: list[str] = field(default_factory=list)
+    truncated_lines: int = 0
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding] = field(default_factory=list)
+    tracebacks: list[Traceback] = field(default_factory=list)
+    dumps: list[StackDump] = field(default_factory=list)
+    elastic: list[RootCauseBlock] = field(default_factory=list)
+    pytest_errors: list[tuple[str, int, str]] = field(default_factory=list)
+    error_lines: list[tuple[str, int, str]] = field(default_factory=list)
+    mem_series: list[tuple[float, str, int]] = field(default_factory=list)
+    sources: dict[str, SourceInfo] = field(default_factory=dict)
+    rank_first_error: dict[str, tuple[str, int, str, str | None]] = field(default_factory=dict)
+    hits_per_rule: dict[str, int] = field(default_factory=dict)
+    seq: int = 0
+
+    def rule_ids(self) -> set[str]:
+        return {f.rule.id for f in self.findings}
+
+
+class _Scanner:
+    """Stateful scanner for one source; call ``feed_line`` for lines Python must see."""
+
+    def __init__(self, ruleset: RuleSet, result: ScanResult, source: str):
+        self.rs = ruleset
+        self.res = result
+        self.source = source
+        self.info = SourceInfo(source)
+        result.sources[source] = self.info
+        self.open_tb: dict[str | None, Traceback] = {}
+        self.pending_chain: dict[str | None, bool] = {}
+        self.dump: StackDump | None = None
+        self.elastic: RootCauseBlock | None = None
+        self.elastic_left = 0
+        self.line_regex = ruleset.keyword_regex
+
+    # -- state that forces line mode ------------------------------------------------------------
+    @property
+    def in_block(self) -> bool:
+        return bool(self.open_tb) or self.dump is not None or self.elastic is not None
+
+    def feed_line(self, number: int, text: str) -> None:
+        rank = None
+        body = text
+        m = _RANK_PREFIX.match(text)
+        if m:
+            rank = m["rank"]
+            body = text[m.end():]
+        self._structure(number, body, rank)
+        self._keywords(number, text, body, rank)
+
+    # -- structure: tracebacks, dumps, elastic blocks -------------------------------------------------
+    def _structure(self, number: int, body: str, rank: str | None) -> None:
+        stripped = body.strip()
+        if self.elastic is not None:
+            self._elastic_line(body)
+        if "Root Cause (first observed failure)" in body:
+            self.elastic = RootCauseBlock(self.source, number)
+            self.elastic_left = 40
+            self._keep(self.res.elastic, self.elastic)
+            return
+        if self.dump is not None:
+            fm = _FRAME.match(body)
+            if fm:
+                if len(self.dump.frames) < MAX_FRAMES:
+                    self.dump.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
+                return
+            if stripped and body.startswith("    ") and self.dump.frames and not self.dump.innermost_first:
+                self.dump.frames[-1].code = stripped[:300]
+                return
+            self.dump = None
+        if "~~~ Stack of " in body or "(most recent call first)" in body:
+            thread = stripped.strip("~ ").replace("Stack of ", "")
+            self.dump = StackDump(self.source, number, thread, innermost_first="most recent call first" in body, rank=rank)
+            self._keep(self.res.dumps, self.dump)
+            return
+        if "Traceback (most recent call last)" in body:
+            tb = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
+            self.open_tb[rank] = tb
+            self._keep_tb(tb)
+            return
+        if any(c in body for c in _CHAIN):
+            self.pending_chain[rank] = True
+            return
+        tb = self.open_tb.get(rank)
+        if tb is None:
+            pm = _PYTEST_E.match(body)
+            if pm:
+                self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
+                del self.res.pytest_errors[:-200]
+            return
+        fm = _FRAME.match(body)
+        if fm:
+            if len(tb.frames) < MAX_FRAMES:
+                tb.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
+            else:
+                tb.frames[-1] = Frame(fm["file"], int(fm["line"]), fm["func"])
+            return
+        if body.startswith((" ", "\t")) or not stripped:
+            if stripped and tb.frames and not tb.frames[-1].code and not set(stripped) <= set("^~ "):
+                tb.frames[-1].code = stripped[:300]
+            return
+        em = _EXC_LINE.match(stripped)
+        tb.exc_type = em["type"] if em else stripped.split(":", 1)[0][:120]
+        tb.message = ((em["msg"] or "") if em else stripped)[:2000]
+        tb.exc_line = number
+        del self.open_tb[rank]
+
+    def _elastic_line(self, body: str) -> None:
+        self.elastic_left -= 1
+        s = body.strip()
+        if ":" in s and not s.startswith("Traceback"):
+            key, _, value = s.partition(":")
+            key = key.strip()
+            if key in {"time", "host", "rank", "exitcode", "error_file", "traceback"} and key not in self.elastic.fields:
+                self.elastic.fields[key] = value.strip()[:500]
+        if self.elastic_left <= 0 or s.startswith("====="):
+            self.elastic = None
+
+    # -- keyword hits ---------------------------------------------------------------------------
+    def _keywords(self, number: int, text: str, body: str, rank: str | None) -> None:
+        regex = self.line_regex
+        if regex is None:
+            return
+        raw = text.encode("utf-8", "replace")
+        hits = {m.group(0).decode("utf-8", "replace") for m in regex.finditer(raw)}
+        if not hits:
+            return
+        # the alternation reports the longest keyword at a position; look up every keyword the line holds
+        low = text.lower()
+        rules: list[Rule] = []
+        for kw, owners in self.rs.keyword_index.items():
+            for r in owners:
+                if r not in rules and (kw in low if r.ignore_case else kw in text):
+                    rules.append(r)
+        match_body = _PYTEST_PREFIX.sub("", body, count=1)
+        for r in rules:
+            groups: dict[str, str] | None = None
+            if not r.patterns:
+                groups = {}
+            else:
+                for p in r.patterns:
+                    pm = p.search(match_body)
+                    if pm:
+                        groups = {k: v for k, v in pm.groupdict().items() if v is not None}
+                        break
+            if groups is None:
+                continue
+            self._add_finding(r, number, body.strip(), groups, rank or _inline_rank(body), text)
+
+    def _add_finding(self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str) -> None:
+        count = self.res.hits_per_rule.get(rule.id, 0) + 1
+        self.res.hits_per_rule[rule.id] = count
+        ts = _timestamp(raw)
+        f = Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq())
+        if count <= MAX_FINDINGS_PER_RULE:
+            self.res.findings.append(f)
+        else:  # keep the first ones and the latest one
+            for i in range(len(self.res.findings) - 1, -1, -1):
+                if self.res.findings[i].rule is rule:
+                    self.res.findings[i] = f
+                    break
+        if rank is not None and not rule.noise and not rule.downstream and rule.causes:
+            prev = self.res.rank_first_error.get(rank)
+            if prev is None or (ts and prev[3] and ts < prev[3]):
+                self.res.rank_first_error[rank] = (self.source, number, text[:300], ts)
+
+    def generic(self, number: int, text: str) -> None:
+        """Lines that look like errors without matching any rule: fallback material."""
+        low = text.lower()
+        if ("error" in low or "exception" in low or "fatal" in low or "killed" in low or "abort" in low
+                or "segmentation fault" in low or "timed out" in low or "timeout" in low):
+            el = self.res.error_lines
+            el.append((self.source, number, text.strip()[:500]))
+            if len(el) > 400:
+                del el[100:200]  # keep the first 100 and the most recent ones
+        mm = _MEM.search(text)
+        if mm:
+            unit = mm["u"][0].upper()
+            gib = float(mm["v"]) * _UNIT.get(unit, 1.0)
+            ms = self.res.mem_series
+            ms.append((gib, self.source, number))
+            if len(ms) > MAX_MEM_SAMPLES:
+                del ms[1::2]
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _seq(self) -> int:
+        self.res.seq += 1
+        return self.res.seq
+
+    def _keep(self, lst: list, item: Any, cap: int = 50) -> None:
+        lst.append(item)
+        if len(lst) > cap:
+            del lst[1]
+
+    def _keep_tb(self, tb: Traceback) -> None:
+        tbs = self.res.tracebacks
+        tbs.append(tb)
+        if len(tbs) > MAX_TRACEBACKS:
+            # keep the first few (the first failure) and the latest (the end of the story)
+            del tbs[4]
+
+
+def _inline_rank(text: str) -> str | None:
+    m = _RANK_INLINE.search(text)
+    return m["rank"] if m else None
+
+
+def _timestamp(text: str) -> str | None:
+    m = _GLOG_TS.search(text)
+    if m:
+        return f"{m['md']} {m['t']}"
+    m = _ISO_TS.search(text)
+    if m:
+        return f"{m['m']}{m['d']} {m['t'].replace(',', '.')}"
+    return None
+
+
+def _structural_regex(ruleset: RuleSet) -> re.Pattern[bytes]:
+    parts = list(_STRUCTURAL)
+    if ruleset.keyword_regex is not None:
+        parts.append(ruleset.keyword_regex.pattern)
+    return re.compile(b"|".join(b"(?:" + p + b")" for p in parts))
+
+
+_CACHE: dict[int, re.Pattern[bytes]] = {}
+
+
+def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanResult) -> None:
+    """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE."""
+    key = id(ruleset)
+    big = _CACHE.get(key)
+    if big is None:
+        big = _CACHE[key] = _structural_regex(ruleset)
+    sc = _Scanner(ruleset, result, source)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    line_no = 0  # lines fully consumed before ``buf``
+    carry = b""
+    total = 0
+    while True:
+        data = stream.read(CHUNK)
+        total += len(data)
+        if not data and not carry:
+            break
+        buf = carry + data
+        if data:
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:  # no newline in a whole chunk: an over-long line; keep only its head
+                if len(buf) > MAX_LINE:
+                    sc.info.truncated_lines += 1
+                    buf = buf[:MAX_LINE]
+                carry = buf
+                continue
+            buf, carry = buf[:cut], buf[cut:]
+        else:
+            carry = b""
+        line_no = _scan_chunk(sc, big, buf, line_no, tail)
+    sc.info.lines = line_no
+    sc.info.bytes = total
+    sc.info.tail = list(tail)
+    # a traceback whose exception line never came (log cut mid-traceback) is still evidence
+    sc.open_tb.clear()
+
+
+def _scan_chunk(sc: _Scanner, big: re.Pattern[bytes], buf: bytes, line_no: int, tail: deque[str]) -> int:
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        if sc.in_block:
+            end = buf.find(b"\n", pos)
+            end = n if end < 0 else end + 1
+            line_no += 1
+            _process(sc, line_no, buf[pos:end])
+            pos = end
+            continue
+        m = big.search(buf, pos)
+        if m is None:
+            line_no += buf.count(b"\n", pos, n)
+            break
+        start = buf.rfind(b"\n", pos, m.start())
+        start = pos if start < 0 else start + 1
+        line_no += buf.count(b"\n", pos, start)
+        end = buf.find(b"\n", m.end())
+        end = n if end < 0 else end + 1
+        line_no += 1
+        _process(sc, line_no, buf[start:end])
+        pos = end
+    # tail: the last lines of this chunk replace older ones
+    last = buf[-64 * 1024:].decode("utf-8", "replace").splitlines()
+    for raw in last[-TAIL_LINES:]:
+        vis = _visible(raw[:MAX_LINE])
+        if vis.strip():
+            tail.append(vis)
+    return line_no
+
+
+def _process(sc: _Scanner, number: int, raw: bytes) -> None:
+    if len(raw) > MAX_LINE:
+        raw = raw[:MAX_LINE]
+        sc.info.truncated_lines += 1
+    text = _visible(raw.decode("utf-8", "replace"))
+    if not text.strip():
+        if sc.dump is not None:
+            sc.dump = None
+        return
+    sc.feed_line(number, text)
+    sc.generic(number, text)
+
+
+def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
+    scan_stream(io.BytesIO(text.encode("utf-8", "replace")), source, ruleset, result)
+
+
+def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
+    with open(path, "rb", buffering=0) as f:
+        scan_stream(f, source, ruleset, result)
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

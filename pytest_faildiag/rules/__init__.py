@@ -1,0 +1,191 @@
+"""Rule packs: the knowledge base as data.
+
+A rule pack is a TOML file of ``[[rule]]`` tables (see ``docs/rules.md``). Loading compiles every rule's
+literal ``keywords`` into one alternation so that a log is scanned once, whatever the number of rules;
+only lines that hit a keyword are handed to the rules that own it. Third-party packs arrive through the
+``faildiag_rule_packs`` hook; a malformed pack is skipped with a warning, never fatal.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..model import CATEGORIES, STAGES, TYPES
+
+
+@dataclass
+class CauseSpec:
+    id: str
+    category: str
+    confidence: float
+    summary: str
+    fix_hints: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    kind: str = "direct"  # "hypothesis" when the rule's line suggests but does not show this cause
+    reason: str = ""  # why the line implies the cause (shown as hypothesis evidence)
+    fix: dict[str, Any] | None = None
+
+
+@dataclass
+class Rule:
+    id: str
+    title: str
+    keywords: list[str]
+    patterns: list[re.Pattern[str]]
+    causes: list[CauseSpec]
+    type: str | None = None
+    stage: str | None = None
+    stack: str | None = None
+    backend: str | None = None
+    domains: list[str] = field(default_factory=list)
+    priority: int = 50
+    ignore_case: bool = False
+    exit_codes: list[int] = field(default_factory=list)
+    downstream: bool = False
+    noise: bool = False  # matches lines that are never a failure by themselves (INFO chatter)
+    suppressed_by: list[str] = field(default_factory=list)
+    requires_failure: bool = False  # only counts when the run failed (non-zero exit or another error)
+    pack: str = ""
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule]
+    keyword_index: dict[str, list[Rule]]
+    keyword_regex: re.Pattern[bytes] | None
+    exit_rules: list[Rule]
+    stuck_frames: list[dict[str, Any]]
+    fallback: dict[str, Any]
+    next_actions: dict[str, list[str]]
+
+    def by_id(self, rule_id: str) -> Rule | None:
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        return None
+
+
+class RuleError(ValueError):
+    pass
+
+
+def _cause(raw: dict[str, Any], rule_id: str) -> CauseSpec:
+    category = raw.get("category", "")
+    if category not in CATEGORIES:
+        raise RuleError(f"rule {rule_id}: unknown category {category!r}")
+    return CauseSpec(
+        id=str(raw.get("id") or rule_id),
+        category=category,
+        confidence=float(raw.get("confidence", 0.5)),
+        summary=str(raw.get("summary", "")),
+        fix_hints=[str(h) for h in raw.get("fix_hints", [])],
+        checks=[str(c) for c in raw.get("checks", [])],
+        kind=str(raw.get("kind", "direct")),
+        reason=str(raw.get("reason", "")),
+        fix=raw.get("fix"),
+    )
+
+
+def _rule(raw: dict[str, Any], pack: str) -> Rule:
+    rid = raw.get("id")
+    if not rid:
+        raise RuleError("a rule without id")
+    flags = re.IGNORECASE if raw.get("ignore_case") else 0
+    keywords = [str(k) for k in raw.get("keywords", [])]
+    exit_codes = [int(c) for c in raw.get("exit_codes", [])]
+    if not keywords and not exit_codes:
+        raise RuleError(f"rule {rid}: needs keywords or exit_codes")
+    try:
+        patterns = [re.compile(p, flags) for p in raw.get("patterns", [])]
+    except re.error as exc:
+        raise RuleError(f"rule {rid}: bad pattern: {exc}") from None
+    for key, vocab in (("type", TYPES), ("stage", STAGES)):
+        if raw.get(key) is not None and raw[key] not in vocab:
+            raise RuleError(f"rule {rid}: unknown {key} {raw[key]!r}")
+    return Rule(
+        id=rid, title=str(raw.get("title", rid)), keywords=keywords, patterns=patterns,
+        causes=[_cause(c, rid) for c in raw.get("causes", [])],
+        type=raw.get("type"), stage=raw.get("stage"), stack=raw.get("stack"), backend=raw.get("backend"),
+        domains=list(raw.get("domains", [])), priority=int(raw.get("priority", 50)),
+        ignore_case=bool(raw.get("ignore_case")), exit_codes=exit_codes,
+        downstream=bool(raw.get("downstream")), noise=bool(raw.get("noise")),
+        suppressed_by=list(raw.get("suppressed_by", [])),
+        requires_failure=bool(raw.get("requires_failure")), pack=pack,
+    )
+
+
+def parse_pack(text: str, name: str) -> tuple[list[Rule], dict[str, Any]]:
+    """Parse one TOML pack; returns its rules and its other tables (stuck frames, fallback, …)."""
+    data = tomllib.loads(text)
+    rules = [_rule(r, name) for r in data.get("rule", [])]
+    return rules, {k: v for k, v in data.items() if k != "rule"}
+
+
+def _builtin_packs() -> list[tuple[str, str]]:
+    out = []
+    for entry in sorted(resources.files(__package__).iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml") and entry.name != "retort.toml":
+            out.append((entry.name, entry.read_text(encoding="utf-8")))
+    return out
+
+
+def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
+    rules: list[Rule] = []
+    stuck: list[dict[str, Any]] = []
+    fallback: dict[str, Any] = {}
+    actions: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    for name, text in packs:
+        try:
+            pack_rules, extra = parse_pack(text, name)
+        except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError) as exc:
+            warnings.warn(f"faildiag: rule pack {name} skipped: {exc}", stacklevel=2)
+            continue
+        for r in pack_rules:  # a later pack may replace a rule by id
+            if r.id in seen:
+                rules[seen[r.id]] = r
+            else:
+                seen[r.id] = len(rules)
+                rules.append(r)
+        stuck.extend(extra.get("stuck_frame", []))
+        fallback.update(extra.get("fallback", {}))
+        for k, v in extra.get("next_actions", {}).items():
+            actions.setdefault(k, []).extend(v)
+    index: dict[str, list[Rule]] = {}
+    for r in rules:
+        for k in r.keywords:
+            index.setdefault(k.lower() if r.ignore_case else k, []).append(r)
+    regex = _keyword_regex(rules)
+    return RuleSet(rules, index, regex, [r for r in rules if r.exit_codes], stuck, fallback, actions)
+
+
+def _keyword_regex(rules: list[Rule]) -> re.Pattern[bytes] | None:
+    exact: set[str] = set()
+    folded: set[str] = set()
+    for r in rules:
+        (folded if r.ignore_case else exact).update(r.keywords)
+    alts = [re.escape(k.encode()) for k in sorted(exact, key=len, reverse=True)]
+    alts += [b"(?i:" + re.escape(k.encode()) + b")" for k in sorted(folded, key=len, reverse=True)]
+    return re.compile(b"|".join(alts)) if alts else None
+
+
+@lru_cache(maxsize=1)
+def _default_ruleset_cached(extra_key: tuple[tuple[str, str], ...]) -> RuleSet:
+    return build_ruleset(_builtin_packs() + list(extra_key))
+
+
+def load_ruleset(extra_packs: list[tuple[str, str]] | None = None) -> RuleSet:
+    """The built-in packs plus ``extra_packs`` ((name, toml text) pairs), compiled once per process."""
+    return _default_ruleset_cached(tuple(extra_packs or ()))
+
+
+def read_pack_file(path: str | Path) -> tuple[str, str]:
+    p = Path(path)
+    return (p.name, p.read_text(encoding="utf-8"))
