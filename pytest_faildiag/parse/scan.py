@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ..rules import Rule, RuleSet
+from . import prefilter
 from .logread import MAX_LINE, _visible
 
 CHUNK = 1 << 20
@@ -247,20 +248,33 @@ class _Scanner:
 
     # -- keyword hits ---------------------------------------------------------------------------
     def _keywords(self, number: int, text: str, body: str, rank: str | None) -> None:
-        regex = self.line_regex
-        if regex is None:
+        lookup = _keyword_lookup(self.rs)
+        if lookup is None:
             return
+        regex, within, order = lookup
         raw = text.encode("utf-8", "replace")
-        hits = {m.group(0).decode("utf-8", "replace") for m in regex.finditer(raw)}
+        hits: set[str] = set()
+        m = regex.search(raw)
+        while m is not None:  # overlapping: a keyword may start inside the previous hit
+            hits.add(m.group(0).decode("utf-8", "replace"))
+            m = regex.search(raw, m.start() + 1)
         if not hits:
             return
-        # the alternation reports the longest keyword at a position; look up every keyword the line holds
+        # the alternation reports the longest keyword at each position; shorter ones inside it come from
+        # ``within`` (precomputed), so only the keywords the line holds are looked at, never all of them
         low = text.lower()
+        candidates: set[str] = set()
+        for h in hits:
+            for key in (h, h.lower()):
+                candidates.update(within.get(key, ()))
         rules: list[Rule] = []
-        for kw, owners in self.rs.keyword_index.items():
-            for r in owners:
-                if r not in rules and (kw in low if r.ignore_case else kw in text):
+        seen: set[int] = set()
+        for kw in candidates:
+            for r in self.rs.keyword_index.get(kw, ()):
+                if id(r) not in seen and (kw in low if r.ignore_case else kw in text):
+                    seen.add(id(r))
                     rules.append(r)
+        rules.sort(key=lambda r: order.get(id(r), 0))
         match_body = _PYTEST_PREFIX.sub("", body, count=1)
         for r in rules:
             groups: dict[str, str] | None = None
@@ -354,6 +368,22 @@ def _structural_regex(ruleset: RuleSet) -> re.Pattern[bytes]:
 _CACHE: dict[int, re.Pattern[bytes]] = {}
 
 
+def _keyword_lookup(ruleset: RuleSet) -> tuple[re.Pattern[bytes], dict[str, list[str]], dict[int, int]] | None:
+    """Per rule set, once: for each index key the index keys it contains (itself included) and the rules'
+    order, so a hit line costs O(its hits) rather than O(all keywords)."""
+    cached = getattr(ruleset, "_faildiag_lookup", False)
+    if cached is not False:
+        return cached
+    out = None
+    if ruleset.keyword_regex is not None:
+        keys = list(ruleset.keyword_index)
+        within = {k: [s for s in keys if s in k or s in k.lower()] for k in keys}
+        order = {id(r): i for i, r in enumerate(ruleset.rules)}
+        out = (ruleset.keyword_regex, within, order)
+    ruleset._faildiag_lookup = out  # type: ignore[attr-defined]
+    return out
+
+
 def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanResult) -> None:
     """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE."""
     key = id(ruleset)
@@ -436,12 +466,88 @@ def _process(sc: _Scanner, number: int, raw: bytes) -> None:
 
 
 def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
-    scan_stream(io.BytesIO(text.encode("utf-8", "replace")), source, ruleset, result)
+    data = text.encode("utf-8", "replace")
+    if len(data) >= GREP_MIN_BYTES and prefilter.available():
+        snapshot = (len(result.findings), len(result.tracebacks))
+        if _scan_with_grep(None, source, ruleset, result, data=data):
+            return
+        del result.findings[snapshot[0]:], result.tracebacks[snapshot[1]:]
+    scan_stream(io.BytesIO(data), source, ruleset, result)
 
 
 def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
+    """Scan a log file. Large files use ``grep`` as the keyword prefilter when it is installed (a DFA
+    over the bytes is an order of magnitude faster than Python's backtracking alternation); the
+    Python scanner handles everything grep hands over, and takes the whole file when grep is absent."""
+    if file_size(path) >= GREP_MIN_BYTES and prefilter.available():
+        try:
+            if _scan_with_grep(path, source, ruleset, result):
+                return
+        except OSError:
+            pass
     with open(path, "rb", buffering=0) as f:
         scan_stream(f, source, ruleset, result)
+
+
+GREP_MIN_BYTES = 256 * 1024
+_GREP_STRUCTURAL = [
+    "Traceback (most recent call last)", "Root Cause (first observed failure)", "~~~ Stack of ",
+    "(most recent call first)", "E   ", " mem ", "mem:", "mem=", "memory", "Memory", "MEM",
+]
+_GREP_WORDS = ["error", "exception", "fatal", "killed", "abort", "segmentation fault", "timed out", "timeout", "time out"]
+
+
+def _grep_keywords(ruleset: RuleSet) -> list[str]:
+    words = set(_GREP_STRUCTURAL)
+    for w in _GREP_WORDS:
+        words.update({w, w.capitalize(), w.upper()})
+    for r in ruleset.rules:
+        for k in r.keywords:
+            words.update({k, k.lower(), k.upper(), k.capitalize()} if r.ignore_case else {k})
+    return sorted(words)
+
+
+def _scan_with_grep(path: str | None, source: str, ruleset: RuleSet, result: ScanResult, data: bytes | None = None) -> bool:
+    """Scan a file (or in-memory bytes) through a grep prefilter. False (nothing recorded) when grep failed."""
+    hits = prefilter.grep_lines(path, _grep_keywords(ruleset), data=data)
+    if hits is None:
+        return False
+    sc = _Scanner(ruleset, result, source)
+    consumed = 0
+    with (open(path, "rb") if path is not None else io.BytesIO(data or b"")) as f:
+        for lineno, offset, content in hits:
+            if lineno <= consumed:
+                continue
+            _process(sc, lineno, content)
+            consumed = lineno
+            if sc.in_block:  # a traceback/dump started: read the lines that follow it from the file
+                f.seek(offset)
+                _skip_line(f)
+                while sc.in_block:
+                    raw = f.readline(MAX_LINE)
+                    if not raw:
+                        break
+                    if not raw.endswith(b"\n") and len(raw) >= MAX_LINE:
+                        _skip_line(f)
+                    consumed += 1
+                    _process(sc, consumed, raw)
+        if hits.failed:
+            return False
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - 64 * 1024))
+        tail_lines = f.read().decode("utf-8", "replace").splitlines()
+    sc.info.tail = [v for v in (_visible(x[:MAX_LINE]) for x in tail_lines[-TAIL_LINES:]) if v.strip()]
+    sc.info.lines = max(consumed, hits.last_line)
+    sc.info.bytes = size
+    sc.open_tb.clear()
+    return True
+
+
+def _skip_line(f) -> None:
+    while True:
+        more = f.readline(CHUNK)
+        if not more or more.endswith(b"\n"):
+            return
 
 
 def file_size(path: str) -> int:

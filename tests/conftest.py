@@ -1,0 +1,33 @@
+"""Shared fixtures: paths to the project's labelled data and a way to run the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "data" / "corpus" / "gpu"
+
+
+def corpus_cases() -> list[Path]:
+    return sorted(p for p in CORPUS.iterdir() if (p / "label.json").is_file())
+
+
+@pytest.fixture
+def run_cli():
+    """Run the real `faildiag` CLI in a subprocess (as users and CI do)."""
+
+    def _run(*args: str, stdin: bytes | None = None, cwd: Path | None = None, timeout: float = 120):
+        return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], input=stdin, capture_output=True,
+                              cwd=cwd, timeout=timeout)
+
+    return _run
+
+
+@pytest.fixture
+def report_schema() -> dict:
+    return json.loads((ROOT / "pytest_faildiag" / "schemas" / "report.schema.json").read_text())

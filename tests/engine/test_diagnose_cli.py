@@ -1,0 +1,162 @@
+"""`faildiag diagnose` as the contract describes it: files, folders, stdin, JSON, snapshots, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import CORPUS, corpus_cases
+
+CASES = corpus_cases()
+
+
+def _evidence_copy(case: Path, dest: Path) -> Path:
+    """Only the run's own output, never the label or the script (as score_corpus.py does)."""
+    ev = dest / "evidence"
+    ev.mkdir()
+    for f in case.iterdir():
+        if f.name in {"stdout.txt", "stderr.txt", "junit.xml"} or f.suffix == ".pkl":
+            shutil.copy(f, ev)
+    return ev
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_it_diagnoses_each_real_gpu_failure_with_a_schema_valid_report(case, tmp_path, run_cli, report_schema):
+    label = json.loads((case / "label.json").read_text())
+    ev = _evidence_copy(case, tmp_path)
+    rc = (case / "rc.txt").read_text().strip()
+    cmd = (case / "cmd.txt").read_text().strip()
+    p = run_cli("diagnose", str(ev), "--format", "json", "--exit-code", rc, "--command", cmd, "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    jsonschema.validate(report, report_schema)
+    cats = [c["category"] for c in report["root_causes"]]
+    assert label["cause_group"] in cats[:3]
+    assert report["profile"]["type"] == label["type"]
+    on_disk = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert on_disk == report
+
+
+def test_json_output_is_exactly_report_json_and_nothing_else(tmp_path, run_cli):
+    p = run_cli("diagnose", str(CORPUS / "shape_mismatch" / "stderr.txt"), "--format", "json", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0
+    assert json.loads(p.stdout)["schema"] == "faildiag.report/1"
+    assert p.stderr == b""
+
+
+def test_it_writes_the_contract_snapshot_layout_without_temp_files(tmp_path, run_cli):
+    out = tmp_path / "snap"
+    p = run_cli("diagnose", str(CORPUS / "ckpt_truncated" / "stderr.txt"), "--exit-code", "1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    for rel in ("report.json", "report.md", "meta/failure-profile.json", "meta/root-causes.json", "artifacts/failure.lock.json"):
+        assert (out / rel).is_file(), rel
+    assert not list(out.rglob("*.tmp"))
+    report = json.loads((out / "report.json").read_text())
+    assert json.loads((out / "meta" / "failure-profile.json").read_text()) == report["profile"]
+    assert json.loads((out / "meta" / "root-causes.json").read_text()) == report["root_causes"]
+    assert "reason" in json.loads((out / "artifacts" / "failure.lock.json").read_text())
+    assert "# faildiag report" in (out / "report.md").read_text()
+
+
+def test_it_reads_a_log_from_stdin(tmp_path, run_cli):
+    data = (CORPUS / "device_mismatch" / "stderr.txt").read_bytes()
+    p = run_cli("diagnose", "-", "--format", "json", "--out", str(tmp_path / "o"), stdin=data)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["root_causes"][0]["category"] == "model"
+    assert report["profile"]["first_failure"]["source"] == "stdin"
+
+
+def test_markdown_format_prints_the_report_for_people(tmp_path, run_cli):
+    p = run_cli("diagnose", str(CORPUS / "nccl_duplicate_gpu"), "--format", "md", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0
+    text = p.stdout.decode()
+    assert text.startswith("# faildiag report")
+    assert "Duplicate GPU detected" in text
+
+
+def _one_line_error(p) -> str:
+    err = p.stderr.decode()
+    assert p.returncode == 2, (p.returncode, err)
+    assert "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("faildiag: ")
+    return err
+
+
+def test_a_missing_path_is_a_one_line_error(tmp_path, run_cli):
+    assert "no such file" in _one_line_error(run_cli("diagnose", str(tmp_path / "nope.log")))
+
+
+def test_a_folder_without_logs_is_a_one_line_error(tmp_path, run_cli):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "model.bin").write_bytes(b"\x00\x01" * 100)
+    assert "no logs" in _one_line_error(run_cli("diagnose", str(tmp_path / "empty"), "--out", str(tmp_path / "o")))
+
+
+def test_a_binary_file_is_a_one_line_error(tmp_path, run_cli):
+    f = tmp_path / "core.log"
+    f.write_bytes(bytes(range(256)) * 64)
+    assert "binary" in _one_line_error(run_cli("diagnose", str(f), "--out", str(tmp_path / "o")))
+
+
+def test_an_empty_file_is_a_one_line_error(tmp_path, run_cli):
+    f = tmp_path / "empty.log"
+    f.write_bytes(b"")
+    assert "empty" in _one_line_error(run_cli("diagnose", str(f), "--out", str(tmp_path / "o")))
+
+
+def test_a_symlink_loop_is_a_one_line_error(tmp_path, run_cli):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    assert "loop" in _one_line_error(run_cli("diagnose", str(a), "--out", str(tmp_path / "o")))
+
+
+def test_unknown_options_are_a_one_line_usage_error(run_cli):
+    _one_line_error(run_cli("diagnose", "--no-such-flag"))
+
+
+def test_invalid_utf8_is_decoded_with_replacement_and_still_diagnosed(tmp_path, run_cli):
+    f = tmp_path / "train.log"
+    f.write_bytes(b"step 1 \xff\xfe\xfa garbage\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x2)\n")
+    p = run_cli("diagnose", str(f), "--format", "json", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["root_causes"][0]["id"] == "model.shape_mismatch"
+
+
+@pytest.mark.parametrize("grep", ["0", "1"], ids=["grep-prefilter", "python-only"])
+def test_a_single_50_mb_line_gets_a_best_effort_result_not_a_traceback(tmp_path, run_cli, monkeypatch, grep):
+    monkeypatch.setenv("FAILDIAG_NO_GREP", "1" if grep == "1" else "0")
+    f = tmp_path / "huge.log"
+    with open(f, "wb") as fh:
+        fh.write(b"x" * (50 * 1024 * 1024))
+        fh.write(b"\nRuntimeError: Expected all tensors to be on the same device, but found at least two devices\n")
+    p = run_cli("diagnose", str(f), "--format", "json", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["root_causes"][0]["id"] == "model.device_mismatch"
+    if grep == "1":  # python reads the long line and says it was cut; grep never hands it over (no keyword)
+        assert any("over-long" in n for n in report.get("notes", []))
+
+
+def test_an_unwritable_output_folder_still_prints_the_diagnosis(tmp_path, run_cli):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "out").write_text("a file where a folder should be")
+    p = run_cli("diagnose", str(CORPUS / "shape_mismatch" / "stderr.txt"), "--format", "json", "--out", str(ro / "out"))
+    assert p.returncode == 0
+    assert json.loads(p.stdout)["root_causes"]
+    assert b"snapshot not written" in p.stderr
+
+
+def test_exit_code_alone_is_evidence_enough(tmp_path, run_cli):
+    f = tmp_path / "stdout.txt"
+    f.write_text("about to start\n")
+    p = run_cli("diagnose", str(f), "--exit-code", "139", "--format", "json", "--out", str(tmp_path / "o"))
+    report = json.loads(p.stdout)
+    assert report["profile"]["signal"] == "SIGSEGV"
+    assert report["profile"]["type"] == "crash"

@@ -1,0 +1,85 @@
+"""Rule packs as data: validation of packs, third-party packs through the pluggy hook, replacement by id."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import pluggy
+import pytest
+
+from pytest_faildiag import hookspecs
+from pytest_faildiag.engine import diagnose
+from pytest_faildiag.rules import RuleError, build_ruleset, load_ruleset, parse_pack
+
+PACK = """
+[[rule]]
+id = "acme.flux_capacitor"
+title = "flux capacitor overheated"
+keywords = ["FluxCapacitorError"]
+patterns = ['FluxCapacitorError: (?P<temp>\\d+)K']
+type = "backend"
+stage = "runtime"
+priority = 90
+
+[[rule.causes]]
+id = "hardware.flux"
+category = "hardware"
+confidence = 0.8
+summary = "the flux capacitor ran at {temp}K"
+fix_hints = ["let it cool down"]
+"""
+
+
+def test_every_builtin_pack_loads_and_every_rule_has_causes_or_a_role():
+    rs = load_ruleset()
+    assert len(rs.rules) > 50
+    for r in rs.rules:
+        assert r.causes or r.noise or r.stage, r.id
+
+
+def test_a_pack_with_an_unknown_category_is_rejected_with_the_rule_named():
+    bad = PACK.replace('category = "hardware"', 'category = "gremlins"')
+    with pytest.raises(RuleError, match="acme.flux_capacitor"):
+        parse_pack(bad, "bad.toml")
+
+
+def test_a_malformed_pack_is_skipped_with_a_warning_not_an_error():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = build_ruleset([("broken.toml", "[[rule]\nid = "), ("good.toml", PACK)])
+    assert any("broken.toml" in str(w.message) for w in caught)
+    assert rs.by_id("acme.flux_capacitor") is not None
+
+
+def test_a_third_party_pack_arrives_through_the_pluggy_hook(monkeypatch):
+    plugin = types.SimpleNamespace(faildiag_rule_packs=hookspecs.hookimpl(lambda: [("acme.toml", PACK)]))
+    pm = pluggy.PluginManager("faildiag")
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin, name="acme")
+    monkeypatch.setattr(hookspecs, "_PM", pm)
+    packs = hookspecs.collect_rule_packs()
+    assert packs == [("acme.toml", PACK)]
+    d = diagnose(texts={"stderr": "acme.FluxCapacitorError: 1210K\n"}, exit_code=1, ruleset=load_ruleset(packs))
+    assert d.root_causes[0].id == "hardware.flux"
+    assert d.root_causes[0].summary == "the flux capacitor ran at 1210K"
+    assert d.profile.type == "backend"
+
+
+def test_a_later_pack_replaces_a_builtin_rule_with_the_same_id():
+    override = PACK.replace("acme.flux_capacitor", "torch.device_mismatch").replace("FluxCapacitorError", "Expected all tensors to be on the same device")
+    rs = load_ruleset([("override.toml", override)])
+    assert rs.by_id("torch.device_mismatch").causes[0].id == "hardware.flux"
+
+
+def test_a_hook_that_raises_becomes_a_warning(monkeypatch):
+    def boom():
+        raise RuntimeError("plugin bug")
+
+    plugin = types.SimpleNamespace(faildiag_rule_packs=hookspecs.hookimpl(boom))
+    pm = pluggy.PluginManager("faildiag")
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin)
+    monkeypatch.setattr(hookspecs, "_PM", pm)
+    with pytest.warns(UserWarning, match="plugin bug"):
+        assert hookspecs.collect_rule_packs() == []

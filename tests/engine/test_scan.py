@@ -1,0 +1,135 @@
+"""The one-pass scanner on real output: chained exceptions, interleaved ranks, progress bars, ANSI,
+thread dumps, and the same findings whether grep prefilters a large log or Python reads it all."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from bench.make_noise_log import write as write_noise
+from pytest_faildiag.engine import diagnose
+from pytest_faildiag.parse import prefilter
+from pytest_faildiag.parse.scan import ScanResult, scan_file, scan_text
+from pytest_faildiag.rules import load_ruleset
+
+
+def _run_python(tmp_path, code: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_a_real_chained_exception_keeps_both_tracebacks_in_order(tmp_path):
+    p = _run_python(tmp_path, """
+        def load():
+            raise FileNotFoundError(2, "No such file or directory", "data/train.jsonl")
+        try:
+            load()
+        except FileNotFoundError as exc:
+            raise RuntimeError("dataset could not be prepared") from exc
+    """)
+    res = ScanResult()
+    scan_text(p.stderr, "stderr", load_ruleset(), res)
+    types = [tb.exc_type for tb in res.tracebacks]
+    assert types == ["FileNotFoundError", "RuntimeError"]
+    assert res.tracebacks[1].chained and not res.tracebacks[0].chained
+    assert res.tracebacks[0].user_frame.func == "load"
+
+
+def test_the_first_exception_of_a_chain_names_the_failure_when_no_rule_knows_the_last(tmp_path):
+    p = _run_python(tmp_path, """
+        import json
+        class ConfigBroken(Exception):
+            pass
+        try:
+            json.loads("{not json")
+        except ValueError:
+            raise ConfigBroken("settings could not be read")
+    """)
+    d = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+    assert "JSONDecodeError" in d.profile.first_failure.excerpt
+    assert d.root_causes, "a fallback cause is always offered for a failed run"
+    assert all(e.kind in ("direct", "hypothesis") for c in d.root_causes for e in c.evidence)
+
+
+def test_tracebacks_from_ranks_printed_interleaved_are_kept_apart():
+    log = "\n".join([
+        "[rank0]:Traceback (most recent call last):",
+        "[rank1]:Traceback (most recent call last):",
+        '[rank0]:  File "/w/train.py", line 10, in <module>',
+        '[rank1]:  File "/w/train.py", line 12, in <module>',
+        "[rank1]:    dist.all_reduce(t)",
+        "[rank0]:    step()",
+        "[rank1]:RuntimeError: Connection closed by peer",
+        "[rank0]:ValueError: labels must be non-negative",
+    ])
+    res = ScanResult()
+    scan_text(log, "log", load_ruleset(), res)
+    by_rank = {tb.rank: tb for tb in res.tracebacks}
+    assert by_rank["0"].exc_type == "ValueError" and by_rank["0"].frames[0].line == 10
+    assert by_rank["1"].exc_type == "RuntimeError" and by_rank["1"].frames[0].code == "dist.all_reduce(t)"
+
+
+def test_progress_bars_and_ansi_colours_do_not_hide_the_error():
+    log = ("Epoch 1:  10%|#         | 1/10\rEpoch 1:  20%|##        | 2/10\r"
+           "\x1b[31mRuntimeError: CUDA error: device-side assert triggered\x1b[0m\n")
+    d = diagnose(texts={"stderr": log}, exit_code=1)
+    assert d.root_causes[0].id == "dataset.index_out_of_range"
+    assert "\x1b" not in d.profile.first_failure.excerpt
+    assert d.profile.first_failure.excerpt.startswith("RuntimeError: CUDA error")
+
+
+def test_a_real_faulthandler_dump_is_parsed_into_stuck_frames(tmp_path):
+    p = _run_python(tmp_path, """
+        import faulthandler, sys, threading, time
+        ev = threading.Event()
+        def waiter():
+            ev.wait()
+        threading.Thread(target=waiter, daemon=True).start()
+        time.sleep(0.2)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    """)
+    res = ScanResult()
+    scan_text(p.stderr, "stderr", load_ruleset(), res)
+    funcs = {d.innermost[0].func for d in res.dumps if d.innermost}
+    assert "wait" in funcs or "_wait" in funcs or "acquire" in funcs
+    assert any(d.innermost_first for d in res.dumps)
+
+
+@pytest.mark.skipif(not prefilter.available(), reason="grep is not installed")
+def test_grep_prefilter_and_python_scanner_find_the_same_things(tmp_path, monkeypatch):
+    log = tmp_path / "train.log"
+    write_noise(log, 2)  # 2 MiB: above the prefilter threshold
+    with open(log, "a") as f:
+        f.write("Traceback (most recent call last):\n  File \"/w/t.py\", line 3, in <module>\n    x()\n"
+                "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n")
+    rs = load_ruleset()
+    fast = ScanResult()
+    scan_file(str(log), "train.log", rs, fast)
+    monkeypatch.setenv("FAILDIAG_NO_GREP", "1")
+    slow = ScanResult()
+    scan_file(str(log), "train.log", rs, slow)
+    key = lambda r: sorted((f.rule.id, f.line) for f in r.findings)  # noqa: E731
+    assert key(fast) == key(slow)
+    assert [(t.exc_type, t.exc_line) for t in fast.tracebacks] == [(t.exc_type, t.exc_line) for t in slow.tracebacks]
+    assert fast.sources["train.log"].tail[-1] == slow.sources["train.log"].tail[-1]
+
+
+def test_overlapping_keywords_fire_every_rule_that_owns_one():
+    # "CUDA error: out of memory" holds both an OOM keyword and the generic CUDA one
+    d = diagnose(texts={"stderr": "RuntimeError: CUDA error: out of memory\n"}, exit_code=1)
+    assert d.profile.type == "oom"
+    assert d.root_causes[0].category == "resource"
+
+
+def test_secrets_in_logs_never_reach_the_report():
+    log = ("export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n"
+           "RuntimeError: failed to fetch https://alice:s3cr3t-pass@example.invalid/model.bin\n")
+    d = diagnose(texts={"stderr": log}, exit_code=1)
+    from pytest_faildiag.engine import render_markdown, render_text, report_dict
+
+    blob = str(report_dict(d)) + render_text(d) + render_markdown(d)
+    assert "hf_AbCdEf" not in blob and "s3cr3t-pass" not in blob
