@@ -50,14 +50,14 @@ _VALUE_PATTERNS = [
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # user:pass@host in URLs
-_URL_CREDS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<user>[^\s:/@]*):(?P<pw>[^\s@/]+)@")
+_URL_CREDS = re.compile(r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s@/]+)@")
 # NAME=value / NAME: value / "name": "value" where NAME looks secret. No bare-whitespace separator: prose
 # such as "Token indices sequence length is longer ..." (a transformers warning) must stay readable.
 _ASSIGN = re.compile(
-    r"""(?P<key>["']?[A-Za-z_][A-Za-z0-9_.\-]*["']?)(?P<sep>\s*[=:]\s*)(?P<q>["']?)(?P<val>[^\s"',;&]{1,})(?P=q)"""
+    r"""(?<![A-Za-z0-9_.\-])(?P<key>["']?[A-Za-z_][A-Za-z0-9_.\-]{0,127}["']?)(?P<sep>\s*[=:]\s*)(?P<q>["']?)(?P<val>[^\s"',;&]{1,})(?P=q)"""
 )
 # --password hunter2 / --api-key=sk-... / -p is too ambiguous and is left alone.
-_FLAG = re.compile(r"(?P<flag>--[A-Za-z][A-Za-z0-9_\-]*)(?P<sep>[= ]|\s+)(?P<val>[^\s-][^\s]*)")
+_FLAG = re.compile(r"(?<![A-Za-z0-9_\-])(?P<flag>--[A-Za-z][A-Za-z0-9_\-]{0,127})(?P<sep>[= ]|\s+)(?P<val>[^\s-][^\s]*)")
 _AUTH_HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(bearer\s+|basic\s+|token\s+)?([^\s\"',]{4,})")
 _QUERY = re.compile(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret)=)([^&\s\"']+)")
 

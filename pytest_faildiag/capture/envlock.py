@@ -215,7 +215,7 @@ def probe_ml(packages: dict[str, str], include: Iterable[str] | str | bool | Non
             try:
                 info.update(_import_facts(module))
                 info["source"] = "import"
-            except BaseException as exc:  # a broken install (ImportError, OSError on .so, SystemExit) is a fact
+            except (Exception, SystemExit) as exc:  # a broken install (ImportError, OSError on .so) is a fact
                 info["import_error"] = redact_text(f"{type(exc).__name__}: {exc}")[:500]
         out[module] = info
     if "torch" in out and "cuda_from_wheel" in out["torch"] and out["torch"]["cuda_from_wheel"] is None:

@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--install-deps", action="store_true",
                    help="install a run's declared dependencies (pip/npm) before testing it (needs network)")
     d.add_argument("--test-timeout", type=float, default=120.0, help="seconds per run's test command")
+    d.add_argument("--jobs", type=int, default=1, help="runs diagnosed in parallel")
     a = sub.add_parser("ab", help="rerun one run's tests N times per arm, changing one environment variable")
     a.add_argument("--run-dir", required=True)
     a.add_argument("--variable", required=True, help="environment variable that differs between the arms")
@@ -62,7 +63,8 @@ def _diagnose(args: argparse.Namespace) -> int:
         return _fail("--test-timeout must be positive")
     out = Path(args.out) if args.out else (Path("faildiag-out") if args.rescore else None)
     opts = rt.Options(run_tests=not args.no_run_tests, test_timeout=args.test_timeout,
-                      install_deps=args.install_deps, work_dir=(out / ".work") if out else None)
+                      install_deps=args.install_deps, work_dir=(out / ".work") if out else None,
+                      jobs=max(1, args.jobs))
     try:
         result = rt.diagnose_experiments(Path(args.experiment_dir), opts)
     except rt.RetortInputError as exc:

@@ -27,6 +27,9 @@ _BACKEND_MARKERS = [
 ]
 
 
+_PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
+
+
 @dataclass
 class Analysis:
     profile: FailureProfile
@@ -84,7 +87,11 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
     profile.stack = hint_stack or detect_stack(scan, command)
     profile.backend = _first_attr(findings, "backend") or detect_backend(scan)
-    profile.type = _first_attr(findings, "type") or _fallback_type(scan, exit_code)
+    primary = [f for f in findings if not f.rule.downstream]
+    if not primary and primary_tracebacks(scan):  # only symptoms matched: the exception names the failure
+        profile.type = _fallback_type(scan, exit_code)
+    else:
+        profile.type = _first_attr(findings, "type") or _fallback_type(scan, exit_code)
     profile.stage = _stage(scan, findings, exit_code)
     domains: list[str] = []
     for f in findings[:6]:
@@ -141,7 +148,7 @@ def detect_stack(scan: ScanResult, command: str | None) -> str:
     texts.extend(f.text for f in scan.findings[:40])
     blob = "\n".join(texts)
     if "test session starts" in blob or "short test summary info" in blob or "+++++ Timeout +++++" in blob \
-            or (command and "pytest" in command):
+            or (command and _PYTEST_CMD.search(command)):
         return "pytest"
     for marker, stack in _STACK_MARKERS:
         if marker in blob:
@@ -160,9 +167,19 @@ def detect_backend(scan: ScanResult) -> str | None:
     return None
 
 
+def primary_tracebacks(scan: ScanResult) -> list:
+    """Tracebacks whose exception line is not itself a downstream symptom (a peer's "Connection closed by
+    peer", a launcher's ChildFailedError): the exceptions that can be a first failure."""
+    down = {(f.source, f.line) for f in scan.findings if f.rule.downstream}
+    return [tb for tb in scan.tracebacks if tb.exc_type and (tb.source, tb.exc_line) not in down]
+
+
 def rank_summary(scan: ScanResult) -> dict:
     """Which rank failed first (by timestamp when the logs carry one, else by order in the logs)."""
-    firsts = scan.rank_first_error
+    firsts = dict(scan.rank_first_error)
+    for tb in primary_tracebacks(scan):  # an exception no rule knows still marks its rank as failed
+        if tb.rank is not None and tb.rank not in firsts:
+            firsts[tb.rank] = (tb.source, tb.exc_line or tb.line, f"{tb.exc_type}: {tb.message}".strip(": ")[:300], None)
     if len(firsts) < 1:
         return {}
     ordered = sorted(firsts.items(), key=lambda kv: (kv[1][3] or "~", kv[1][1]))
@@ -179,6 +196,9 @@ def failure_point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | N
     for f in findings:
         if not f.rule.downstream and f.rule.causes and f.source != "exit status":
             return FailurePoint(f.source, f.line, f.text)
+    for tb in reversed(primary_tracebacks(scan)):
+        if not tb.chained:
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
     for tb in reversed(scan.tracebacks):
         if tb.exc_type and not tb.chained:
             return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))

@@ -19,6 +19,7 @@ from ..parse.logread import InputError, check_readable, sniff_binary
 from ..parse.scan import ScanResult, scan_file, scan_stream, scan_text
 from ..rules import RuleSet, load_ruleset
 from . import checks as _checks  # noqa: F401  (registers the built-in checks)
+from . import checks_kb as _checks_kb  # noqa: F401  (checks of the knowledge-base packs)
 from .analyze import analyze, failure_point
 from .rank import build_causes, stuck_points
 from .report import finish
@@ -186,8 +187,9 @@ def diagnose(
     ctx_data.setdefault("flight_recorder", inp.flight)
     if inp.readiness is not None:
         ctx_data.setdefault("readiness", inp.readiness)
-    ctx_data["stuck"] = stuck_points(scan, rs)
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
+    # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
+    ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock
     ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data)
     causes = build_causes(scan, analysis, rs, ctx)

@@ -150,7 +150,9 @@ def _killed_after_progress(ctx: CheckContext, cause: RootCause, finding: dict[st
 
 @check("user-frame")
 def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
-    for tb in reversed(ctx.scan.tracebacks):
+    from .analyze import primary_tracebacks  # a launcher's re-raise is not where the user's code failed
+
+    for tb in [*reversed(primary_tracebacks(ctx.scan)), *reversed(ctx.scan.tracebacks)]:
         fr = tb.user_frame
         if fr:
             where = f"{fr.file}:{fr.line} in {fr.func}"
@@ -248,6 +250,9 @@ def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     for f in ctx.scan.findings:
         if re.search(r"Out of memory: Killed process|oom-kill|oom_reaper|invoked oom-killer", f.text):
             return ValidationCheck("oom-killer", "passed", f"kernel log: {f.text[:160]}")
+    measured = ctx.context.get("oom_killer")  # `faildiag run` read the counters before and after the run
+    if isinstance(measured, dict) and measured.get("killed") is not None:
+        return ValidationCheck("oom-killer", "passed" if measured["killed"] else "failed", str(measured.get("detail", "")))
     if not ctx.probe_machine:
         return ValidationCheck("oom-killer", "skipped", "stored logs: the machine's OOM-killer counters are not available here")
     for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):

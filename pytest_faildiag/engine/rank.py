@@ -15,7 +15,7 @@ from typing import Any
 from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, ScanResult
 from ..rules import CauseSpec, RuleSet
-from .analyze import Analysis
+from .analyze import Analysis, primary_tracebacks
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -51,6 +51,9 @@ def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
 def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext) -> list[RootCause]:
     findings = analysis.findings
     has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
+    # only symptoms matched, but an exception of its own was raised somewhere (the first failing rank's)
+    unexplained = not has_primary and bool(primary_tracebacks(scan))
+    has_primary = has_primary or unexplained
     causes: dict[str, RootCause] = {}
     checks_of: dict[str, tuple[list[str], dict[str, Any]]] = {}
     seen_rule_for_cause: dict[str, set[str]] = defaultdict(set)
@@ -76,7 +79,7 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
             seen_rule_for_cause[spec.id].add(f.rule.id)
     for stuck in ctx.context.get("stuck") or []:
         _add_stuck_cause(causes, checks_of, stuck)
-    if not causes:
+    if not causes or unexplained:
         for c in fallback_causes(scan, analysis, ruleset):
             causes[c.id] = c
             checks_of[c.id] = (["user-frame"], {})
@@ -115,9 +118,13 @@ def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict, stuck: dict[
         causes[cid].evidence.append(ev)
         return
     conf = 0.6 if stuck["category"] != "test_code" else 0.4
-    causes[cid] = RootCause(cid, stuck["category"], conf, stuck["summary"], [ev], fix_hints=list(stuck.get("fix_hints", [])),
+    evidence = [ev]
+    generic = causes.pop("hang.stuck", None)  # the timeout line joins the cause that says where it waited
+    if generic is not None:
+        evidence += generic.evidence
+    causes[cid] = RootCause(cid, stuck["category"], conf, stuck["summary"], evidence, fix_hints=list(stuck.get("fix_hints", [])),
                             rule="stuck_frame")
-    checks_of[cid] = ([], {})
+    checks_of[cid] = checks_of.pop("hang.stuck", ([], {})) if generic is not None else ([], {})
 
 
 def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
@@ -163,7 +170,7 @@ def _match_stuck(entry: dict[str, Any], frames):
 def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> list[RootCause]:
     """No signature matched: say what is known, offer the likely places by stack, as hypotheses."""
     point = None
-    for tb in reversed(scan.tracebacks):
+    for tb in [*reversed(primary_tracebacks(scan)), *reversed(scan.tracebacks)]:
         if tb.exc_type:
             point = Evidence("direct", tb.source, f"{tb.exc_type}: {tb.message}".strip(": ")[:500], tb.exc_line)
             break
@@ -190,5 +197,5 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
                              fix_hints=["read the error message and the user frame of the traceback; reduce to a small repro"],
                              rule="fallback"))
     if out:
-        out[0].validation_checks.append(ValidationCheck("known-signature", "failed", "no rule of the knowledge base matched this failure"))
+        out[0].validation_checks.append(ValidationCheck("rule-match", "failed", "no rule of the knowledge base matched this failure"))
     return out

@@ -99,7 +99,7 @@ def _md(text: str) -> str:
 
 def render_markdown(diag: Diagnosis) -> str:
     p = diag.profile
-    out = [f"# faildiag report", "", f"**{_md(diag.summary)}**", "",
+    out = ["# faildiag report", "", f"**{_md(diag.summary)}**", "",
            "| stage | type | stack | backend | confidence | exit |", "|---|---|---|---|---|---|",
            f"| {p.stage} | {p.type} | {p.stack} | {p.backend or '-'} | {p.confidence:.2f} | {p.exit_code if p.exit_code is not None else '-'} |", ""]
     if p.command:

@@ -7,7 +7,7 @@ failures turned out to be harness artefacts, so this module never concludes from
 1. *find* failed runs — ``retort.db`` rows with status failed/crashed, ``rep<N>-failed`` folders, runs whose
    ``scores.json`` is all zero or has ``test_coverage == 0``;
 2. *gather* every signal the run left (DB status/error/metrics, ``_meta.json``, scores, ``evaluation.md``,
-   ``findings.jsonl``, agent logs in their JSON formats, our own ``.faildiag/capture.json``);
+   ``findings.jsonl``, agent logs in their JSON formats, our own ``.faildiag/.capture.json``);
 3. *ground-truth*: inventory the code (subfolders count) and run the run's own tests in a clean copy, bounded
    by a timeout; when the toolchain or dependencies are missing, say so and downgrade to ``hypothesis``;
 4. *classify* into the contract's verdict/subtype, every claim labelled ``direct`` or ``hypothesis``.
@@ -79,7 +79,7 @@ _TEST_NAME = re.compile(
 )
 _TEST_DIRS = {"tests", "test", "__tests__", "spec", "features"}
 _GATE_ERROR = "tests did not run"
-_TIMEOUT_ERROR = re.compile(r"^(Timeout after \d+s|Killed after \d+s)", re.I)
+_TIMEOUT_ERROR = re.compile(r"^(Timeout after \d+s|Killed after \d+s)", re.I | re.M)
 _FACTUAL_ERROR = re.compile(r"answers wrong|factual_accuracy", re.I)
 _WRONG_PLACE = re.compile(
     r"outside (of )?(the )?(sandbox|workspace|playpen)|not in (the )?(run )?workspace|to the user'?s home directory"
@@ -120,9 +120,12 @@ class RunRecord:
     scores: dict[str, float] = field(default_factory=dict)
     stack: dict[str, Any] = field(default_factory=dict)
     eval_status: str = ""
+    eval_text: str = ""
     findings: list[dict[str, Any]] = field(default_factory=list)
     capture: dict[str, Any] = field(default_factory=dict)
     superseded_by: str | None = None
+    retry_completed: bool = False
+    cohort: str | None = None
     notes: list[Claim] = field(default_factory=list)
 
     @property
@@ -145,6 +148,7 @@ class TestRun:
     """Outcome of running a run's own tests in a clean copy.
 
     ``status``: passed, failed, compile_error, no_tests, undeclared_deps, deps_unavailable, toolchain_missing,
+    data_missing (task support data the archive does not keep),
     timeout, not_run, error. Only passed/failed/compile_error/no_tests/undeclared_deps are ground truth.
     """
 
@@ -197,6 +201,7 @@ class RunDiagnosis:
     db_id: int | None = None
     test_run: TestRun | None = None
     recorded_test_coverage: float | None = None
+    superseded: bool = False
 
     def to_contract(self) -> dict[str, Any]:
         return redact_obj({
@@ -209,6 +214,7 @@ class RunDiagnosis:
         out["experiment"] = self.experiment
         out["db_run_id"] = self.db_id
         out["recorded_test_coverage"] = self.recorded_test_coverage
+        out["superseded"] = self.superseded
         out["test_run"] = redact_obj(asdict(self.test_run)) if self.test_run else None
         return out
 
@@ -222,6 +228,7 @@ class Options:
     install_deps: bool = False
     work_dir: Path | None = None
     extra_env: dict[str, str | None] = field(default_factory=dict)
+    jobs: int = 1
 
 
 # --------------------------------------------------------------------------- signatures
@@ -231,11 +238,14 @@ def load_signatures(path: Path | None = None) -> list[Signature]:
     """Load ``rules/retort.toml``; a broken rule file yields no signatures rather than a crash."""
     try:
         if path is None:
-            raw = resources.files("pytest_faildiag.rules").joinpath("retort.toml").read_bytes()
+            try:
+                raw = resources.files("pytest_faildiag.rules").joinpath("retort.toml").read_bytes()
+            except Exception:  # the rules package's own __init__ is another module: do not depend on it importing
+                raw = (Path(__file__).resolve().parent.parent / "rules" / "retort.toml").read_bytes()
         else:
             raw = path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, ModuleNotFoundError, UnicodeDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return []
     out: list[Signature] = []
     for row in data.get("signature", []):
@@ -368,6 +378,14 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             return p.as_posix()
 
     by_key: dict[tuple[str, int], str] = {}
+    completed_keys = set()
+    for row in db.rows:
+        if row.get("status") == "completed":
+            try:
+                rc0 = json.loads(row.get("run_config_json") or "{}")
+                completed_keys.add((cell_name(rc0 if isinstance(rc0, dict) else {}), int(row.get("replicate") or 0)))
+            except (ValueError, TypeError):
+                pass
     for row in db.rows:
         try:
             rc = json.loads(row.get("run_config_json") or "{}")
@@ -384,12 +402,18 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
         failed_dir = runs_dir / matched_cell / f"rep{rep}-failed"
         # A crashed run is archived as repN-failed; a gate-failed one (agent exited 0) keeps repN.
         order = [failed_dir, plain] if row.get("status") == "crashed" else [plain, failed_dir]
+        if (cell, rep) in completed_keys:  # the plain repN folder belongs to the completed retry
+            order = [failed_dir]
         rep_dir = next((d for d in order if d.is_dir()), None)
         rec = RunRecord(
             experiment=exp, rel=rel(rep_dir or plain), rep_dir=rep_dir, cell=cell, replicate=rep,
             db_id=row.get("id"), db_status=row.get("status"), db_error=row.get("error_message"),
             run_config={str(k): str(v) for k, v in rc.items()}, metrics=row.get("metrics", {}),
         )
+        if (cell, rep) in completed_keys:
+            rec.retry_completed = True
+            rec.notes.append(Claim("another DB row with the same configuration and replicate is 'completed': this "
+                                   "attempt was superseded by a recorded retry", "direct", "retort.db experiment_runs"))
         if rep_dir is not None:
             claimed.add(rep_dir)
             if matched_cell != cell:
@@ -413,14 +437,52 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             plain = rep_dir.parent / f"rep{rep}"
             if is_failed_dir and plain.is_dir():
                 rec.superseded_by = rel(plain)
+                rec.retry_completed = status == "completed"
             records.append(rec)
 
+    cohorts = _instant_fail_cohorts(db.rows)
     for rec in records:
+        if rec.db_id in cohorts:
+            rec.cohort = cohorts[rec.db_id]
         _load_folder_signals(rec)
         if db.problem:
             rec.notes.append(Claim(f"{db.problem}; diagnosed from the run folder only", "direct", "retort.db"))
     total = db.total_runs or (len(list(runs_dir.glob("*/rep*"))) if runs_dir.is_dir() else 0)
     return records, total, db.problem
+
+
+def _instant(row: dict[str, Any]) -> bool:
+    m = row.get("metrics") or {}
+    dur = m.get("_duration_seconds")
+    return (row.get("status") != "completed" and dur is not None and dur < 60
+            and not m.get("_tokens") and not m.get("_cost_usd"))
+
+
+def _instant_fail_cohorts(rows: list[dict[str, Any]], min_size: int = 3) -> dict[int, str]:
+    """DB ids of runs that belong to a factor level where EVERY run failed instantly for $0.
+
+    Why a cohort and not the single run: one instant $0 failure is only a hint (local models cost $0, kills
+    record 0 tokens), but a whole factor level failing that way while other levels of the same experiment
+    complete is a pattern observed in the data — the configuration, not the model, stopped those runs.
+    """
+    if not any(r.get("status") == "completed" for r in rows):
+        return {}
+    levels: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        try:
+            rc = json.loads(r.get("run_config_json") or "{}")
+        except ValueError:
+            continue
+        if isinstance(rc, dict):
+            for k, v in rc.items():
+                levels.setdefault(f"{k}={v}", []).append(r)
+    out: dict[int, str] = {}
+    for level, members in sorted(levels.items(), key=lambda kv: len(kv[1])):
+        if len(members) >= min_size and len(members) < len(rows) and all(_instant(r) for r in members):
+            for r in members:
+                out.setdefault(r["id"], f"all {len(members)} runs with {level} failed in under 60s at $0/0 tokens "
+                                        f"while other runs of the experiment completed")
+    return out
 
 
 def _load_folder_signals(rec: RunRecord) -> None:
@@ -429,7 +491,9 @@ def _load_folder_signals(rec: RunRecord) -> None:
     if d is None:
         return
     for name, attr in (("_meta.json", "meta"), ("scores.json", "scores"), ("stack.json", "stack"),
-                       (".faildiag/capture.json", "capture")):
+                       (".faildiag/.capture.json", "capture"), (".faildiag/capture.json", "capture")):
+        if attr == "capture" and rec.capture:
+            continue
         data, problem = _read_json(d / name)
         if isinstance(data, dict):
             setattr(rec, attr, data)
@@ -439,6 +503,7 @@ def _load_folder_signals(rec: RunRecord) -> None:
         rec.run_config = {str(k): str(v) for k, v in rec.meta["run_config"].items()}
     try:
         text = (d / "evaluation.md").read_text(encoding="utf-8", errors="replace")
+        rec.eval_text = text[:200_000]
         m = re.search(r"\*\*Status:\*\*\s*(.+)", text)
         rec.eval_status = (m.group(1).strip() if m else "")[:400]
         if _WRONG_PLACE.search(text):
@@ -593,9 +658,17 @@ def match_signatures(rec: RunRecord, logs: LogSignals, signatures: list[Signatur
     for key in ("stderr_tail", "kill_reason", "tool_refusal"):
         v = rec.capture.get(key) or (rec.capture.get("metadata") or {}).get(key)
         if v and key != "kill_reason":
-            texts.append((f"{rec.rel}/.faildiag/capture.json", str(v), key == "tool_refusal"))
+            texts.append((f"{rec.rel}/.faildiag/.capture.json", str(v), key == "tool_refusal"))
+    if rec.capture.get("usage_limited") is True:
+        texts.append((f"{rec.rel}/.faildiag/.capture.json", "usage limit flagged by retort's runner", False))
     texts += [(s, t, False) for s, t in logs.agent_errors]
     texts += [(s, t, True) for s, t in logs.tool_errors]
+    # The evaluator's report quotes the agent log when the logs themselves were not archived; only tool-scoped
+    # signatures (a refused tool) may match it — its prose discusses the task's own features too.
+    if rec.eval_text:
+        texts.append((f"{rec.rel}/evaluation.md", rec.eval_text, True))
+    for f in rec.findings:
+        texts.append((f"{rec.rel}/findings.jsonl", f"{f.get('title', '')} {f.get('evidence', '')}", True))
     texts += [(s, "permission denied: " + t, True) for s, t in logs.denials]
     hits: list[SignatureHit] = []
     for sig in signatures:
@@ -632,11 +705,28 @@ def inventory(rep_dir: Path) -> Inventory:
             relp = (rel_dir / fn).as_posix()
             inv.sources.append(relp)
             inv.languages[lang] += 1
-            if _TEST_NAME.search(fn) or any(p in _TEST_DIRS for p in rel_dir.parts):
+            if _TEST_NAME.search(fn) or any(p in _TEST_DIRS for p in rel_dir.parts) or \
+                    _has_inline_tests(Path(dirpath) / fn):
                 inv.tests.append(relp)
             roots[rel_dir.parts[0] if rel_dir.parts else "."] += 1
     inv.roots = [r for r, _ in roots.most_common()]
     return inv
+
+
+_INLINE_TEST = re.compile(
+    r"#\[(tokio::)?test\]|@Test\b|\bdeftest\b|ExUnit\.Case|-include_lib\(\"eunit|\bXCTestCase\b|@Suite\b|"
+    r"\[(Fact|Test|TestMethod)\]|^\s*(describe|it|test)\(['\"`]"
+    , re.M)
+
+
+def _has_inline_tests(path: Path) -> bool:
+    """Tests that live inside source files (Rust ``#[test]``, JUnit ``@Test`` in odd places, xUnit attributes)."""
+    try:
+        if path.stat().st_size > 400_000:
+            return False
+        return bool(_INLINE_TEST.search(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return False
 
 
 _MANIFESTS = {
@@ -738,17 +828,21 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path,
     py = sys.executable
     env = _clean_env(ab=ab)
     if install_deps and (root / "requirements.txt").is_file():
-        venv = work / "venv"
-        rc, out, _ = _run([py, "-m", "venv", "--system-site-packages", str(venv)], work, 120, env)
-        vpy = venv / "bin" / "python"
-        if rc == 0 and vpy.exists():
-            rc, out, _ = _run([str(vpy), "-m", "pip", "install", "-q", "-r", "requirements.txt"], root, 300, env)
-            if rc == 0:
-                py = str(vpy)
-            else:
-                return TestRun("deps_unavailable", "pip install -r requirements.txt", excerpt=_tail(out))
+        # Install into a private folder on PYTHONPATH: our interpreter keeps its pytest + coverage, the run's
+        # declared dependencies come first, and nothing is installed anywhere else.
+        site = work / "site"
+        rc, out, _ = _run([py, "-m", "pip", "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
+                           "--target", str(site),
+                           "-r", "requirements.txt"], root, 300, env)
+        if rc != 0:
+            return TestRun("deps_unavailable", "pip install -r requirements.txt", excerpt=_tail(out))
+        env["PYTHONPATH"] = str(site)
     cov_file = work / ".coverage"
     env["COVERAGE_FILE"] = str(cov_file)
+    if "PYTHONPATH" not in env:
+        # Without the run's own dependencies installed, the pytest plugins around are OURS (not the run's):
+        # autoloading them costs seconds per run and can change how the run's tests behave.
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     cmd = [py, "-m", "coverage", "run", "--source=.", "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
            "-p", "no:faildiag", "-o", "addopts="]
     rc, out, dur = _run(cmd, root, timeout, env)
@@ -790,7 +884,8 @@ def _count(pattern: str, text: str) -> int:
 
 
 def _tail(text: str, lines: int = 25) -> str:
-    return redact_text("\n".join(text.strip().splitlines()[-lines:]))[-3000:]
+    """The last lines of a command's output, capped before redaction (the redactor is slow on huge lines)."""
+    return "\n".join(redact_text(line[-1000:]) for line in text.strip().splitlines()[-lines:])[-3000:]
 
 
 _NATIVE = {
@@ -806,9 +901,15 @@ _NATIVE = {
 _DEPS_OFFLINE = re.compile(
     r"no matching package|failed to (download|get|load source)|attempting to make an http request, but --offline"
     r"|could not resolve (dependencies|host)|cannot access central .{0,40}offline|dependency .{0,80} not found"
-    r"|cannot find module '(?!\.)|sh: \d*:? ?\w+: not found|command not found|missing script|not installed",
+    r"|cannot find module '(?!\.)|sh: \d*:? ?[\w.@/-]+: not found|command not found|missing script|not installed"
+    r"|in offline mode|non-resolvable parent pom|could not resolve (plugin|artifact)",
     re.I,
 )
+_TOOL_TOO_OLD = re.compile(r"bad option: --|unknown file extension \"?\.ts|requires (go|node|python) ?>= ?[\d.]+|"
+                           r"unsupported engine|error: package `[^`]+` cannot be built because it requires rustc",
+                           re.I)
+_DATA_REF = re.compile(r"""["'`](\./)?data/[\w./-]+""")
+_DATA_ERR = re.compile(r"(FileNotFoundError|No such file or directory|ENOENT|dataset not found)[^\n]{0,200}", re.I)
 _COMPILE = re.compile(r"error\[E\d+\]|could not compile|cannot find symbol|COMPILATION ERROR|error TS\d+|"
                       r"\bundefined: \w+|syntax error|build failed", re.I)
 
@@ -838,9 +939,16 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
         cmd, tool = _NATIVE[language]
     if shutil.which(tool) is None:
         return TestRun("toolchain_missing", " ".join(cmd), excerpt=f"{tool} is not installed on this machine")
-    env = _clean_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod"}, ab=ab)
-    if install_deps:  # allowed to fetch: drop the offline switches
+    env = _clean_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod",
+                      "GOCACHE": str(work / "go-build"), "npm_config_cache": str(work / "npm-cache")}, ab=ab)
+    if install_deps:
+        # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
+        # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
         cmd = [c for c in cmd if c not in ("--offline", "-o")]
+        env.update({"CARGO_HOME": str(work / "cargo-home"),
+                    "GOPATH": str(work / "gopath"), "GOMODCACHE": str(work / "gopath" / "mod")})
+        if tool == "mvn":
+            cmd = [*cmd, f"-Dmaven.repo.local={work / 'm2'}"]
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
         rc, out, _ = _run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env)
         if rc != 0:
@@ -866,6 +974,24 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     elif _COMPILE.search(out):
         res.status = "compile_error"
     return res
+
+
+def _missing_support_data(root: Path, output: str) -> bool:
+    """Do the tests depend on a ``data/`` folder the archive does not hold (support files are not archived)?"""
+    if (root / "data").is_dir():
+        return False
+    if _DATA_ERR.search(output) and "data/" in output:
+        return True
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS]
+        for fn in filenames:
+            if Path(fn).suffix.lower() in _SOURCE_EXT:
+                try:
+                    if _DATA_REF.search((Path(dirpath) / fn).read_text(encoding="utf-8", errors="replace")):
+                        return True
+                except OSError:
+                    continue
+    return False
 
 
 def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
@@ -896,6 +1022,11 @@ def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
                 res = _native_tests(root, language, opts.test_timeout, opts.install_deps, work, opts.extra_env)
         except Exception as exc:  # a broken project must never crash the whole diagnosis
             res = TestRun("error", excerpt=f"{type(exc).__name__}: {exc}")
+        if res.status in {"failed", "error", "compile_error"} and _TOOL_TOO_OLD.search(res.excerpt):
+            res.status = "toolchain_missing"
+            res.excerpt = "the local toolchain is too old for this project: " + res.excerpt[-600:]
+        elif res.status in {"failed", "error"} and _missing_support_data(root, res.excerpt):
+            res.status = "data_missing"
         res.root = rel_root
         res.excerpt = res.excerpt.replace(str(copy), "<run>")
         return res
@@ -925,7 +1056,7 @@ def _telemetry_claims(rec: RunRecord, logs: LogSignals) -> list[Claim]:
     if dur is not None or tok is not None:
         parts = [f"duration {dur:.0f}s" if dur is not None else "", f"tokens {int(tok)}" if tok is not None else "",
                  f"cost ${cost:.4f}" if cost is not None else ""]
-        src = "retort.db run_results" if rec.metrics else f"{rec.rel}/.faildiag/capture.json"
+        src = "retort.db run_results" if rec.metrics else f"{rec.rel}/.faildiag/.capture.json"
         out.append(Claim("recorded " + ", ".join(p for p in parts if p), "direct", src))
         if dur is not None and dur < 60 and not tok and not cost:
             out.append(Claim("finished in under a minute for $0/0 tokens: hints at an interrupted or blocked start, "
@@ -954,7 +1085,9 @@ def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
         "undeclared_deps": f"tests fail at import of '{tr.missing_module}', which no requirements/pyproject declares",
         "deps_unavailable": "the project's dependencies are not available here (offline/not installed); "
                             "tests could not be ground-truthed",
-        "toolchain_missing": f"could not run the tests: {tr.excerpt or 'toolchain missing'}",
+        "toolchain_missing": f"could not run the tests: {(tr.excerpt or 'toolchain missing')[:300]}",
+        "data_missing": "the tests need task support data (data/...) that the archive does not hold; "
+                        f"{tr.failed} failed/errored here for that reason, which says nothing about the code",
         "timeout": "the test run did not finish within the timeout",
         "not_run": f"tests not run: {tr.excerpt}",
         "error": f"test run errored before any test ran: {tr.excerpt[-200:]}",
@@ -987,7 +1120,8 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         claims.append(Claim(f"evaluation.md status: {rec.eval_status[:200]}", "direct", f"{rec.rel}/evaluation.md"))
     claims += _telemetry_claims(rec, logs)
     for h in hits:
-        claims.append(Claim(f"{h.signature.id}: {h.excerpt[:240]}", h.signature.kind, h.source))
+        # rule id last: the redactor masks the word after a secret-looking "name:" (e.g. "auth-expired: x")
+        claims.append(Claim(f"{h.excerpt[:240]} (rule {h.signature.id})", h.signature.kind, h.source))
 
     crashed = rec.db_status == "crashed" or rec.meta.get("succeeded") is False or \
         (rec.capture.get("exit_code") not in (None, 0))
@@ -1006,7 +1140,7 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             return _done(rec, claims, _Verdict(h.signature.verdict, h.signature.subtype, h.signature.action), tc)
 
     # 2. Killed by the harness's wall clock or stall guard: the agent did not terminate.
-    if _TIMEOUT_ERROR.search(err) or kill in {"stall", "timeout", "wall"}:
+    if _TIMEOUT_ERROR.search(err) or kill:
         return _done(rec, claims, _Verdict(
             "genuine", "non_termination",
             "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
@@ -1033,6 +1167,17 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             return _done(rec, claims, _Verdict("genuine", "wrong_location",
                                                "count as a genuine miss (wrote outside the workspace); tighten the "
                                                "agent's working-directory instructions"), tc)
+        if rec.cohort:
+            claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
+            claims.append(Claim("the harness could not launch or configure runs of that factor level",
+                                "hypothesis", "retort.db"))
+            return _done(rec, claims, _Verdict("infra_false_fail", "harness_config",
+                                               "fix how the harness runs that factor level (prompt file, agent "
+                                               "flags, tooling) and re-run those cells"), tc)
+        if crashed and rec.retry_completed:
+            claims.append(Claim("a retry of the identical configuration completed, so what stopped this attempt "
+                                "was transient (interruption, limit, serving hiccup), not the model", "hypothesis",
+                                rec.rel))
         if crashed and not logs.present and not rec.capture:
             claims.append(Claim("the agent exited non-zero and left no code and no logs; the cause is not recorded",
                                 "hypothesis", rec.rel))
@@ -1164,7 +1309,8 @@ def _done(rec: RunRecord, claims: list[Claim], v: _Verdict, tc: float | None,
                   redact_text(c.source)) for c in claims]
     return RunDiagnosis(run=rec.rel, verdict=v.verdict, subtype=v.subtype, claims=safe, action=v.action,
                         experiment=str(rec.experiment), db_id=rec.db_id, test_run=test_run,
-                        recorded_test_coverage=tc)
+                        recorded_test_coverage=tc,
+                        superseded=rec.retry_completed)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -1185,21 +1331,32 @@ def diagnose_experiments(root: Path, opts: Options | None = None) -> ExperimentR
     diagnoses: list[RunDiagnosis] = []
     total = 0
     problems: list[str] = []
+    records: list[RunRecord] = []
     for exp in find_experiments(root):
-        records, n, problem = collect_runs(exp, root)
+        found, n, problem = collect_runs(exp, root)
+        records += found
         total += n
         if problem:
             problems.append(f"{exp}: {problem}")
-        for rec in records:
-            try:
-                diagnoses.append(classify(rec, signatures, opts))
-            except Exception as exc:  # one odd run must not sink the experiment
-                diagnoses.append(RunDiagnosis(
-                    run=rec.rel, verdict="unknown", subtype="insufficient_evidence",
-                    claims=[Claim(f"internal error while diagnosing: {type(exc).__name__}: {exc}", "direct",
-                                  "faildiag")],
-                    action="report this as a faildiag bug", experiment=str(exp), db_id=rec.db_id))
+    if opts.jobs > 1:  # test runs dominate and are subprocesses: threads are enough, order is kept by map
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+            diagnoses = list(pool.map(lambda r: _classify_safely(r, signatures, opts), records))
+    else:
+        diagnoses = [_classify_safely(r, signatures, opts) for r in records]
     return ExperimentResult(root, diagnoses, total, problems)
+
+
+def _classify_safely(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunDiagnosis:
+    """``classify`` that turns an internal error into an ``unknown`` verdict: one odd run must not sink the rest."""
+    try:
+        return classify(rec, signatures, opts)
+    except Exception as exc:
+        return RunDiagnosis(
+            run=rec.rel, verdict="unknown", subtype="insufficient_evidence",
+            claims=[Claim(f"internal error while diagnosing: {type(exc).__name__}: {exc}", "direct", "faildiag")],
+            action="report this as a faildiag bug", experiment=str(rec.experiment), db_id=rec.db_id)
 
 
 def rollup(result: ExperimentResult) -> dict[str, Any]:
@@ -1210,7 +1367,8 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
     """
     by_verdict = Counter(d.verdict for d in result.diagnoses)
     by_subtype = Counter(f"{d.verdict}/{d.subtype}" for d in result.diagnoses)
-    suspect = by_verdict.get("infra_false_fail", 0) + by_verdict.get("unknown", 0)
+    superseded = [d for d in result.diagnoses if d.superseded]
+    suspect = sum(1 for d in result.diagnoses if d.verdict in {"infra_false_fail", "unknown"} and not d.superseded)
     total = max(result.total_runs, len(result.diagnoses), 1)
     share = suspect / total
     trust = share <= 0.05
@@ -1221,10 +1379,12 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
         "by_subtype": dict(sorted(by_subtype.items())),
         "hypothesis_only": sum(1 for d in result.diagnoses if not any(c.kind == "direct" and "tests" in c.text
                                                                       for c in d.claims)),
+        "superseded_attempts": len(superseded),
         "suspect_share": round(share, 4),
         "measurements_trustworthy": trust,
         "why": (f"{suspect} of {total} recorded runs are infrastructure false-fails or undiagnosable "
-                f"({share:.0%}; threshold 5%)"),
+                f"({share:.0%}; threshold 5%; {len(superseded)} superseded attempts whose retry was recorded "
+                "are not counted)"),
         "problems": result.problems,
     }
 

@@ -15,9 +15,10 @@ Contract with retort (why each rule exists):
 * returns ``None`` — "no result for this run" — so the metric is omitted, never recorded as 0, and can never
   trip the ``test_coverage == 0`` gate or move an average;
 * never raises — a scorer that raises is recorded as 0.0 by retort's collector;
-* writes only into ``<workspace>/.faildiag/`` — retort's harness check counts any non-dot file as agent output;
+* writes only dot-named files in ``<workspace>/.faildiag/`` — retort's harness check counts any file whose own
+  name does not start with a dot as agent output, whatever folder it is in;
 * never overwrites an earlier capture — ``retort rescore`` re-runs scorers on the archive with a synthetic
-  exit code 0 and empty output, which would erase the real evidence; a re-score appends to ``rescores.jsonl``.
+  exit code 0 and empty output, which would erase the real evidence; a re-score appends to ``.rescores.jsonl``.
 
 What it cannot see: runs stopped by a usage limit (retort raises before scoring) and experiments aborted by a
 harness check or Ctrl-C; see docs/retort.md for the workaround.
@@ -39,7 +40,8 @@ import pluggy
 hookimpl = pluggy.HookimplMarker("retort")
 
 CAPTURE_DIR = ".faildiag"
-CAPTURE_FILE = "capture.json"
+CAPTURE_FILE = ".capture.json"  # dot-named too: retort's harness check tests the FILE name
+RESCORE_FILE = ".rescores.jsonl"
 SCHEMA = "faildiag.retort-capture/1"
 _TAIL_CHARS = 20_000
 _MAX_FILES = 2_000
@@ -128,6 +130,21 @@ def build_capture(artifacts: Any, stack: Any) -> dict[str, Any]:
     }
 
 
+def redact_long(text: str, piece: int = 1_000) -> str:
+    """Redact line by line, long lines in pieces: one regex pass over a 20 kB single-line agent stream is
+    quadratic in the redactor and took tens of seconds; per-piece it is linear (a secret split across a piece
+    boundary of an over-long line is the accepted cost)."""
+    from pytest_faildiag.redact import redact_text
+
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= piece:
+            out.append(redact_text(line))
+        else:
+            out.append("".join(redact_text(line[i:i + piece]) for i in range(0, len(line), piece)))
+    return "\n".join(out)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -143,7 +160,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def capture(artifacts: Any, stack: Any) -> Path | None:
-    """Write ``<workspace>/.faildiag/capture.json`` once; later calls only append to ``rescores.jsonl``.
+    """Write ``<workspace>/.faildiag/.capture.json`` once; later calls only append to ``.rescores.jsonl``.
 
     Returns the capture path, or None when there is no workspace. May raise; the scorer wraps it.
     """
@@ -162,10 +179,13 @@ def capture(artifacts: Any, stack: Any) -> Path | None:
         note = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "exit_code": getattr(artifacts, "exit_code", None),
                 "note": "re-score; the original capture was kept"}
-        with open(folder / "rescores.jsonl", "a", encoding="utf-8") as fh:
+        with open(folder / RESCORE_FILE, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(note) + "\n")
         return target
-    data = redact_obj(build_capture(artifacts, stack))
+    raw = build_capture(artifacts, stack)
+    tails = {k: redact_long(raw.pop(k)) for k in ("stdout_tail", "stderr_tail")}
+    data = redact_obj(raw)
+    data.update(tails)
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # first writer wins, even if concurrent
     except FileExistsError:

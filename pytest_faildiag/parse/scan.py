@@ -175,8 +175,14 @@ class _Scanner:
         if m:
             rank = m["rank"]
             body = text[m.end():]
+            while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
+                body = body[m.end():]
+        # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
+        # even when it spells one: match keywords only on lines the program printed as output
+        is_code = body.startswith(">") or (rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body))
         self._structure(number, body, rank)
-        self._keywords(number, text, body, rank)
+        if not is_code:
+            self._keywords(number, text, body, rank)
 
     # -- structure: tracebacks, dumps, elastic blocks -------------------------------------------------
     def _structure(self, number: int, body: str, rank: str | None) -> None:
@@ -199,7 +205,7 @@ class _Scanner:
                 return
             self.dump = None
         if "~~~ Stack of " in body or "(most recent call first)" in body:
-            thread = stripped.strip("~ ").replace("Stack of ", "")
+            thread = stripped.strip("~ ").replace("Stack of ", "").replace(" (most recent call first):", "").rstrip(":")
             self.dump = StackDump(self.source, number, thread, innermost_first="most recent call first" in body, rank=rank)
             self._keep(self.res.dumps, self.dump)
             return
@@ -266,7 +272,7 @@ class _Scanner:
         candidates: set[str] = set()
         for h in hits:
             for key in (h, h.lower()):
-                candidates.update(within.get(key, ()))
+                candidates.update(within[key])
         rules: list[Rule] = []
         seen: set[int] = set()
         for kw in candidates:
@@ -368,6 +374,22 @@ def _structural_regex(ruleset: RuleSet) -> re.Pattern[bytes]:
 _CACHE: dict[int, re.Pattern[bytes]] = {}
 
 
+class _Within(dict):
+    """index key → the index keys it contains (itself included), computed on first use: a log hits few
+    distinct keywords, so computing this for all of them up front would only cost start-up time."""
+
+    def __init__(self, keys: list[str]):
+        super().__init__()
+        self.keys = keys
+        self.known = set(keys)
+
+    def __missing__(self, key: str) -> list[str]:
+        low = key.lower()
+        found = [s for s in self.keys if s in key or s in low] if key in self.known else []
+        self[key] = found
+        return found
+
+
 def _keyword_lookup(ruleset: RuleSet) -> tuple[re.Pattern[bytes], dict[str, list[str]], dict[int, int]] | None:
     """Per rule set, once: for each index key the index keys it contains (itself included) and the rules'
     order, so a hit line costs O(its hits) rather than O(all keywords)."""
@@ -376,10 +398,8 @@ def _keyword_lookup(ruleset: RuleSet) -> tuple[re.Pattern[bytes], dict[str, list
         return cached
     out = None
     if ruleset.keyword_regex is not None:
-        keys = list(ruleset.keyword_index)
-        within = {k: [s for s in keys if s in k or s in k.lower()] for k in keys}
         order = {id(r): i for i, r in enumerate(ruleset.rules)}
-        out = (ruleset.keyword_regex, within, order)
+        out = (ruleset.keyword_regex, _Within(list(ruleset.keyword_index)), order)
     ruleset._faildiag_lookup = out  # type: ignore[attr-defined]
     return out
 

@@ -171,9 +171,31 @@ def _keyword_regex(rules: list[Rule]) -> re.Pattern[bytes] | None:
     folded: set[str] = set()
     for r in rules:
         (folded if r.ignore_case else exact).update(r.keywords)
-    alts = [re.escape(k.encode()) for k in sorted(exact, key=len, reverse=True)]
-    alts += [b"(?i:" + re.escape(k.encode()) + b")" for k in sorted(folded, key=len, reverse=True)]
+    alts = [_trie(sorted(k.encode() for k in exact))] if exact else []
+    if folded:
+        alts.append(b"(?i:" + _trie(sorted(k.lower().encode() for k in folded)) + b")")
     return re.compile(b"|".join(alts)) if alts else None
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """The keywords as one prefix tree (``ab(?:c|d)`` rather than ``abc|abd``): the regex engine then tries
+    one branch per position instead of every keyword, which is what keeps hundreds of keywords cheap. At a
+    position the longest keyword wins (greedy optional tails)."""
+    tree: dict[int, dict] = {}
+    for w in words:
+        node = tree
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[-1] = {}
+
+    def emit(node: dict[int, dict]) -> bytes:
+        branches = [re.escape(bytes([ch])) + emit(node[ch]) for ch in sorted(k for k in node if k >= 0)]
+        if not branches:
+            return b""
+        body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+        return b"(?:" + body + b")?" if -1 in node else body
+
+    return emit(tree)
 
 
 @lru_cache(maxsize=1)

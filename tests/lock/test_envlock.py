@@ -70,6 +70,12 @@ def test_wheel_tag_gives_torch_cuda_build_without_import(site):
     assert info["cuda_from_wheel"] == "12.1"
 
 
+def test_default_pypi_torch_wheel_takes_its_cuda_from_the_runtime_wheel(site):
+    site("torch", "2.6.0")
+    site("nvidia-cuda-runtime-cu12", "12.4.127")
+    assert build_lock()["ml"]["torch"]["cuda_from_wheel"] == "12.4"
+
+
 def test_missing_tools_are_recorded_not_raised(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no git, no nvidia-smi, no npu-smi
     lock = build_lock(cwd=tmp_path)
@@ -233,4 +239,11 @@ def test_a_broken_probe_is_recorded_and_the_lock_still_built(monkeypatch):
     lock = build_lock()
     assert lock["probes"]["platform"]["status"] == "error"
     assert "probe exploded" in lock["probes"]["platform"]["error"]
+    assert lock["packages"]
+
+
+def test_a_missing_cwd_and_a_zero_timeout_still_give_a_lock(tmp_path):
+    lock = build_lock(cwd=tmp_path / "does-not-exist", timeout=0)
+    assert lock["git"]["status"] in ("error", "timeout", "missing")
+    assert lock["resources"]["disk"]["status"] == "error"
     assert lock["packages"]

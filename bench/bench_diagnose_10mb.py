@@ -1,0 +1,134 @@
+"""How long does diagnosing one 10 MB log take with the full rule set? (not a unit test: figures vary)
+
+The log is realistic noise of a long distributed training run — step/loss lines, NCCL INFO chatter,
+warnings, data-loading progress, checkpoint saves — with the real error (a CUDA OOM traceback on one
+rank, then the launcher's re-raise) near the end. Measured side by side: ``diagnose`` in this process with
+the full rule set (first call, then the median of repeats: rule packs are compiled once per process, as
+in the pytest plugin), the same with only the core packs 10-40 (what the knowledge base adds), and the
+whole ``faildiag diagnose`` CLI in a fresh interpreter. Target: < 1 s for a log of 10 MB on this machine.
+
+    .venv/bin/python bench/bench_diagnose_10mb.py [--mb 10] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = 1.0
+
+NOISE = [
+    "[rank{r}]:2024-05-02 10:{m:02d}:{s:02d},123 - INFO - step {i} | loss {loss:.4f} | lr 3.0e-04 | grad_norm {g:.3f} | tokens/s 51234",
+    "node-{r}:12345:12{r}45 [{r}] NCCL INFO Channel {c:02d}/0 : {r} -> {c2} via P2P/IPC",
+    "node-{r}:12345:12{r}45 [{r}] NCCL INFO comm 0x55d2 rank {r} nranks 8 cudaDev {r} busId 1{r}000 - Init COMPLETE",
+    "{{'loss': {loss:.4f}, 'learning_rate': 2.9e-05, 'epoch': 0.{i}}}",
+    "Epoch 3:  {p}%|████      | {i}/20000 [12:34<23:45, 10.2it/s, loss={loss:.3f}, v_num=0]",
+    "/opt/conda/lib/python3.10/site-packages/torch/utils/checkpoint.py:429: UserWarning: torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False explicitly.",
+    "  warnings.warn(",
+    "2024-05-02 10:{m:02d}:{s:02d} INFO saving checkpoint to /ckpt/step_{i}.pt (elapsed 2.1 s)",
+    "[rank{r}]: eval step {i}: accuracy 0.{p} perplexity 12.{c}",
+    "Downloading shard {c} of 16: 100%|██████████| 4.98G/4.98G [00:21<00:00, 232MB/s]",
+    "W0502 10:{m:02d}:{s:02d}.123000 140213 torch/distributed/run.py:757 Setting OMP_NUM_THREADS environment variable for each process to be 1",
+    "memory: allocated 31.{c} GiB, reserved 33.{p} GiB, peak 34.0 GiB",
+    "data: read batch {i} from /data/shard-{c}.bin in 0.0{p}s",
+]
+
+FAILURE = """[rank3]:Traceback (most recent call last):
+[rank3]:  File "/workspace/train.py", line 211, in <module>
+[rank3]:    main()
+[rank3]:  File "/workspace/train.py", line 188, in main
+[rank3]:    loss = model(batch).loss
+[rank3]:  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1532, in _wrapped_call_impl
+[rank3]:    return self._call_impl(*args, **kwargs)
+[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the allocated memory 74.30 GiB is allocated by PyTorch, and 2.55 GiB is reserved by PyTorch but unallocated.
+W0502 10:59:01.000000 140213 torch/distributed/elastic/multiprocessing/api.py:858 Sending process 1204 closing signal SIGTERM
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-02_10:59:01
+  host      : node-3
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 1207)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def make_log(mb: float, seed: int = 0) -> str:
+    rnd = random.Random(seed)
+    out: list[str] = []
+    size = 0
+    i = 0
+    target = int(mb * 1024 * 1024) - len(FAILURE) - 4096
+    while size < target:
+        i += 1
+        line = rnd.choice(NOISE).format(r=rnd.randrange(8), m=rnd.randrange(60), s=rnd.randrange(60), i=i,
+                                        loss=2.0 + rnd.random(), g=rnd.random() * 3, c=rnd.randrange(32),
+                                        c2=rnd.randrange(8), p=rnd.randrange(100))
+        out.append(line)
+        size += len(line.encode()) + 1
+    tail = [f"[rank{r}]:2024-05-02 10:58:{s:02d},000 - INFO - step {i + s} | loss 2.1 | lr 3.0e-04" for s, r in
+            ((s, s % 8) for s in range(40))]
+    return "\n".join(out + tail) + "\n" + FAILURE
+
+
+def _time(fn, repeat: int) -> tuple[float, float]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    from pytest_faildiag.engine.api import diagnose
+    from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
+
+    cmd = "torchrun --nproc_per_node 8 train.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train.log"
+        path.write_text(make_log(a.mb), encoding="utf-8")
+        size_mb = path.stat().st_size / 2**20
+        t0 = time.perf_counter()
+        rules = load_ruleset()
+        t_rules = time.perf_counter() - t0
+        core = build_ruleset([p for p in _builtin_packs() if p[0][:2] in {"10", "20", "30", "40"}])
+        t0 = time.perf_counter()
+        diag = diagnose([str(path)], exit_code=1, command=cmd)
+        cold = time.perf_counter() - t0
+        med, best = _time(lambda: diagnose([str(path)], exit_code=1, command=cmd), a.repeat)
+        diagnose([str(path)], exit_code=1, command=cmd, ruleset=core)  # warm the core set the same way
+        core_med, _ = _time(lambda: diagnose([str(path)], exit_code=1, command=cmd, ruleset=core), a.repeat)
+        t0 = time.perf_counter()  # the whole CLI in a fresh interpreter: start-up, rule compilation, scan, report
+        subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(path), "--exit-code", "1",
+                        "--format", "json", "--out", str(Path(tmp) / "out")], capture_output=True, check=False, timeout=300)
+        cli = time.perf_counter() - t0
+    top = diag.root_causes[0] if diag.root_causes else None
+    print(f"rules: {len(rules.rules)} rules, {sum(len(r.keywords) for r in rules.rules)} keywords, compiled in {t_rules:.3f} s "
+          f"(core packs 10-40 alone: {len(core.rules)} rules)")
+    print(f"log: {size_mb:.1f} MiB; diagnosis: type={diag.profile.type} top cause={top.id if top else None} ({top.category if top else '-'})")
+    print(f"diagnose, full rule set: first call {cold:.3f} s, then median {med:.3f} s (best {best:.3f} s) over {a.repeat} runs")
+    print(f"diagnose, core packs only: median {core_med:.3f} s -> the knowledge base costs {med / core_med:.2f}x the core set")
+    print(f"whole CLI in a fresh interpreter: {cli:.3f} s")
+    print(f"target {TARGET_S:.1f} s: median is {med / TARGET_S:.2f}x the target, fresh CLI {cli / TARGET_S:.2f}x "
+          f"({'OK' if med < TARGET_S else 'OVER'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""`faildiag report SNAPSHOT_OR_OUT_DIR [--format text|md|html|github|gitlab|json] [--output FILE]`.
+
+Re-renders what is on disk: one snapshot folder (``report.json`` at its top) or a session output folder
+(``session.json`` plus one snapshot per failed test). Nothing is re-diagnosed, so the output matches what
+the run saw. Bad input is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+FORMATS = ("text", "md", "html", "github", "gitlab", "json")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="SNAPSHOT_OR_OUT_DIR", help="a snapshot folder or a session output folder")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text, md, html (one self-contained file), github (workflow commands), gitlab (Code Quality JSON), json")
+    p.add_argument("--html", dest="format", action="store_const", const="html", help="same as --format html")
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _diagnosis(report: dict[str, Any]):
+    """Rebuild the model from a report.json so the engine's own text/Markdown renderers apply."""
+    from ..model import Diagnosis, Evidence, FailurePoint, FailureProfile, RootCause, ValidationCheck
+
+    prof = report.get("profile") if isinstance(report.get("profile"), dict) else {}
+    ff = prof.get("first_failure") if isinstance(prof.get("first_failure"), dict) else None
+    profile = FailureProfile(
+        stage=str(prof.get("stage") or "unknown"), type=str(prof.get("type") or "unknown"),
+        stack=str(prof.get("stack") or "other"), backend=prof.get("backend"),
+        domains=[str(d) for d in prof.get("domains") or []], confidence=float(prof.get("confidence") or 0),
+        command=prof.get("command"), exit_code=prof.get("exit_code"), signal=prof.get("signal"),
+        first_failure=FailurePoint(str(ff.get("source", "")), ff.get("line"), str(ff.get("excerpt", ""))) if ff else None,
+        ranks=prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {},
+    )
+    causes = []
+    for c in report.get("root_causes") or []:
+        if not isinstance(c, dict):
+            continue
+        causes.append(RootCause(
+            id=str(c.get("id", "")), category=str(c.get("category", "")), confidence=float(c.get("confidence") or 0),
+            summary=str(c.get("summary", "")),
+            evidence=[Evidence(e.get("kind", "direct"), str(e.get("source", "")), str(e.get("excerpt", "")), e.get("line"))
+                      for e in c.get("evidence") or [] if isinstance(e, dict)],
+            validation_checks=[ValidationCheck(str(v.get("name", "")), v.get("status", "skipped"), str(v.get("detail", "")))
+                               for v in c.get("validation_checks") or [] if isinstance(v, dict)],
+            fix_hints=[str(h) for h in c.get("fix_hints") or []],
+        ))
+    return Diagnosis(summary=str(report.get("summary", "")), profile=profile, root_causes=causes,
+                     next_actions=[str(a) for a in report.get("next_actions") or []],
+                     notes=[str(n) for n in report.get("notes") or []])
+
+
+def _demote(md: str) -> str:
+    """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone."""
+    out, fenced = [], False
+    for ln in md.split("\n"):
+        if ln.startswith("```"):
+            fenced = not fenced
+        out.append("#" + ln if ln.startswith("#") and not fenced else ln)
+    return "\n".join(out)
+
+
+def _text(session, markdown: bool) -> str:
+    from ..engine.report import render_markdown, render_text
+    from ..redact import redact_text
+
+    lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
+    out: list[str] = []
+    if not lone:
+        groups = session.groups()
+        if markdown:
+            from ..ci.github import summary_markdown
+
+            out.append(summary_markdown(session))
+        else:
+            out.append(f"faildiag: {len(session.failures)} failed test(s), {len(groups)} cause(s)")
+            for i, g in enumerate(groups, 1):
+                out.append(f"  {i}. {g.count} × {g.title} [{g.category}, {g.confidence:.0%}]")
+                for f in g.failures[:10]:
+                    loc = f" ({f.file}:{f.line})" if f.file and f.line else ""
+                    out.append(f"       {f.nodeid}{loc}")
+                if g.count > 10:
+                    out.append(f"       … {g.count - 10} more")
+            out.append("")
+    for f in [f for g in session.groups() for f in g.failures]:
+        if f.report is None:
+            if not lone:
+                out.append(f"{'## ' if markdown else ''}{f.nodeid}: {f.summary}\n")
+            continue
+        diag = _diagnosis(f.report)
+        if markdown:
+            md = render_markdown(diag)
+            if not lone:  # one level down under the session's heading, titled by the test
+                md = md.replace("# faildiag report", f"# {f.nodeid}", 1)
+                md = _demote(md)
+            out.append(md)
+        else:
+            out.append((f"{f.nodeid}\n" if not lone else "") + render_text(diag) + "\n")
+    out += [f"note: {n}" for n in session.notes]
+    return redact_text("\n".join(out).rstrip("\n") + "\n")
+
+
+def _json(session) -> str:
+    from ..redact import redact_obj
+
+    lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
+    raw = _read_raw(session.root / "report.json") if lone else None
+    if isinstance(raw, dict):
+        data: Any = raw  # the file as written, not the normalised copy the renderers use
+    else:
+        tests = [{"nodeid": f.nodeid, "when": f.when, "outcome": f.outcome, "category": f.category, "type": f.type,
+                  "summary": f.summary, "confidence": f.confidence, "cause_id": f.cause_id, "file": f.file,
+                  "line": f.line, "fix_hints": f.fix_hints,
+                  "snapshot": f.snapshot.name if f.snapshot is not None else None} for f in session.failures]
+        groups = [{"cause": g.key, "title": g.title, "category": g.category, "confidence": g.confidence,
+                   "tests": [f.nodeid for f in g.failures]} for g in session.groups()]
+        data = {"schema": "faildiag.session/1", "tests": tests, "groups": groups}
+    return json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _read_raw(path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..ci._load import ReportInputError, load
+    from ..cli import UsageError
+
+    try:
+        session = load(args.path)
+    except ReportInputError as exc:
+        raise UsageError(str(exc)) from None
+    if args.format == "html":
+        from ..ci.html import render_session
+
+        text = render_session(session)
+    elif args.format == "github":
+        from ..ci.github import append_summary, render
+
+        text = "\n".join(render(session)) + "\n"
+        if os.environ.get("GITHUB_STEP_SUMMARY") and not args.output:
+            try:
+                append_summary(session, os.environ["GITHUB_STEP_SUMMARY"])
+            except OSError as exc:
+                print(f"faildiag report: warning: job summary not written: {exc.strerror or exc}", file=sys.stderr)
+    elif args.format == "gitlab":
+        from ..ci.gitlab import codequality
+
+        text = json.dumps(codequality(session), indent=2, ensure_ascii=False) + "\n"
+    elif args.format == "json":
+        text = _json(session)
+    else:
+        text = _text(session, markdown=args.format == "md")
+    if args.output:
+        from pathlib import Path
+
+        from ..engine.snapshot import atomic_write
+
+        try:
+            atomic_write(Path(args.output), text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
