@@ -66,4 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the imported module's main, not this __main__ copy: the commands raise pytest_faildiag.cli.UsageError,
+    # a different class from __main__.UsageError, which would print as an "internal error"
+    from pytest_faildiag.cli import main as _main
+
+    sys.exit(_main())

@@ -47,6 +47,9 @@ _VALUE_PATTERNS = [
     re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/]+"),  # Slack webhook
     re.compile(r"\b(?:AccountKey|SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{20,}"),  # Azure storage
 ]
+# A bare AWS secret access key (40 base64 characters; in an assertion diff or a pasted config line without
+# its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # user:pass@host in URLs
@@ -80,6 +83,7 @@ def redact_text(text: str) -> str:
     try:
         for pattern in _VALUE_PATTERNS:
             text = pattern.sub(MASK, text)
+        text = _AWS_SECRET.sub(_mask_aws_secret, text)
         text = _URL_CREDS.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
         text = _AUTH_HEADER.sub(lambda m: f"{m[1]}{m[2]}{m[3] or ''}{MASK}", text)
         text = _BEARER.sub(lambda m: f"{m[1]}{MASK}", text)
@@ -91,13 +95,29 @@ def redact_text(text: str) -> str:
     return text
 
 
-def _mask_assignment(m: re.Match[str]) -> str:
+def _mask_aws_secret(m: re.Match[str]) -> str:
+    s = m[0]
+    if s.startswith("/") or s.count("/") > 3 or s.isdigit():
+        return s
+    if any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s):
+        return MASK
+    return s
+
+
+def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
     key = m["key"].strip("\"'")
     val = m["val"]
     if val.lower() in _AUTH_SCHEMES or MASK in val:
         return m[0]  # "Authorization: Bearer ***REDACTED***" is already safe; keep the scheme readable
     if is_secret_name(key) and not _looks_harmless(key, val):
         return f"{m['key']}{m['sep']}{m['q']}{MASK}{m['q']}"
+    if depth < 3 and ("=" in val or ":" in val):
+        # "wandb: WANDB_API_KEY=..." : the harmless key swallowed a secret assignment as its value; one more
+        # linear pass over the value (bounded depth, so pathological "a=b=a=b..." lines stay linear)
+        inner = _ASSIGN.sub(lambda x: _mask_assignment(x, depth + 1), val)
+        if inner != val:
+            start = m.start("val") - m.start()
+            return m[0][:start] + inner + m[0][start + len(val):]
     return m[0]
 
 
@@ -146,5 +166,12 @@ def redact_obj(obj: Any) -> Any:
                 out[k] = redact_obj(v)
         return out
     if isinstance(obj, list | tuple):
-        return [redact_obj(v) for v in obj]
+        out_list = [redact_obj(v) for v in obj]
+        for i in range(1, len(out_list)):  # an argv: ["--password", "hunter2"] holds the secret in the next item
+            flag, val = obj[i - 1], out_list[i]
+            if (isinstance(flag, str) and isinstance(val, str) and flag.startswith("-") and "=" not in flag
+                    and is_secret_name(flag.lstrip("-")) and val and not val.startswith("-")
+                    and not _looks_harmless(flag, val)):
+                out_list[i] = MASK
+        return out_list
     return obj

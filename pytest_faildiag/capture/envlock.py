@@ -505,6 +505,8 @@ def load_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LockError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise LockError(f"{p}: not an environment lock (JSON nested too deep)") from None
     if not isinstance(data, dict):
         raise LockError(f"{p}: a lock is a JSON object, found {type(data).__name__}")
     schema = data.get("schema")
@@ -652,7 +654,7 @@ def _read_json(path: Path) -> Any:
     try:
         if path.is_file() and path.stat().st_size < 20_000_000:
             return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return None
 

@@ -58,7 +58,7 @@ def _read_lock(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: not a readable environment lock ({exc})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not an environment lock")

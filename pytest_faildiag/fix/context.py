@@ -170,7 +170,7 @@ def read_report(snapshot: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SnapshotError(f"{snapshot}: no report.json (not a faildiag snapshot)") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SnapshotError(f"{path}: unreadable report ({exc})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("faildiag.report/"):
         raise SnapshotError(f"{path}: not a faildiag report")

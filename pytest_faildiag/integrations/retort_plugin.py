@@ -134,8 +134,12 @@ def redact_long(text: str, piece: int = 1_000) -> str:
     """Redact line by line, long lines in pieces: one regex pass over a 20 kB single-line agent stream is
     quadratic in the redactor and took tens of seconds; per-piece it is linear (a secret split across a piece
     boundary of an over-long line is the accepted cost)."""
-    from pytest_faildiag.redact import redact_text
+    import re
 
+    from pytest_faildiag.redact import MASK, redact_text
+
+    # a PEM block spans lines: masked whole first, or its body lines would pass the per-line redaction
+    text = re.sub(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", MASK, text)
     out: list[str] = []
     for line in text.split("\n"):
         if len(line) <= piece:

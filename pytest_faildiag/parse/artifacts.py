@@ -62,7 +62,7 @@ def read_elastic_error(path: Path) -> str | None:
         if path.stat().st_size > MAX_ARTIFACT:
             return None
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
         return None
     msg = data.get("message") if isinstance(data, dict) else None
     if isinstance(msg, dict):
@@ -99,7 +99,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
         if path.stat().st_size > MAX_ARTIFACT:
             return None
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
         return None
     return data if isinstance(data, dict) else None
 

@@ -294,7 +294,7 @@ class _Scanner:
                         break
             if groups is None:
                 continue
-            self._add_finding(r, number, body.strip(), groups, rank or _inline_rank(body), text)
+            self._add_finding(r, number, match_body.strip(), groups, rank or _inline_rank(body), text)
 
     def _add_finding(self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str) -> None:
         count = self.res.hits_per_rule.get(rule.id, 0) + 1

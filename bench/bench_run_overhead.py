@@ -1,0 +1,121 @@
+"""Overhead of `faildiag run` on a healthy run that prints steadily (not a unit test: figures vary).
+
+The workload is a fixed amount of CPU work (no sleeps, so any slowdown shows) printing a log line every
+step and a ``\\r`` progress bar on stderr, about ``--seconds`` long. It runs bare and under
+``faildiag run --hang-timeout 60`` (the full monitor: timeline sampling, hang watch, stack handler
+injected), interleaved, with both outputs going to /dev/null. Printed: median wall time of each, their
+ratio (target <= 1.03), and the CPU time `faildiag run` itself used per second of run.
+
+    .venv/bin/python bench/bench_run_overhead.py [--seconds 10] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+WORKLOAD = """\
+import sys, time
+steps = int(sys.argv[1])
+acc = 0
+for step in range(steps):
+    for i in range(20000):  # ~2-5 ms of steady CPU work per step
+        acc = (acc + i * i) % 1000003
+    print(f"step {step} loss {acc / 1000003:.6f} lr 0.001", flush=True)
+    if step % 10 == 0:
+        sys.stderr.write(f"\\r[{'#' * (step * 30 // steps):<30}] {step}/{steps}")
+        sys.stderr.flush()
+sys.stderr.write("\\n")
+if len(sys.argv) > 2:  # the workload's own CPU time, to tell it apart from the wrapper's
+    with open(sys.argv[2], "a") as f:
+        f.write(f"{time.process_time()}\\n")
+"""
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _timed(cmd: list[str]) -> tuple[float, float]:
+    cpu0 = _children_cpu()
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0, _children_cpu() - cpu0
+
+
+def calibrate(script: Path, seconds: float) -> int:
+    steps = 50
+    while True:
+        wall, _ = _timed([sys.executable, str(script), str(steps)])
+        if wall > 1.0:
+            return max(50, int(steps * seconds / wall))
+        steps *= 4
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="faildiag-bench-") as tmp:
+        script = Path(tmp, "workload.py")
+        script.write_text(textwrap.dedent(WORKLOAD))
+        steps = calibrate(script, args.seconds)
+        cpu_file = Path(tmp, "workload-cpu.txt")
+        bare_cmd = [sys.executable, str(script), str(steps), str(cpu_file)]
+        wrapped = [sys.executable, "-m", "pytest_faildiag.cli", "run", "--out", str(Path(tmp, "out")),
+                   "--hang-timeout", "60", "--", *bare_cmd]
+        bare, under, bare_cpu, under_cpu, own, work_bare, work_run = [], [], [], [], [], [], []
+        for rep in range(args.reps):
+            order = [("bare", bare_cmd), ("run", wrapped)] if rep % 2 == 0 else [("run", wrapped), ("bare", bare_cmd)]
+            for name, cmd in order:
+                cpu_file.write_text("")
+                wall, cpu = _timed(cmd)
+                (work_bare if name == "bare" else work_run).append(float(cpu_file.read_text().split()[-1]))
+                if name == "run":
+                    own.append(json.loads(Path(tmp, "out", "run.json").read_text())["wrapper_cpu_s"])
+                (bare if name == "bare" else under).append(wall)
+                (bare_cpu if name == "bare" else under_cpu).append(cpu)
+            print(f"rep {rep + 1}: bare {bare[-1]:.2f} s, faildiag run {under[-1]:.2f} s", flush=True)
+        out_log = Path(tmp, "out", "logs", "stdout.log")
+        lines = sum(1 for _ in open(out_log, "rb")) if out_log.exists() else 0
+    mb, mu = statistics.median(bare), statistics.median(under)
+    ratio = mu / mb
+    best = min(under) / min(bare)  # the least-disturbed pair: what is left when the machine is quiet
+    paired = statistics.median(u / b for u, b in zip(under, bare, strict=True))  # neighbours in time share the load
+    cpu_ratio = statistics.median(under_cpu) / statistics.median(bare_cpu)
+    own_cpu = (statistics.median(under_cpu) - statistics.median(bare_cpu)) / mu
+    load = os.getloadavg()[0]
+    print(f"workload: {steps} steps, {lines} lines captured per run, {os.cpu_count()} CPUs, load average {load:.1f}")
+    print(f"median wall: bare {mb:.3f} s, under faildiag run {mu:.3f} s")
+    print(f"ratio faildiag/bare (median wall): {ratio:.3f} (target <= 1.03) -> {'OK' if ratio <= 1.03 else 'OVER'}")
+    print(f"ratio faildiag/bare (best wall):   {best:.3f}")
+    print(f"ratio faildiag/bare (median of paired runs): {paired:.3f}")
+    print(f"ratio faildiag/bare (CPU time, workload + wrapper): {cpu_ratio:.3f}")
+    print(f"faildiag's own CPU: {own_cpu * 100:.1f}% of one core while the run lasts (difference of the two runs' CPU)")
+    print(f"the workload's own CPU: median {statistics.median(work_bare):.2f} s bare, {statistics.median(work_run):.2f} s "
+          f"under faildiag run (ratio {statistics.median(work_run) / statistics.median(work_bare):.3f})")
+    # wall seconds per CPU-second of the workload: cancels the machine's speed drifting between runs
+    # (frequency, neighbours), which moves the workload's own CPU time as much as its wall time
+    norm = statistics.median(w / c for w, c in zip(under, work_run, strict=True)) / \
+        statistics.median(w / c for w, c in zip(bare, work_bare, strict=True))
+    print(f"ratio faildiag/bare (wall per workload CPU-second): {norm:.3f} (target <= 1.03) -> {'OK' if norm <= 1.03 else 'OVER'}")
+    print(f"faildiag's own CPU as it measured itself (its process, start-up included): median {statistics.median(own):.3f} s "
+          f"= {statistics.median(own) / mu * 100:.1f}% of one core; the environment lock runs apart, at nice 19")
+    if load > (os.cpu_count() or 1):
+        print("note: the machine is busier than its CPU count: wall-clock ratios are noisy, the CPU ratio is the steadier figure")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

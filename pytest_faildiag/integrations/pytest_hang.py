@@ -1,0 +1,272 @@
+"""Hang handling for ``pytest --faildiag``: dump every thread's stack, record the process tree, fail the test.
+
+How it works, per test phase (setup, call, teardown each get the full ``--faildiag-timeout``):
+
+* ``faulthandler.dump_traceback_later(T, file=<out>/.stacks-<pid>.txt)`` is armed. faulthandler writes
+  from its own C thread, so the stacks are dumped even when native code holds the GIL.
+* On the main thread (always so under plain pytest and pytest-xdist workers) ``SIGALRM`` fires a moment
+  later; its handler records the process tree (psutil) and calls ``pytest.fail`` where the test was
+  waiting, so the test fails with the stuck line in its traceback and the
+  session goes on. Off the main thread a watchdog thread raises it asynchronously in the test's thread.
+* Native code that holds the GIL and never returns cannot be interrupted from Python: its stacks are
+  still on disk, and the journal lets ``faildiag recover`` name the test once CI kills the run.
+
+When pytest-timeout is active for a test we do not arm our timer; through its ``pytest_timeout_set_timer``
+/ ``pytest_timeout_cancel_timer`` hooks we arm only the faulthandler dump, just before its deadline, so its
+timeout failure (or its ``os._exit`` with the thread method) comes with a stack dump file we can read.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from .pytest_journal import annotate_main_thread, stacks_file
+
+HANG_MARK = "faildiag: hang detected"
+FIRE_DELAY = 0.2  # SIGALRM after faulthandler, so its dump is on disk when the handler reads it
+
+
+class FaildiagHang(pytest.fail.Exception):  # type: ignore[misc,name-defined]
+    """Raised in the test's thread when it exceeds ``--faildiag-timeout``; pytest reports it as a failure."""
+
+    def __init__(self, msg: str = f"{HANG_MARK}: the test exceeded its faildiag timeout") -> None:
+        super().__init__(msg, pytrace=True)
+
+
+HANG_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
+TIMEOUT_PLUGIN_KEY: pytest.StashKey[float] = pytest.StashKey()
+
+
+def format_current_stacks() -> str:
+    """All threads' stacks in faulthandler's layout (the engine parses that), innermost first."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
+    out = []
+    for ident, frame in sys._current_frames().items():
+        head = "Current thread" if ident == me else "Thread"
+        out.append(f"{head} 0x{ident:016x} [{names.get(ident, '?')}] (most recent call first):")
+        for fs in reversed(traceback.extract_stack(frame)):
+            out.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
+        out.append("")
+    return "\n".join(out)
+
+
+def process_tree_text() -> str:
+    """The test process and its descendants: pid, state, CPU seconds, RSS, command (psutil)."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - a declared dependency
+        return "psutil is not installed: no process tree\n"
+    me = psutil.Process()
+    lines = ["pid     ppid    status     cpu_s    rss_mib  command"]
+    try:
+        procs = [me, *me.children(recursive=True)]
+    except psutil.Error as exc:
+        return f"process tree unavailable: {exc}\n"
+    for p in procs:
+        try:
+            with p.oneshot():
+                cpu = p.cpu_times()
+                cmd = " ".join(p.cmdline())[:200] or p.name()
+                lines.append(f"{p.pid:<7} {p.ppid():<7} {p.status():<10} {cpu.user + cpu.system:<8.1f} "
+                             f"{p.memory_info().rss / 2**20:<8.1f} {cmd}")
+        except psutil.Error:
+            continue
+    return "\n".join(lines) + "\n"
+
+
+class StackDumper:
+    """One dump file per process, re-armed per test: faulthandler writes every thread's stack into it."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self._file: IO[str] | None = None
+        self._dumped_for: str | None = None
+        self.journal: Any = None  # set by the session: deadlines are journaled for `faildiag recover`
+
+    @property
+    def dump_path(self) -> Path:
+        return stacks_file(self.out_dir, os.getpid())
+
+    def arm(self, seconds: float, nodeid: str) -> None:
+        if self._file is None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.dump_path, "w+", encoding="utf-8")  # noqa: SIM115 - lives for the session
+        self._file.seek(0)
+        self._file.truncate()
+        self._dumped_for = nodeid
+        faulthandler.dump_traceback_later(max(seconds, 0.01), repeat=False, file=self._file, exit=False)
+
+    @staticmethod
+    def cancel() -> None:
+        faulthandler.cancel_dump_traceback_later()
+
+    def read(self, nodeid: str) -> str:
+        """The stacks faulthandler dumped for ``nodeid`` (empty when none were dumped for it)."""
+        if self._file is None or self._dumped_for != nodeid:
+            return ""
+        try:
+            self._file.flush()
+            text = self.dump_path.read_text(encoding="utf-8", errors="replace")
+            return annotate_main_thread(text, threading.main_thread().ident)
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            faulthandler.cancel_dump_traceback_later()
+        except Exception:
+            pass
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            try:
+                self.dump_path.unlink()
+            except OSError:
+                pass
+
+
+class HangWatch:
+    """The pytest plugin object that arms and disarms the watchdog around each phase (``--faildiag-timeout``)."""
+
+    def __init__(self, dumper: StackDumper, timeout: float | None) -> None:
+        self.dumper = dumper
+        self.timeout = timeout  # the session default; ``@pytest.mark.faildiag_timeout(S)`` overrides it per test
+        self._item: pytest.Item | None = None
+        self._phase = ""
+        self._timer: threading.Timer | None = None
+        self._prev_handler: Any = None
+        self._seconds = 0.0
+
+    # ------------------------------------------------------------------ own timer
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Any:
+        return (yield from self._guard(item, "setup"))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        return (yield from self._guard(item, "call"))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Any:
+        return (yield from self._guard(item, "teardown"))
+
+    def _guard(self, item: pytest.Item, phase: str) -> Any:
+        armed = False
+        seconds = self._seconds_for(item) if TIMEOUT_PLUGIN_KEY not in item.stash else None
+        if seconds is not None:
+            try:
+                self._arm(item, phase, seconds)
+                armed = True
+            except Exception as exc:  # a watchdog that cannot be armed must not fail the test
+                _warn(f"faildiag: hang watchdog not armed for {item.nodeid}: {exc}")
+        try:
+            return (yield)
+        finally:
+            if armed:
+                self._disarm()
+
+    def _seconds_for(self, item: pytest.Item) -> float | None:
+        marker = item.get_closest_marker("faildiag_timeout")
+        if marker is not None:
+            raw = marker.args[0] if marker.args else marker.kwargs.get("seconds")
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                _warn(f"faildiag: {item.nodeid}: faildiag_timeout({raw!r}) is not a number of seconds; ignored")
+                return self.timeout
+            return value if value > 0 else None
+        return self.timeout
+
+    def _arm(self, item: pytest.Item, phase: str, seconds: float) -> None:
+        self._item, self._phase, self._seconds = item, phase, seconds
+        self.dumper.arm(seconds, item.nodeid)
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGALRM"):
+            self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, seconds + FIRE_DELAY)
+        else:
+            target = threading.get_ident()
+            self._timer = threading.Timer(seconds + FIRE_DELAY, self._fire_async, args=(target,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        elif self._prev_handler is not None or threading.current_thread() is threading.main_thread():
+            if hasattr(signal, "SIGALRM"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                if self._prev_handler is not None:
+                    signal.signal(signal.SIGALRM, self._prev_handler)
+            self._prev_handler = None
+        self.dumper.cancel()
+        self._item = None
+
+    def _record(self) -> str:
+        item = self._item
+        msg = f"{HANG_MARK}: {self._phase} of the test exceeded its faildiag timeout of {self._seconds:g}s"
+        if item is None:
+            return msg
+        stacks = self.dumper.read(item.nodeid)
+        if "(most recent call first)" not in stacks:
+            stacks = format_current_stacks()
+        item.stash[HANG_KEY] = {"phase": self._phase, "seconds": self._seconds, "stacks": stacks,
+                                "processes": process_tree_text(), "at": time.time()}
+        return msg
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        __tracebackhide__ = True  # the failure points at the test's stuck line, not at this handler
+        msg = self._record()
+        pytest.fail(msg, pytrace=True)  # plain ``Failed``: the summary line reads "Failed: faildiag: hang detected ..."
+
+    def _fire_async(self, thread_id: int) -> None:
+        import ctypes  # only off the main thread, which plain pytest and xdist workers never are
+
+        self._record()
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(FaildiagHang))
+
+
+
+class PytestTimeoutBridge:
+    """Registered when pytest-timeout is installed: it owns the deadline, we only dump the stacks just before
+    it. The hooks return None, so pytest-timeout's own implementation still runs."""
+
+    def __init__(self, dumper: StackDumper) -> None:
+        self.dumper = dumper
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> None:
+        seconds = getattr(settings, "timeout", None)
+        if not seconds or seconds <= 0:
+            return None
+        item.stash[TIMEOUT_PLUGIN_KEY] = float(seconds)
+        if self.dumper.journal is not None:
+            self.dumper.journal.write("deadline", nodeid=item.nodeid, seconds=float(seconds), by="pytest-timeout")
+        try:
+            self.dumper.arm(max(seconds - min(0.5, seconds * 0.1), 0.01), item.nodeid)
+        except Exception as exc:
+            _warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
+        return None
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> None:
+        if TIMEOUT_PLUGIN_KEY in item.stash:
+            self.dumper.cancel()
+        return None
+
+
+def _warn(msg: str) -> None:
+    from .pytest_session import warn
+
+    warn(msg)

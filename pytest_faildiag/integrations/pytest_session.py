@@ -1,0 +1,529 @@
+"""The machinery behind ``pytest --faildiag`` (registered by ``plugin.py`` only when enabled).
+
+Per failed or errored report (setup, call, teardown) on the process that ran the test: gather what pytest
+has (longrepr, captured output and logs, the exception chain), the test's artifacts (text files under its
+``tmp_path``, output of commands run through ``faildiag_run``), a hang dump when the watchdog fired, the
+environment lock (built once, on the first failure); run the engine; attach a ``faildiag`` section,
+``user_properties`` and a JSON-serialisable ``report.faildiag`` dict (it travels with pytest-xdist
+reports); write ``<out>/<slug>/``. The controller (the only process without ``workerinput``) collects the
+dicts, diagnoses crashed xdist workers, writes ``<out>/session.json`` and the terminal summary.
+
+Passing tests cost one journal line and a few attribute checks: no lock, no engine. Every hook body is
+wrapped: an internal error becomes a ``PytestFaildiagWarning`` and the session goes on. Outcomes are never
+changed (the hang watchdog fails a hung test only because the user asked for ``--faildiag-timeout``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+
+SESSION_SCHEMA = "faildiag.session/1"
+HANG_PLUGIN = "faildiag-hang"
+STACK_WORDS = ("torch", "mindspore", "jax", "tensorflow")
+EVIDENCE_TAIL = 512 * 1024
+_UNSET: Any = object()
+
+
+class PytestFaildiagWarning(pytest.PytestWarning):
+    """An internal problem of faildiag: the diagnosis is missing or partial, the test outcome is untouched."""
+
+
+def warn(msg: str, config: pytest.Config | None = None) -> None:
+    """Emit a faildiag warning; never raises (``-W error`` turns warnings into exceptions). Outside a test
+    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it."""
+    try:
+        if config is not None:
+            config.issue_config_time_warning(PytestFaildiagWarning(msg), stacklevel=2)
+        else:
+            warnings.warn(PytestFaildiagWarning(msg), stacklevel=2)
+    except Exception:
+        print(msg, file=sys.stderr)
+
+
+def _lib_roots() -> tuple[str, ...]:
+    here = str(Path(__file__).resolve().parents[1])
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, here, str(Path(pytest.__file__).resolve().parents[1])}
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+
+
+LIB_ROOTS = _lib_roots()
+
+
+def is_library_path(path: str) -> bool:
+    """True for the standard library, installed packages, pytest and faildiag itself; False for user code."""
+    p = os.path.realpath(path)
+    if "site-packages" in p or "dist-packages" in p or p.startswith("<"):
+        return True
+    return p.startswith(LIB_ROOTS)
+
+
+class FaildiagSession:
+    """One per pytest process when ``--faildiag`` is on."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        base = Path(config.invocation_params.dir)
+        out = config.getoption("faildiag_out", None) or config.getini("faildiag_out") or "faildiag-out"
+        self.out = (base / out).resolve()
+        workerinput = getattr(config, "workerinput", None)
+        self.worker: str | None = workerinput.get("workerid") if isinstance(workerinput, dict) else None
+        self.controller = self.worker is None
+        self.distributed = False  # set at session start when pytest-xdist distributes from this process
+        self.entries: list[dict[str, Any]] = []
+        self.recovered: list[dict[str, Any]] = []
+        self.journal: Journal | None = None
+        self._lock: Any = _UNSET
+        self.dumper: Any = None
+        timeout = _timeout_option(config)
+        if timeout is not None or config.pluginmanager.hasplugin("timeout"):
+            from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
+
+            self.dumper = StackDumper(self.out)
+            if timeout is not None:
+                config.pluginmanager.register(HangWatch(self.dumper, timeout), HANG_PLUGIN)
+            if config.pluginmanager.hasplugin("timeout"):
+                config.pluginmanager.register(PytestTimeoutBridge(self.dumper), "faildiag-timeout-bridge")
+
+    # ------------------------------------------------------------------ session
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            self.distributed = self.controller and self.config.pluginmanager.hasplugin("dsession")
+            if self.controller:
+                self._recover_previous()
+            self.journal = Journal(self.out / JOURNAL, worker=self.worker)
+            if self.controller:
+                self.journal.write("session_start", args=list(self.config.invocation_params.args)[:50],
+                                   distributed=self.distributed)
+            self.journal.write("process", main_thread=threading.main_thread().ident)
+            if self.dumper is not None:
+                self.dumper.journal = self.journal
+        except Exception as exc:
+            warn(f"faildiag: journal unavailable, a killed session will not be recoverable: {exc}", self.config)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.journal is not None and not self.distributed:
+            self.journal.mark("start", nodeid)
+
+    def note_run_started(self, item: pytest.Item, *paths: Path) -> None:
+        """Called by the ``faildiag_run`` fixture: where a command's output goes, for ``faildiag recover``."""
+        if self.journal is not None:
+            for p in paths:
+                self.journal.write("artifact", nodeid=item.nodeid, path=str(p))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Without a session-wide timeout, arm the watchdog only if some test asks for one by marker."""
+        if config.pluginmanager.has_plugin(HANG_PLUGIN):
+            return
+        try:
+            if any(item.get_closest_marker("faildiag_timeout") is not None for item in items):
+                from .pytest_hang import HangWatch, StackDumper
+
+                self.dumper = self.dumper or StackDumper(self.out)
+                config.pluginmanager.register(HangWatch(self.dumper, None), HANG_PLUGIN)
+        except Exception as exc:
+            warn(f"faildiag: faildiag_timeout markers ignored: {exc}")
+
+    # ------------------------------------------------------------------ per failure, where the test ran
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+        rep = yield
+        if rep.failed:
+            try:
+                self._diagnose_item(item, call, rep)
+            except Exception as exc:
+                warn(f"faildiag: no diagnosis for {item.nodeid} ({rep.when}): {type(exc).__name__}: {exc}")
+        return rep
+
+    def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
+        texts = _report_texts(rep)
+        excinfo = call.excinfo
+        if excinfo is not None:
+            try:
+                texts["exception.txt"] = "".join(traceback.format_exception(excinfo.value))
+            except Exception:
+                pass
+        paths: list[Path] = []
+        hang = self._hang_evidence(item, rep, texts)
+        from ..plugin import _RUNS_KEY
+
+        runs = item.stash.get(_RUNS_KEY, [])
+        tmp = _tmp_path_of(item)
+        if tmp is not None and tmp.is_dir():
+            paths.append(tmp)
+        if runs:
+            texts["commands.txt"] = "".join(r.describe() + "\n" for r in runs)
+            if tmp is None:
+                from ..capture.subproc import read_tail
+
+                for r in runs:
+                    texts[r.stdout_path.name] = read_tail(r.stdout_path, EVIDENCE_TAIL)
+                    texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
+        file, line = _user_frame(excinfo, rep, self.config.rootpath)
+        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang)
+        self._attach(rep, entry)
+        for prop in _props(entry):
+            item.user_properties.append(prop)  # the teardown report carries them into --junitxml
+
+    def _hang_evidence(self, item: pytest.Item, rep: pytest.TestReport, texts: dict[str, str]) -> bool:
+        if self.dumper is None:
+            return False
+        from .pytest_hang import HANG_KEY, TIMEOUT_PLUGIN_KEY, process_tree_text
+
+        info = item.stash.get(HANG_KEY, None)
+        if info is not None and rep.when == info.get("phase"):
+            texts["hang-stacks.txt"] = info["stacks"]
+            texts["processes.txt"] = info["processes"]
+            return True
+        if TIMEOUT_PLUGIN_KEY in item.stash and "Timeout" in rep.longreprtext:
+            stacks = self.dumper.read(item.nodeid)
+            if stacks:
+                texts["hang-stacks.txt"] = stacks
+            texts["processes.txt"] = process_tree_text()
+            return True
+        return False
+
+    # ------------------------------------------------------------------ per report, on the controller
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.failed or not self.controller:
+            return
+        try:
+            entry = getattr(report, "faildiag", None)
+            if not isinstance(entry, dict) and "crashed while running" in report.longreprtext:
+                entry = self._diagnose_crash(report)
+            if isinstance(entry, dict):
+                self.entries.append(entry)
+        except Exception as exc:
+            warn(f"faildiag: no diagnosis for {report.nodeid}: {type(exc).__name__}: {exc}")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A module that fails to import (collection error): diagnosed on the controller, which sees every
+        collection report (pytest-xdist forwards the workers' failed ones)."""
+        if not report.failed or not self.controller:
+            return
+        try:
+            if report.nodeid in {e["nodeid"] for e in self.entries if e.get("when") == "collect"}:
+                return  # several xdist workers report the same broken module
+            texts = {"longrepr.txt": report.longreprtext}
+            path = report.nodeid.split("::")[0] or None
+            entry = self._run_engine(report.nodeid or "<session>", "collect", texts, [], file=path, line=None,
+                                     hang=False)
+            self._attach(report, entry)
+            self.entries.append(entry)
+        except Exception as exc:
+            warn(f"faildiag: no diagnosis for the collection error in {report.nodeid}: {type(exc).__name__}: {exc}")
+
+    def _diagnose_crash(self, report: pytest.TestReport) -> dict[str, Any]:
+        """A pytest-xdist worker died running this test: diagnose from xdist's message and whatever the
+        worker journaled (the output files of its commands, a stack dump)."""
+        texts = {"longrepr.txt": report.longreprtext}
+        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == report.nodeid]
+        if dead:
+            texts.update(dead_test_texts(self.out, dead[-1]))
+        path = report.location[0] if report.location else report.nodeid.split("::")[0]
+        entry = self._run_engine(report.nodeid, "crash", texts, [], file=path, line=None, hang=False)
+        self._attach(report, entry)
+        report.user_properties.extend(_props(entry))
+        return entry
+
+    # ------------------------------------------------------------------ engine + attach
+    def _run_engine(self, nodeid: str, when: str, texts: dict[str, str], paths: list[Path], *, file: str | None,
+                    line: int | None, hang: bool) -> dict[str, Any]:
+        from ..engine.api import diagnose
+        from ..engine.report import render_text
+        from ..engine.snapshot import dump_json, write_snapshot
+
+        lock = self.lock()
+        context: dict[str, Any] = {}
+        green = _last_green(self.out)
+        if green is not None:
+            context["last_green_lock"] = green
+        diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
+                        stack=_stack_of(texts), command=f"pytest {nodeid}")
+        top = diag.top
+        slug = slugify(nodeid, when)
+        snap = self.out / slug
+        entry: dict[str, Any] = {
+            "nodeid": nodeid, "slug": slug, "when": when, "outcome": "failed",
+            "category": top.category if top else "unknown", "type": diag.profile.type,
+            "summary": diag.summary, "confidence": round(diag.profile.confidence, 3),
+            "cause_id": top.id if top else None, "file": file, "line": line,
+            "fix_hints": list(top.fix_hints[:3]) if top else [], "snapshot": slug,
+            "worker": self.worker, "hang": hang,
+        }
+        extra = {f"evidence/{_safe_name(k)}": v[-EVIDENCE_TAIL:] for k, v in texts.items() if v}
+        extra["test.json"] = dump_json({k: entry[k] for k in ("nodeid", "when", "file", "line", "worker")})
+        try:
+            write_snapshot(diag, snap, lock=lock, extra_files=extra)
+        except OSError as exc:
+            entry["snapshot"] = None
+            warn(f"faildiag: snapshot for {nodeid} not written to {snap}: {exc}")
+        text = render_text(diag, max_causes=2)
+        if entry["snapshot"]:
+            text += f"\n  snapshot: {snap}"
+        entry["_text"] = text
+        if self.journal is not None:
+            self.journal.write("result", nodeid=nodeid, when=when, category=entry["category"], type=entry["type"],
+                               summary=entry["summary"], slug=slug)
+        return entry
+
+    def _attach(self, rep: pytest.TestReport | pytest.CollectReport, entry: dict[str, Any]) -> None:
+        text = entry.pop("_text", "")
+        rep.sections.append(("faildiag", text))
+        if isinstance(getattr(rep, "user_properties", None), list):  # a CollectReport has none
+            rep.user_properties.extend(_props(entry))
+        rep.faildiag = entry  # type: ignore[attr-defined]  # plain JSON: travels with xdist reports
+
+    def lock(self) -> dict[str, Any] | None:
+        """The environment lock, built on first use only (i.e. only when something failed)."""
+        if self._lock is _UNSET:
+            self._lock = None
+            try:
+                from ..capture.envlock import build_lock
+
+                self._lock = build_lock(cwd=self.config.rootpath, timeout=2.0)
+            except ImportError:
+                pass
+            except Exception as exc:
+                warn(f"faildiag: environment lock not built: {exc}")
+        return self._lock
+
+    # ------------------------------------------------------------------ killed sessions
+    def _recover_previous(self) -> None:
+        path = self.out / JOURNAL
+        if not path.exists():
+            return
+        events = read_events(path)
+        for dead in dead_tests(events):
+            if dead.session_ended:
+                continue  # a worker crash the controller already diagnosed
+            try:
+                entry = self._run_engine(dead.nodeid, "killed", dead_test_texts(self.out, dead), [],
+                                         file=dead.nodeid.split("::")[0], line=None, hang=False)
+                entry.pop("_text", None)
+                entry["outcome"] = "killed"
+                self.recovered.append(entry)
+            except Exception as exc:
+                warn(f"faildiag: could not diagnose {dead.nodeid} from the previous session's journal: {exc}")
+        os.replace(path, self.out / PREVIOUS)
+
+    # ------------------------------------------------------------------ session end
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        try:
+            if self.controller:
+                self._write_session_index()
+            if self.journal is not None:
+                self.journal.write("session_end" if self.controller else "worker_end", exitstatus=int(exitstatus))
+        except Exception as exc:
+            warn(f"faildiag: session index not written: {type(exc).__name__}: {exc}")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.dumper is not None:
+            self.dumper.close()
+        if self.journal is not None:
+            self.journal.close()
+
+    def _write_session_index(self) -> None:
+        index = {"schema": SESSION_SCHEMA, "tests": [_public(e) for e in self.entries],
+                 "groups": group_entries(self.entries)}
+        if self.recovered:
+            index["recovered"] = [_public(e) for e in self.recovered]
+        _atomic_json(self.out / "session.json", index)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if not self.controller:
+            return
+        try:
+            self._summary(terminalreporter)
+        except Exception as exc:
+            terminalreporter.write_line(f"faildiag: warning: summary failed: {type(exc).__name__}: {exc}")
+        self._ci_hooks(terminalreporter)
+
+    def _summary(self, tr: Any) -> None:
+        if not self.entries and not self.recovered:
+            return
+        tr.write_sep("=", "faildiag")
+        for e in self.recovered:
+            tr.write_line(f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
+        if self.entries:
+            groups = group_entries(self.entries)
+            n = len(self.entries)
+            tr.write_line(f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
+            for g in groups:
+                tr.write_line(f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
+                for e in [x for x in self.entries if _group_key(x) == g["key"]][:5]:
+                    where = f" ({e['file']}:{e['line']})" if e.get("file") and e.get("line") else ""
+                    phase = f" [{e['when']}]" if e.get("when") not in ("call", None) else ""
+                    tr.write_line(f"      {e['nodeid']}{phase}{where}")
+                if g["count"] > 5:
+                    tr.write_line(f"      ... and {g['count'] - 5} more")
+        tr.write_line(f"snapshots and session index: {self.out}{os.sep}session.json")
+
+    def _ci_hooks(self, tr: Any) -> None:
+        opt = self.config.getoption
+        calls: list[tuple[str, str, Any]] = []
+        if os.environ.get("GITHUB_ACTIONS") == "true" or opt("faildiag_github", False):
+            calls.append(("pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line)))
+        html = opt("faildiag_html", None)
+        if html:
+            target = Path(self.config.invocation_params.dir) / html
+            calls.append(("pytest_faildiag.ci.html", "write_html", lambda m: m.write_html(self.out, target)))
+        if opt("faildiag_fix", False):
+            calls.append(("pytest_faildiag.commands.fix", "propose_for_session",
+                          lambda m: m.propose_for_session(self.out, write=tr.write_line)))
+        for module_name, func, call in calls:
+            try:
+                import importlib
+
+                module = importlib.import_module(module_name)
+                if not hasattr(module, func):
+                    continue
+                call(module)
+            except ImportError:
+                continue
+            except Exception as exc:
+                tr.write_line(f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+                warn(f"faildiag: {module_name}.{func} failed: {exc}")
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _timeout_option(config: pytest.Config) -> float | None:
+    value = config.getoption("faildiag_timeout", None)
+    if value is None:
+        raw = str(config.getini("faildiag_timeout") or "").strip()
+        try:
+            value = float(raw) if raw else None
+        except ValueError:
+            warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
+            value = None
+    return value if value and value > 0 else None
+
+
+def _report_texts(rep: pytest.TestReport) -> dict[str, str]:
+    texts = {"longrepr.txt": rep.longreprtext}
+    for title, content in rep.sections:
+        if title.startswith("Captured") and content:
+            name = title[len("Captured "):].replace(" ", "-")
+            texts[f"{name}.txt"] = content[-EVIDENCE_TAIL:]
+    return texts
+
+
+def _tmp_path_of(item: pytest.Item) -> Path | None:
+    funcargs = getattr(item, "funcargs", None) or {}
+    for key in ("tmp_path", "tmpdir"):
+        value = funcargs.get(key)
+        if value is not None:
+            try:
+                return Path(str(value))
+            except TypeError:
+                return None
+    return None
+
+
+def _user_frame(excinfo: Any, rep: pytest.TestReport, root: Path) -> tuple[str | None, int | None]:
+    """The innermost traceback frame in the user's code (not the standard library, installed packages,
+    pytest or faildiag), relative to the rootdir; the test's own location when there is none."""
+    if excinfo is not None:
+        try:
+            for entry in reversed(list(excinfo.traceback)):
+                path = str(entry.path)
+                if not is_library_path(path):
+                    return _rel(path, root), entry.lineno + 1
+        except Exception:
+            pass
+    loc = rep.location
+    if loc and loc[0]:
+        return loc[0], (loc[1] + 1) if isinstance(loc[1], int) else None
+    return None, None
+
+
+def _rel(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path
+
+
+def _stack_of(texts: dict[str, str]) -> str | None:
+    """``pytest`` unless the evidence shows a framework the engine knows (then the engine detects it)."""
+    blob = "\n".join(texts.values())
+    if any(word in blob for word in STACK_WORDS):
+        return None
+    return "pytest"
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "evidence.txt"
+
+
+def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    return [("faildiag.category", str(entry["category"])), ("faildiag.type", str(entry["type"])),
+            ("faildiag.summary", str(entry["summary"]))]
+
+
+def _public(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if not k.startswith("_")}
+
+
+def _last_green(out: Path) -> dict[str, Any] | None:
+    try:
+        from ..capture.envlock import load_green
+    except ImportError:
+        return None
+    try:
+        return load_green(out)
+    except Exception:
+        return None
+
+
+def _group_key(entry: dict[str, Any]) -> str:
+    return str(entry.get("cause_id") or f"{entry.get('type')}:{entry.get('summary')}")
+
+
+def group_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Failures grouped by root cause (its id, or type + summary when no cause was found), biggest first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        key = _group_key(e)
+        g = groups.setdefault(key, {"key": key, "cause_id": e.get("cause_id"), "category": e.get("category"),
+                                    "type": e.get("type"), "summary": e.get("summary"), "count": 0, "tests": []})
+        g["count"] += 1
+        g["tests"].append(e["nodeid"])
+    return sorted(groups.values(), key=lambda g: -g["count"])
+
+
+def _atomic_json(path: Path, obj: Any) -> None:
+    """temp file + rename, like the engine's snapshot writes, without importing the engine when all passed."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

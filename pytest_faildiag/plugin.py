@@ -1,0 +1,92 @@
+"""The ``pytest11`` entry of pytest-faildiag: options, one fixture, and a ``pytest_configure`` that
+registers the real machinery (``integrations.pytest_session.FaildiagSession``) only when it is asked for.
+
+Without ``--faildiag`` (or ini ``faildiag = true``) nothing else is imported and no hook of ours runs per
+test; ``-p no:faildiag`` removes even this module. See docs/pytest-plugin.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .capture.subproc import CapturedRun
+
+PLUGIN_NAME = "faildiag-session"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("faildiag", "evidence-backed diagnoses of failed tests")
+    group.addoption("--faildiag", action="store_true", default=None,
+                    help="diagnose every failed or errored test (report section, junit properties, snapshot)")
+    group.addoption("--faildiag-out", default=None, metavar="DIR",
+                    help="where snapshots, session.json and journal.jsonl go (default ./faildiag-out)")
+    group.addoption("--faildiag-timeout", type=float, default=None, metavar="SECONDS",
+                    help="fail a test that runs longer, after dumping every thread's stack and the process tree")
+    group.addoption("--faildiag-html", default=None, metavar="FILE", help="write an HTML report of the session")
+    group.addoption("--faildiag-github", action="store_true", default=False,
+                    help="emit GitHub Actions annotations even outside GITHUB_ACTIONS")
+    group.addoption("--faildiag-fix", action="store_true", default=False,
+                    help="propose a fix for each diagnosed failure at session end (never applied)")
+    parser.addini("faildiag", "turn faildiag on (like --faildiag)", type="bool", default=False)
+    parser.addini("faildiag_out", "output folder for faildiag (like --faildiag-out)", default="faildiag-out")
+    parser.addini("faildiag_timeout", "hang timeout in seconds (like --faildiag-timeout)", default="")
+
+
+def enabled(config: pytest.Config) -> bool:
+    opt = config.getoption("faildiag", None)
+    if opt is not None:
+        return bool(opt)
+    try:
+        return bool(config.getini("faildiag"))
+    except (ValueError, KeyError):
+        return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "faildiag_timeout(seconds): with --faildiag, fail this test after SECONDS "
+                            "with every thread's stack dumped (overrides --faildiag-timeout)")
+    if not enabled(config):
+        return
+    try:
+        from .integrations.pytest_session import FaildiagSession
+
+        config.pluginmanager.register(FaildiagSession(config), PLUGIN_NAME)
+    except Exception as exc:  # never let the diagnosis tool stop the test run
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(f"faildiag disabled: {type(exc).__name__}: {exc}"), stacklevel=1)
+
+
+@pytest.fixture
+def faildiag_run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., CapturedRun]]:
+    """Run a command with full capture (stdout/stderr to files under ``tmp_path``, exit status, signal).
+
+    ``faildiag_run(["torchrun", ...], timeout=60)`` returns a ``CapturedRun``; it never raises on a
+    failing command, so assert on ``.returncode`` / ``.ok`` and use ``.describe()`` in the message. When
+    the test fails, what the command wrote is read as evidence for its diagnosis (with ``--faildiag``).
+    """
+    from .capture.subproc import run_captured
+
+    runs: list[Any] = []
+    request.node.stash[_RUNS_KEY] = runs
+    session = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+
+    def _run(argv: Any, *, timeout: float | None = None, env: dict[str, str] | None = None,
+             cwd: Any = None, name: str | None = None) -> CapturedRun:
+        label = name or f"run{len(runs) + 1}"
+        out_dir = tmp_path / "faildiag-run"
+        if session is not None:
+            session.note_run_started(request.node, out_dir / f"{label}.stdout", out_dir / f"{label}.stderr")
+        result = run_captured(argv, out_dir, name=label, timeout=timeout, env=env, cwd=cwd)
+        runs.append(result)
+        return result
+
+    yield _run
+
+
+_RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()

@@ -1,0 +1,30 @@
+"""Helpers for the plugin tests: every test drives a real pytest session through ``pytester``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def session_index(root: Path, out: str = "faildiag-out") -> dict[str, Any]:
+    """The ``session.json`` a run wrote (fails the test when it is missing)."""
+    path = root / out / "session.json"
+    assert path.is_file(), f"no session.json under {root / out}: {sorted(p.name for p in (root / out).glob('*'))}"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def entry_for(index: dict[str, Any], test_name: str) -> dict[str, Any]:
+    matches = [t for t in index["tests"] if t["nodeid"].endswith(test_name)]
+    assert matches, f"{test_name} not in session.json: {[t['nodeid'] for t in index['tests']]}"
+    return matches[0]
+
+
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner sessions must not see CI variables of the outer one (GitHub annotations would change output)."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
