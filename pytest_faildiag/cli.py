@@ -31,10 +31,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with ``only``, just that command's module is imported (the others are listed by
+    name), which keeps `faildiag run -- CMD` from paying for every command's imports."""
     parser = _Parser(prog="faildiag", description="Evidence-backed diagnoses of failed or hung runs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text, description=help_text)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ImportError:
@@ -48,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = build_parser().parse_args(argv)
+        only = argv[0] if argv and argv[0] in COMMANDS else None
+        args = build_parser(only).parse_args(argv)
         if not getattr(args, "_module", None):
             build_parser().print_help(sys.stderr)
             return 2

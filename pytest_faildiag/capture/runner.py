@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..fsio import atomic_write
 from .tee import HEAD_BYTES, TAIL_BYTES, BoundedLog, Pump
 
 if TYPE_CHECKING:
@@ -825,21 +826,7 @@ def _dump(obj: Any) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Temp file + rename in the same folder: a reader never sees half a file."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
+    atomic_write(path, text)
 
 def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | None = None):
     """Turn a failed or hung run into a Diagnosis (engine imported here, only when needed)."""
@@ -863,7 +850,8 @@ def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | 
         context["last_green_lock"] = green
     context["extra_evidence"] = extra
     kwargs = dict(texts=texts, exit_code=None if result.hung else result.exit_status,
-                  command=command_text(result.command), lock=lock, context=context, probe_machine=True)
+                  command=command_text(result.command), lock=lock, context=context, probe_machine=True,
+                  cwd=os.getcwd())
     try:
         diag = diagnose([*logs, *result.collected], **kwargs)
     except InputError:  # a collected path was unusable (binary, unreadable): our own logs still are

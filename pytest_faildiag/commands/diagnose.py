@@ -15,6 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
     p.add_argument("--rules", action="append", default=[], metavar="TOML", help="an extra rule pack")
     p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
+    p.add_argument("--cwd", default=None, help="the folder the command ran in (recorded for `faildiag fix`)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         ruleset = load_ruleset(packs) if packs else None
         lock = _read_lock(args.lock) if args.lock else None
         diag = diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
-                        stream=sys.stdin.buffer if use_stdin else None)
+                        stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -155,12 +155,14 @@ def diagnose(
     stack: str | None = None,
     stream: BinaryIO | None = None,
     stream_name: str = "stdin",
+    cwd: str | None = None,
 ) -> Diagnosis:
     """Diagnose a failed or hung run from its evidence.
 
     ``context`` may carry ``timeline`` (resource samples), ``last_green_lock``, ``extra_evidence``
     (Evidence items to attach to the top cause) and anything a check reads. ``probe_machine`` says the
     failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
+    ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
     Raises InputError when no usable evidence was given.
     """
     rs = ruleset or load_ruleset(_plugin_packs())
@@ -199,6 +201,8 @@ def diagnose(
     analysis.profile.first_failure = failure_point(scan, analysis.findings)
     diag = finish(analysis, causes, scan, rs, ctx_data)
     diag.notes.extend(inp.notes)
+    if cwd:  # where the command ran: fix mode reruns it there
+        diag.extra["cwd"] = cwd
     diag.sources = list(scan.sources)
     if the_lock is not None:
         diag.extra["_lock"] = the_lock

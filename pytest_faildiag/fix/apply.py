@@ -10,13 +10,12 @@ the user's project: they are recorded in ``SNAPSHOT/fix/fix.env`` and given to t
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..fsio import atomic_write
 from .context import FixContext
 from .propose import Proposal
 
@@ -52,22 +51,7 @@ def _sha(data: bytes) -> str:
 
 def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
     """Atomically replace ``path`` with ``data`` (temp file + fsync + rename), keeping ``mode``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".faildiag-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
+    atomic_write(path, data, mode=mode)
 
 def env_file_text(proposal: Proposal) -> str:
     lines = ["# written by `faildiag fix`: the environment of the verification rerun\n"]

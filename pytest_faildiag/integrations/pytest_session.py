@@ -254,7 +254,7 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {nodeid}")
+                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
         top = diag.top
         slug = slugify(nodeid, when)
         snap = self.out / slug
@@ -511,19 +511,7 @@ def group_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _atomic_json(path: Path, obj: Any) -> None:
-    """temp file + rename, like the engine's snapshot writes, without importing the engine when all passed."""
-    import tempfile
+    """The engine's atomic write, without importing the engine when everything passed."""
+    from ..fsio import atomic_write
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, ensure_ascii=False, default=str)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")

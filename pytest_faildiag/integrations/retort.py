@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_faildiag.fsio import atomic_write
 from pytest_faildiag.redact import redact_obj, redact_text
 
 __all__ = [
@@ -1417,18 +1418,7 @@ def write_outputs(out: Path, result: ExperimentResult, roll: dict[str, Any]) -> 
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
+    atomic_write(path, text)
 
 def _atomic_json(path: Path, data: Any) -> None:
     _atomic_write(path, json.dumps(redact_obj(data), indent=2, sort_keys=False) + "\n")

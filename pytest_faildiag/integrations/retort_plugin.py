@@ -30,12 +30,13 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pluggy
+
+from pytest_faildiag.fsio import atomic_write
 
 hookimpl = pluggy.HookimplMarker("retort")
 
@@ -150,18 +151,7 @@ def redact_long(text: str, piece: int = 1_000) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
+    atomic_write(path, text)
 
 def capture(artifacts: Any, stack: Any) -> Path | None:
     """Write ``<workspace>/.faildiag/.capture.json`` once; later calls only append to ``.rescores.jsonl``.

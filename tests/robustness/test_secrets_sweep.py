@@ -366,3 +366,24 @@ def test_the_retort_capture_writes_no_secret(tmp_path: Path, monkeypatch: pytest
     assert scorer.score(Artifacts(), Stack()) is None
     assert (workspace / ".faildiag" / ".capture.json").is_file()
     assert sweep_files(workspace) == {}
+
+
+def test_retort_diagnose_writes_no_secret(tmp_path: Path) -> None:
+    from tests.retort.retort_helpers import Experiment
+
+    exp = Experiment(tmp_path / "exp")
+    config = {"language": "python", "agent": "claude-code", "model": "opus"}
+    exp.add_run(config, rep=1, error=f"agent failed: 401 Unauthorized for {SECRETS['anthropic']} via {GIT_URL}",
+                files={"agent.log": LOG, "app.py": f"TOKEN = '{SECRETS['github_classic']}'\n",
+                       "tests/test_app.py": "def test_x():\n    assert False\n"})
+    out = tmp_path / "report"
+    env = env_with_secrets()
+    outputs = []
+    for fmt in ("json", "text"):
+        p = cli("retort", "diagnose", "--experiment-dir", str(exp.root), "--format", fmt, "--out", str(out),
+                "--no-run-tests", env=env, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-2000:]
+        outputs.append(p.stdout + p.stderr)
+    assert json.loads(outputs[0])["runs"], outputs[0][:500]
+    problems = {"files": sweep_files(out), "stdout/stderr": [leaks(o) for o in outputs if leaks(o)]}
+    assert {k: v for k, v in problems.items() if v} == {}
