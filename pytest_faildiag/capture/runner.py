@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fsio import atomic_write
+from .proc import shell_status, signal_group, signal_name
 from .tee import HEAD_BYTES, TAIL_BYTES, BoundedLog, Pump
 
 if TYPE_CHECKING:
@@ -110,19 +111,9 @@ class RunResult:
         return d
 
 
-def shell_status(returncode: int) -> int:
-    """Popen's returncode → the status a shell reports: -9 → 137."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
 def signal_of(status: int) -> str | None:
-    num = status - 128 if status > 128 else None
-    if not num:
-        return None
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return None
+    """The signal a shell status names (137 → SIGKILL); None for a plain exit."""
+    return signal_name(status) if status > 128 else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -270,10 +261,7 @@ def stop_tree(proc: subprocess.Popen[bytes], grace: float) -> str:
 def _signal_group(pgid: int, sig: int, procs: list[psutil.Process]) -> None:
     import psutil
 
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
+    signal_group(pgid, sig)
     for p in procs:  # members that left the group (setsid) are still part of the run
         try:
             p.send_signal(sig)

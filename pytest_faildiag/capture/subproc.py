@@ -2,7 +2,8 @@
 
 Small on purpose: it backs the ``faildiag_run`` pytest fixture, whose output becomes evidence when the
 test fails. The ``faildiag run`` wrapper (``capture/runner.py``) does the same job with more around it
-(tee to the terminal, watchdog, stack dumps); the two should converge on one implementation.
+(tee to the terminal, watchdog, stack dumps); the pieces both need (signal names, stopping a process
+group, reading a tail) live in ``capture/proc.py``.
 
 Output goes to files, never to pipes held in memory, so a test killed mid-run still leaves what the
 child wrote on disk (the journal records where).
@@ -18,33 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TAIL_BYTES = 1 << 20
+from .proc import TAIL_BYTES, read_tail, signal_group, signal_name
 
-
-def signal_name(returncode: int | None) -> str | None:
-    """``SIGKILL`` for -9 (killed by a signal) and for 137 (a shell's 128+9); None otherwise."""
-    if returncode is None:
-        return None
-    num = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 128 + 65 else 0
-    if not num:
-        return None
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return None
-
-
-def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
-    """The last ``limit`` bytes of a text file, decoded leniently; '' when it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            data = f.read()
-    except OSError:
-        return ""
-    return data.decode("utf-8", errors="replace")
+__all__ = ["TAIL_BYTES", "CapturedRun", "read_tail", "run_captured", "signal_name"]
 
 
 @dataclass
@@ -121,10 +98,7 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
 def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM the child's process group, SIGKILL it if it lingers; a gone group is fine."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(proc.pid, sig)
         try:
             proc.wait(timeout=wait)
             return

@@ -104,6 +104,38 @@ class BoundedLog:
                     except OSError:
                         pass
             self._head.close()
+        redact_file(self.path)
+
+
+def redact_file(path: Path, block: int = 1 << 20) -> None:
+    """Mask secrets in a stored log in place, a block of whole lines at a time (memory stays flat): what a
+    program prints can hold tokens, and the contract keeps them out of everything faildiag writes."""
+    from ..redact import redact_text
+
+    tmp = path.with_name(f".{path.name}.redacting")
+    try:
+        with open(path, "rb") as src, open(tmp, "wb") as dst:
+            carry = b""
+            while True:
+                data = src.read(block)
+                buf = carry + data
+                if not data:
+                    if buf:
+                        dst.write(redact_text(buf.decode("utf-8", "replace")).encode("utf-8"))
+                    break
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0 and len(buf) < 4 * block:
+                    carry = buf
+                    continue
+                cut = cut or len(buf)
+                dst.write(redact_text(buf[:cut].decode("utf-8", "replace")).encode("utf-8"))
+                carry = buf[cut:]
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 class Pump(threading.Thread):

@@ -178,6 +178,16 @@ def read_report(snapshot: Path) -> dict[str, Any]:
         data["profile"] = {}  # a damaged report still gets a (manual) proposal, never a traceback
     if not isinstance(data.get("cwd"), str | None):
         data["cwd"] = None
+    if not isinstance(data["profile"].get("first_failure"), dict | None):
+        data["profile"]["first_failure"] = None
+    causes = data.get("root_causes")
+    data["root_causes"] = [c for c in causes if isinstance(c, dict)] if isinstance(causes, list) else []
+    for cause in data["root_causes"]:
+        for key in ("evidence", "validation_checks", "fix_hints"):
+            if not isinstance(cause.get(key), list):
+                cause[key] = []  # e.g. "fix_hints": true in a hand-edited report
+    if not isinstance(data.get("next_actions"), list):
+        data["next_actions"] = []
     return data
 
 

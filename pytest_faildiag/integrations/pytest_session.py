@@ -105,7 +105,9 @@ class FaildiagSession:
                 self._recover_previous()
             self.journal = Journal(self.out / JOURNAL, worker=self.worker)
             if self.controller:
-                self.journal.write("session_start", args=list(self.config.invocation_params.args)[:50],
+                from ..redact import redact_obj  # the command line can carry --token/--password values
+
+                self.journal.write("session_start", args=redact_obj([str(a) for a in self.config.invocation_params.args][:50]),
                                    distributed=self.distributed)
             self.journal.write("process", main_thread=threading.main_thread().ident)
             if self.dumper is not None:
@@ -418,12 +420,39 @@ def _timeout_option(config: pytest.Config) -> float | None:
 
 
 def _report_texts(rep: pytest.TestReport) -> dict[str, str]:
-    texts = {"longrepr.txt": rep.longreprtext}
+    texts = {"longrepr.txt": _longrepr_text(rep)}
     for title, content in rep.sections:
         if title.startswith("Captured") and content:
             name = title[len("Captured "):].replace(" ", "-")
             texts[f"{name}.txt"] = content[-EVIDENCE_TAIL:]
     return texts
+
+
+def _longrepr_text(rep: pytest.TestReport) -> str:
+    """The failure as pytest printed it, minus its listing of the test's source: code shown for context
+    (a ``raise RuntimeError("CUDA out of memory")`` in a branch that never ran) is not evidence. Keeps the
+    ``E`` lines, each entry's location line, native tracebacks and the chain descriptions; falls back to
+    the whole text for reports of another shape."""
+    chain = getattr(rep.longrepr, "chain", None)
+    if not chain:
+        return rep.longreprtext
+    out: list[str] = []
+    try:
+        for reprtraceback, _crash, descr in chain:
+            for entry in getattr(reprtraceback, "reprentries", None) or []:
+                lines = list(getattr(entry, "lines", None) or [])
+                if type(entry).__name__ == "ReprEntryNative":
+                    out.extend(line.rstrip("\n") for line in lines)
+                else:
+                    out.extend(line for line in lines if line.startswith("E "))
+                loc = getattr(entry, "reprfileloc", None)
+                if loc is not None:
+                    out.append(f"{loc.path}:{loc.lineno}: {loc.message}")
+            if descr:
+                out.append(descr)
+    except Exception:  # an unexpected longrepr shape: the printed text is still evidence
+        return rep.longreprtext
+    return "\n".join(out) if out else rep.longreprtext
 
 
 def _tmp_path_of(item: pytest.Item) -> Path | None:

@@ -104,3 +104,22 @@ def test_an_enormous_line_without_a_newline_is_read_in_bounded_memory(tmp_path: 
     got = json.loads(p.stdout)
     assert got["cause"] == "model.shape_mismatch"
     assert got["rss_mb"] < 200, got  # the 64 MiB line is never held whole
+
+
+WRONG_TYPES = [(("root_causes", 0, "fix_hints"), True), (("root_causes",), {"a": 1}), (("root_causes", 0, "evidence"), "x"),
+               (("root_causes", 0, "validation_checks"), 3), (("profile", "first_failure"), [1, 2]),
+               (("next_actions",), 7), (("profile",), "oom"), (("root_causes", 0), None)]
+
+
+@pytest.mark.parametrize(("path", "value"), WRONG_TYPES, ids=[".".join(map(str, p)) for p, _ in WRONG_TYPES])
+def test_a_hand_edited_report_with_wrong_types_gets_a_proposal_and_a_rendering(path: tuple, value: object) -> None:
+    # found by the snapshot fuzz target: "fix_hints": true made `faildiag fix` fail with a TypeError
+    from pytest_faildiag.engine import diagnose, report_dict
+
+    doc = report_dict(diagnose(texts={"stderr": "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"},
+                               exit_code=1, command="python train.py"))
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    fuzz_scan.snapshot_one(doc)

@@ -269,9 +269,6 @@ def test_a_pytest_faildiag_session_writes_no_secret(pytester: pytest.Pytester, m
 
 @pytest.mark.skipif(importlib.util.find_spec("pytest_faildiag.integrations.pytest_session") is None,
                     reason="the pytest plugin (integrations/pytest_session.py) is not there yet")
-@pytest.mark.xfail(strict=True, reason="integrations/pytest_session.py pytest_sessionstart journals "
-                   "args=list(config.invocation_params.args) unredacted into <out>/journal.jsonl (reported to the "
-                   "lead; remove this mark when the journal redacts its session_start args)")
 def test_the_session_journal_holds_no_secret_from_the_command_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
     pytester.makeconftest(PYTEST_CONFTEST)
@@ -330,8 +327,6 @@ def test_faildiag_run_snapshot_timeline_and_messages_hold_no_secret(faildiag_run
     assert {k: v for k, v in problems.items() if v} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="capture/runner.py: BoundedLog writes logs/stdout.log and logs/stderr.log "
-                   "as raw bytes, unredacted (reported to the lead; remove this mark when the tee redacts)")
 def test_faildiag_run_logs_hold_no_secret(faildiag_run_outputs) -> None:
     out, _ = faildiag_run_outputs
     assert sweep_files(out / "logs") == {}

@@ -19,10 +19,6 @@ def test_shape(flag=False):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the source listing in pytest's longrepr is scanned as log text: the dead "
-                   "'raise RuntimeError(\"CUDA out of memory...\")' line becomes the first failure and profile.type "
-                   "becomes oom (integrations/pytest_session.py _report_texts passes rep.longreprtext whole; "
-                   "parse/scan.py matches rule keywords on pytest's 4-space source lines)")
 def test_code_that_did_not_run_is_not_evidence(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     pytester.makepyfile(test_dead=DEAD_BRANCH)

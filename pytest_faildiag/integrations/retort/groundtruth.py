@@ -1,0 +1,388 @@
+"""Ground truth: inventory the code a run produced and run its own tests in a clean temporary copy.
+
+Missing toolchains or dependencies are reported as such (``toolchain_missing``/``deps_unavailable``), never as
+failing tests; every test run is bounded by a timeout that kills its whole process group.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from pytest_faildiag.capture.proc import signal_group
+from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Inventory, Options, RunRecord, TestRun
+from pytest_faildiag.integrations.retort.signals import _read_json
+from pytest_faildiag.redact import redact_text
+
+# Files retort itself writes into a run folder: never "code the agent produced".
+_HARNESS_FILES = {
+    "TASK.md", "stack.json", "REQUIREMENTS.json", "_meta.json", "scores.json", "evaluation.md",
+    "assessment.json", "findings.jsonl", "FEEDBACK.md", "_agent_stdout.log", "_agent_stderr.log",
+    "README.md", "prompts.txt", "_hermes_session.jsonl", "attempt.patch",
+}
+_HARNESS_DIRS = {"summary", ".faildiag"}
+
+
+_SOURCE_EXT = {
+    ".py": "python", ".go": "go", ".rs": "rust", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript",
+    ".mjs": "javascript", ".java": "java", ".kt": "kotlin", ".cs": "csharp", ".clj": "clojure", ".cljc": "clojure",
+    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".swift": "swift", ".rb": "ruby", ".c": "c", ".cpp": "cpp",
+    ".zig": "zig", ".hs": "haskell", ".scala": "scala", ".php": "php", ".dart": "dart", ".m": "objc", ".mm": "objc",
+    ".h": "c", ".hpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".fs": "fsharp", ".ml": "ocaml", ".nim": "nim",
+    ".lua": "lua", ".jl": "julia", ".groovy": "groovy", ".vue": "javascript", ".svelte": "javascript",
+}
+_TEST_NAME = re.compile(
+    r"(^test_.*\.py$|_test\.py$|_test\.go$|\.test\.[cm]?[jt]sx?$|\.spec\.[cm]?[jt]sx?$|Tests?\.(java|kt|cs|swift)$"
+    r"|_test\.exs$|_tests?\.erl$|_SUITE\.erl$|_test\.clj$|_spec\.rb$)"
+)
+_TEST_DIRS = {"tests", "test", "__tests__", "spec", "features"}
+
+
+def inventory(rep_dir: Path) -> Inventory:
+    """Source and test files the agent produced, anywhere below the run folder (subfolders count)."""
+    inv = Inventory()
+    roots: Counter = Counter()
+    for dirpath, dirnames, filenames in os.walk(rep_dir):
+        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS and d not in _HARNESS_DIRS
+                       and not d.startswith(".")]
+        rel_dir = Path(dirpath).relative_to(rep_dir)
+        if rel_dir.parts[:1] == ("data",):
+            continue
+        for fn in filenames:
+            if fn in _HARNESS_FILES or fn.startswith("."):
+                continue
+            lang = _SOURCE_EXT.get(Path(fn).suffix.lower())
+            if not lang:
+                continue
+            relp = (rel_dir / fn).as_posix()
+            inv.sources.append(relp)
+            inv.languages[lang] += 1
+            if _TEST_NAME.search(fn) or any(p in _TEST_DIRS for p in rel_dir.parts) or \
+                    _has_inline_tests(Path(dirpath) / fn):
+                inv.tests.append(relp)
+            roots[rel_dir.parts[0] if rel_dir.parts else "."] += 1
+    inv.roots = [r for r, _ in roots.most_common()]
+    return inv
+
+
+_INLINE_TEST = re.compile(
+    r"#\[(tokio::)?test\]|@Test\b|\bdeftest\b|ExUnit\.Case|-include_lib\(\"eunit|\bXCTestCase\b|@Suite\b|"
+    r"\[(Fact|Test|TestMethod)\]|^\s*(describe|it|test)\(['\"`]"
+    , re.M)
+
+
+def _has_inline_tests(path: Path) -> bool:
+    """Tests that live inside source files (Rust ``#[test]``, JUnit ``@Test`` in odd places, xUnit attributes)."""
+    try:
+        if path.stat().st_size > 400_000:
+            return False
+        return bool(_INLINE_TEST.search(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return False
+
+
+_MANIFESTS = {
+    "python": ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg"),
+    "go": ("go.mod",), "rust": ("Cargo.toml",), "typescript": ("package.json",), "javascript": ("package.json",),
+    "java": ("pom.xml", "build.gradle", "build.gradle.kts"), "csharp": ("*.csproj", "*.sln"),
+    "clojure": ("deps.edn", "project.clj"), "elixir": ("mix.exs",), "erlang": ("rebar.config",),
+    "swift": ("Package.swift",),
+}
+
+
+def project_root(rep_dir: Path, language: str) -> Path:
+    """Where the project lives: the run folder, or the shallowest subfolder holding its manifest."""
+    patterns = _MANIFESTS.get(language, ())
+    if not patterns or any(list(rep_dir.glob(p)) for p in patterns):
+        return rep_dir
+    best: Path | None = None
+    for pat in patterns:
+        for hit in rep_dir.glob(f"*/{pat}"):
+            if hit.parent.name not in _NOISE_DIRS and (best is None or len(hit.parts) < len(best.parts)):
+                best = hit.parent
+    return best or rep_dir
+
+
+def _copy_clean(src: Path, dest: Path) -> None:
+    def ignore(_d: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in _NOISE_DIRS or n in {".coverage", "erl_crash.dump"}}
+
+    shutil.copytree(src, dest, ignore=ignore, ignore_dangling_symlinks=True, symlinks=True)
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str]) -> tuple[int | None, str, float]:
+    """Run ``cmd`` in its own process group; kill the whole group on timeout (rc None)."""
+    import time
+
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return 127, f"{type(exc).__name__}: {exc}", 0.0
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", "replace"), time.monotonic() - start
+    except subprocess.TimeoutExpired:
+        signal_group(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out.decode("utf-8", "replace"), time.monotonic() - start
+
+
+def _clean_env(extra: dict[str, str] | None = None, ab: dict[str, str | None] | None = None) -> dict[str, str]:
+    """Our own environment minus what would steer the run's tests (pytest/coverage/python knobs)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "COV_", "COVERAGE_", "PYTHON")) and k != "VIRTUAL_ENV"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["CI"] = "1"
+    if extra:
+        env.update(extra)
+    for k, v in (ab or {}).items():  # the A/B variable, applied last so nothing above can undo it
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def _declared_python_deps(root: Path) -> str:
+    text = ""
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "pyproject.toml", "setup.py",
+                 "setup.cfg", "Pipfile"):
+        for p in (root / name, *root.glob(f"*/{name}")):
+            try:
+                text += p.read_text(encoding="utf-8", errors="replace").lower() + "\n"
+            except OSError:
+                continue
+    return text
+
+
+# import name → distribution name, for the few common ones that differ
+_DIST_ALIASES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "pil": "pillow", "dateutil": "python-dateutil",
+                 "jwt": "pyjwt", "dotenv": "python-dotenv", "bs4": "beautifulsoup4"}
+
+
+def _is_declared(module: str, declared: str) -> bool:
+    m = module.lower()
+    names = {m, m.replace("_", "-"), _DIST_ALIASES.get(m, m)}
+    return any(re.search(rf"(^|[\s\"'\[,]){re.escape(n)}\b", declared) for n in names)
+
+
+def _local_module(root: Path, module: str) -> bool:
+    return any((root / p).exists() for p in (module, f"{module}.py")) or any(root.glob(f"*/{module}"))
+
+
+def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path,
+                  ab: dict[str, str | None] | None = None) -> TestRun:
+    py = sys.executable
+    env = _clean_env(ab=ab)
+    if install_deps and (root / "requirements.txt").is_file():
+        # Install into a private folder on PYTHONPATH: our interpreter keeps its pytest + coverage, the run's
+        # declared dependencies come first, and nothing is installed anywhere else.
+        site = work / "site"
+        rc, out, _ = _run([py, "-m", "pip", "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
+                           "--target", str(site),
+                           "-r", "requirements.txt"], root, 300, env)
+        if rc != 0:
+            return TestRun("deps_unavailable", "pip install -r requirements.txt", excerpt=_tail(out))
+        env["PYTHONPATH"] = str(site)
+    cov_file = work / ".coverage"
+    env["COVERAGE_FILE"] = str(cov_file)
+    if "PYTHONPATH" not in env:
+        # Without the run's own dependencies installed, the pytest plugins around are OURS (not the run's):
+        # autoloading them costs seconds per run and can change how the run's tests behave.
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    cmd = [py, "-m", "coverage", "run", "--source=.", "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
+           "-p", "no:faildiag", "-o", "addopts="]
+    rc, out, dur = _run(cmd, root, timeout, env)
+    shown = "python -m coverage run --source=. -m pytest -q"
+    if rc is None:
+        return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
+    passed, failed = _count(r"(\d+) passed", out), _count(r"(\d+) (?:failed|errors?)\b", out)
+    missing = re.search(r"No module named '([\w\.]+)'", out)
+    cov = None
+    if cov_file.exists():
+        crc, cout, _ = _run([py, "-m", "coverage", "report", "--format=total"], root, 60, env)
+        try:
+            cov = float(cout.strip().splitlines()[-1]) / 100.0 if crc == 0 else None
+        except (ValueError, IndexError):
+            cov = None
+    result = TestRun("passed", shown, passed=passed, failed=failed, coverage=cov, excerpt=_tail(out), duration_s=dur)
+    if "No module named 'pytest'" in out or "No module named coverage" in out:
+        result.status = "toolchain_missing"
+    elif rc == 0 and passed > 0:
+        result.status = "passed"
+    elif rc == 5 or (rc == 0 and passed == 0):
+        result.status = "no_tests"
+    elif missing and not _local_module(root, missing.group(1).split(".")[0]):
+        top = missing.group(1).split(".")[0]
+        result.missing_module = top
+        declared = _declared_python_deps(root)
+        result.status = "deps_unavailable" if _is_declared(top, declared) else "undeclared_deps"
+    elif re.search(r"\b(SyntaxError|IndentationError)\b", out):
+        result.status = "compile_error"
+    elif passed == 0 and failed == 0 and rc in (2, 3, 4):
+        result.status = "error"
+    else:
+        result.status = "failed"
+    return result
+
+
+def _count(pattern: str, text: str) -> int:
+    return sum(int(m) for m in re.findall(pattern, text))
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    """The last lines of a command's output, capped before redaction (the redactor is slow on huge lines)."""
+    return "\n".join(redact_text(line[-1000:]) for line in text.strip().splitlines()[-lines:])[-3000:]
+
+
+_NATIVE = {
+    "go": (["go", "test", "-cover", "./..."], "go"),
+    "rust": (["cargo", "test", "--offline"], "cargo"),
+    "java": (["mvn", "-q", "-o", "test"], "mvn"),
+    "csharp": (["dotnet", "test", "--nologo"], "dotnet"),
+    "elixir": (["mix", "test"], "mix"),
+    "erlang": (["rebar3", "eunit"], "rebar3"),
+    "swift": (["swift", "test"], "swift"),
+    "clojure": (["clojure", "-M:test"], "clojure"),
+}
+_DEPS_OFFLINE = re.compile(
+    r"no matching package|failed to (download|get|load source)|attempting to make an http request, but --offline"
+    r"|could not resolve (dependencies|host)|cannot access central .{0,40}offline|dependency .{0,80} not found"
+    r"|cannot find module '(?!\.)|sh: \d*:? ?[\w.@/-]+: not found|command not found|missing script|not installed"
+    r"|in offline mode|non-resolvable parent pom|could not resolve (plugin|artifact)",
+    re.I,
+)
+_TOOL_TOO_OLD = re.compile(r"bad option: --|unknown file extension \"?\.ts|requires (go|node|python) ?>= ?[\d.]+|"
+                           r"unsupported engine|error: package `[^`]+` cannot be built because it requires rustc",
+                           re.I)
+_DATA_REF = re.compile(r"""["'`](\./)?data/[\w./-]+""")
+_DATA_ERR = re.compile(r"(FileNotFoundError|No such file or directory|ENOENT|dataset not found)[^\n]{0,200}", re.I)
+_COMPILE = re.compile(r"error\[E\d+\]|could not compile|cannot find symbol|COMPILATION ERROR|error TS\d+|"
+                      r"\bundefined: \w+|syntax error|build failed", re.I)
+
+
+def _native_tests(root: Path, language: str, timeout: float, install_deps: bool, work: Path,
+                  ab: dict[str, str | None] | None = None) -> TestRun:
+    if language in {"typescript", "javascript"}:
+        pkg, _ = _read_json(root / "package.json")
+        if not isinstance(pkg, dict):
+            return TestRun("no_tests", "npm test", excerpt="no readable package.json")
+        script = str((pkg.get("scripts") or {}).get("test") or "")
+        deps = {**(pkg.get("dependencies") or {}), **(pkg.get("devDependencies") or {})}
+        if script and "no test specified" not in script:
+            cmd = ["npm", "test", "--silent"]
+        elif "vitest" in deps:
+            cmd = ["npx", "--no-install", "vitest", "run"]
+        elif "jest" in deps:
+            cmd = ["npx", "--no-install", "jest", "--ci"]
+        else:
+            return TestRun("no_tests", "npm test", excerpt="package.json has no test script and no test runner")
+        tool = "npm"
+    elif language == "java" and not (root / "pom.xml").exists():
+        cmd, tool = (["gradle", "test", "--offline", "-q"], "gradle")
+    else:
+        if language not in _NATIVE:
+            return TestRun("toolchain_missing", excerpt=f"no test runner known for language {language!r}")
+        cmd, tool = _NATIVE[language]
+    if shutil.which(tool) is None:
+        return TestRun("toolchain_missing", " ".join(cmd), excerpt=f"{tool} is not installed on this machine")
+    env = _clean_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod",
+                      "GOCACHE": str(work / "go-build"), "npm_config_cache": str(work / "npm-cache")}, ab=ab)
+    if install_deps:
+        # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
+        # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
+        cmd = [c for c in cmd if c not in ("--offline", "-o")]
+        env.update({"CARGO_HOME": str(work / "cargo-home"),
+                    "GOPATH": str(work / "gopath"), "GOMODCACHE": str(work / "gopath" / "mod")})
+        if tool == "mvn":
+            cmd = [*cmd, f"-Dmaven.repo.local={work / 'm2'}"]
+    if tool == "npm" and install_deps and not (root / "node_modules").exists():
+        rc, out, _ = _run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env)
+        if rc != 0:
+            return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
+    rc, out, dur = _run(cmd, root, timeout, env)
+    shown = " ".join(cmd)
+    if rc is None:
+        return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
+    passed = _count(r"(\d+) passed", out) + len(re.findall(r"^(ok|PASS)\s", out, re.M)) \
+        + _count(r"Tests run: (\d+), Failures: 0, Errors: 0", out)
+    failed = _count(r"(\d+) failed", out) + len(re.findall(r"^(FAIL|--- FAIL)", out, re.M))
+    cov = None
+    m = re.findall(r"coverage: (\d+(?:\.\d+)?)% of statements", out)
+    if m:
+        cov = sum(float(x) for x in m) / len(m) / 100.0
+    res = TestRun("failed", shown, passed=passed, failed=failed, coverage=cov, excerpt=_tail(out), duration_s=dur)
+    if rc == 0:
+        res.status = "passed" if passed or "no test files" not in out else "no_tests"
+        if passed == 0 and re.search(r"no test files|0 tests|running 0 tests", out) and not m:
+            res.status = "no_tests"
+    elif _DEPS_OFFLINE.search(out) and not _COMPILE.search(out):
+        res.status = "deps_unavailable"
+    elif _COMPILE.search(out):
+        res.status = "compile_error"
+    return res
+
+
+def _missing_support_data(root: Path, output: str) -> bool:
+    """Do the tests depend on a ``data/`` folder the archive does not hold (support files are not archived)?"""
+    if (root / "data").is_dir():
+        return False
+    if _DATA_ERR.search(output) and "data/" in output:
+        return True
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS]
+        for fn in filenames:
+            if Path(fn).suffix.lower() in _SOURCE_EXT:
+                try:
+                    if _DATA_REF.search((Path(dirpath) / fn).read_text(encoding="utf-8", errors="replace")):
+                        return True
+                except OSError:
+                    continue
+    return False
+
+
+def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
+    """Run the run's own tests in a clean temporary copy, bounded by ``opts.test_timeout``."""
+    if not opts.run_tests:
+        return TestRun("not_run", excerpt="--no-run-tests given")
+    if rec.rep_dir is None:
+        return TestRun("not_run", excerpt="no archived run folder")
+    language = rec.language or (inv.languages.most_common(1)[0][0] if inv.languages else "")
+    if language == "typescript" and not inv.languages.get("typescript") and inv.languages.get("javascript"):
+        language = "javascript"
+    base = opts.work_dir
+    if base is not None:
+        base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="faildiag-retort-", dir=base) as tmp:
+        work = Path(tmp)
+        copy = work / "run"
+        try:
+            _copy_clean(rec.rep_dir, copy)
+        except (OSError, shutil.Error) as exc:
+            return TestRun("error", excerpt=f"could not copy the run folder: {exc}")
+        root = project_root(copy, language)
+        rel_root = root.relative_to(copy).as_posix()
+        try:
+            if language == "python":
+                res = _python_tests(root, opts.test_timeout, opts.install_deps, work, opts.extra_env)
+            else:
+                res = _native_tests(root, language, opts.test_timeout, opts.install_deps, work, opts.extra_env)
+        except Exception as exc:  # a broken project must never crash the whole diagnosis
+            res = TestRun("error", excerpt=f"{type(exc).__name__}: {exc}")
+        if res.status in {"failed", "error", "compile_error"} and _TOOL_TOO_OLD.search(res.excerpt):
+            res.status = "toolchain_missing"
+            res.excerpt = "the local toolchain is too old for this project: " + res.excerpt[-600:]
+        elif res.status in {"failed", "error"} and _missing_support_data(root, res.excerpt):
+            res.status = "data_missing"
+        res.root = rel_root
+        res.excerpt = res.excerpt.replace(str(copy), "<run>")
+        return res

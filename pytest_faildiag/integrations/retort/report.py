@@ -1,0 +1,73 @@
+"""Roll-up across runs and the text/JSON outputs (atomic writes, redacted)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pytest_faildiag.fsio import atomic_write
+from pytest_faildiag.integrations.retort.model import VERDICTS, ExperimentResult
+from pytest_faildiag.redact import redact_obj, redact_text
+
+
+def rollup(result: ExperimentResult) -> dict[str, Any]:
+    """Counts per verdict/subtype and whether the measurements can be trusted.
+
+    Trustworthy when infrastructure false-fails plus undiagnosable runs are at most 5% of all recorded runs:
+    above that, the pass rates retort reports are distorted by the harness, not the models.
+    """
+    by_verdict = Counter(d.verdict for d in result.diagnoses)
+    by_subtype = Counter(f"{d.verdict}/{d.subtype}" for d in result.diagnoses)
+    superseded = [d for d in result.diagnoses if d.superseded]
+    suspect = sum(1 for d in result.diagnoses if d.verdict in {"infra_false_fail", "unknown"} and not d.superseded)
+    total = max(result.total_runs, len(result.diagnoses), 1)
+    share = suspect / total
+    trust = share <= 0.05
+    return {
+        "failed_runs": len(result.diagnoses),
+        "total_runs": result.total_runs,
+        "by_verdict": {v: by_verdict.get(v, 0) for v in VERDICTS},
+        "by_subtype": dict(sorted(by_subtype.items())),
+        "hypothesis_only": sum(1 for d in result.diagnoses if not any(c.kind == "direct" and "tests" in c.text
+                                                                      for c in d.claims)),
+        "superseded_attempts": len(superseded),
+        "suspect_share": round(share, 4),
+        "measurements_trustworthy": trust,
+        "why": (f"{suspect} of {total} recorded runs are infrastructure false-fails or undiagnosable "
+                f"({share:.0%}; threshold 5%; {len(superseded)} superseded attempts whose retry was recorded "
+                "are not counted)"),
+        "problems": result.problems,
+    }
+
+
+def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for d in result.diagnoses:
+        lines.append(f"[{d.verdict}/{d.subtype}] {d.run}")
+        for c in d.claims:
+            lines.append(f"    [{c.kind.upper()}] {c.text}  ({c.source})")
+        lines.append(f"    -> {d.action}")
+    lines.append("")
+    lines.append(f"Roll-up: {roll['failed_runs']} failed of {roll['total_runs']} recorded runs: " + ", ".join(
+        f"{k} {v}" for k, v in roll["by_verdict"].items()))
+    for k, v in roll["by_subtype"].items():
+        lines.append(f"    {k}: {v}")
+    lines.append(("Measurements trustworthy: yes — " if roll["measurements_trustworthy"] else
+                  "Measurements trustworthy: NO — ") + roll["why"])
+    for p in roll["problems"]:
+        lines.append(f"warning: {p}")
+    return redact_text("\n".join(lines)) + "\n"
+
+
+def write_outputs(out: Path, result: ExperimentResult, roll: dict[str, Any]) -> None:
+    """Atomic writes of the detailed diagnosis, the roll-up and the text report into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic_json(out / "retort-diagnosis.json", {"runs": [d.to_detail() for d in result.diagnoses]})
+    _atomic_json(out / "retort-rollup.json", roll)
+    atomic_write(out / "retort-report.txt", render_text(result, roll))
+
+
+def _atomic_json(path: Path, data: Any) -> None:
+    atomic_write(path, json.dumps(redact_obj(data), indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,315 @@
+"""Classification of one run into the contract's verdict/subtype, every claim ``direct`` or ``hypothesis``."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_faildiag.integrations.retort.groundtruth import ground_truth, inventory
+from pytest_faildiag.integrations.retort.model import (
+    _GATE_ERROR,
+    Claim,
+    Inventory,
+    Options,
+    RunDiagnosis,
+    RunRecord,
+    Signature,
+    TestRun,
+)
+from pytest_faildiag.integrations.retort.signals import LogSignals, _read_json, match_signatures, read_agent_logs
+from pytest_faildiag.redact import redact_text
+
+_TIMEOUT_ERROR = re.compile(r"^(Timeout after \d+s|Killed after \d+s)", re.I | re.M)
+_FACTUAL_ERROR = re.compile(r"answers wrong|factual_accuracy", re.I)
+
+
+def _num(v: Any) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def recorded_test_coverage(rec: RunRecord) -> float | None:
+    v = rec.metrics.get("test_coverage")
+    return _num(v if v is not None else rec.scores.get("test_coverage"))
+
+
+def _telemetry_claims(rec: RunRecord, logs: LogSignals) -> list[Claim]:
+    """Duration/tokens/cost as context; '$0 and instant' is noted as a hint, never used as a verdict."""
+    out: list[Claim] = []
+    dur = _num(rec.metrics.get("_duration_seconds") or rec.capture.get("duration_seconds"))
+    tok = _num(rec.metrics.get("_tokens") if "_tokens" in rec.metrics else rec.capture.get("token_count"))
+    cost = _num(rec.metrics.get("_cost_usd") or (rec.capture.get("metadata") or {}).get("total_cost_usd"))
+    if dur is not None or tok is not None:
+        parts = [f"duration {dur:.0f}s" if dur is not None else "", f"tokens {int(tok)}" if tok is not None else "",
+                 f"cost ${cost:.4f}" if cost is not None else ""]
+        src = "retort.db run_results" if rec.metrics else f"{rec.rel}/.faildiag/.capture.json"
+        out.append(Claim("recorded " + ", ".join(p for p in parts if p), "direct", src))
+        if dur is not None and dur < 60 and not tok and not cost:
+            out.append(Claim("finished in under a minute for $0/0 tokens: hints at an interrupted or blocked start, "
+                             "but local models cost $0 and wall-clock kills record 0 tokens, so this is not a verdict",
+                             "hypothesis", src))
+    if logs.present:
+        out.append(Claim(f"agent logs present: {', '.join(logs.present)}", "direct", rec.rel))
+    return out
+
+
+@dataclass
+class _Verdict:
+    verdict: str
+    subtype: str
+    action: str
+
+
+def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
+    src = f"{tr.command or 'test run'} in a clean copy of {rec.rel}/{'' if tr.root == '.' else tr.root}".rstrip("/")
+    cov = f", coverage {tr.coverage:.0%}" if tr.coverage is not None else ""
+    text = {
+        "passed": f"the run's own tests pass: {tr.passed} passed, {tr.failed} failed{cov}",
+        "failed": f"the run's own tests fail: {tr.passed} passed, {tr.failed} failed",
+        "compile_error": "the code does not compile / import (syntax or build error)",
+        "no_tests": "the test runner found no tests to run",
+        "undeclared_deps": f"tests fail at import of '{tr.missing_module}', which no requirements/pyproject declares",
+        "deps_unavailable": "the project's dependencies are not available here (offline/not installed); "
+                            "tests could not be ground-truthed",
+        "toolchain_missing": f"could not run the tests: {(tr.excerpt or 'toolchain missing')[:300]}",
+        "data_missing": "the tests need task support data (data/...) that the archive does not hold; "
+                        f"{tr.failed} failed/errored here for that reason, which says nothing about the code",
+        "timeout": "the test run did not finish within the timeout",
+        "not_run": f"tests not run: {tr.excerpt}",
+        "error": f"test run errored before any test ran: {tr.excerpt[-200:]}",
+    }.get(tr.status, tr.status)
+    kind = "direct" if tr.status not in {"not_run"} else "hypothesis"
+    return Claim(text, kind, src)
+
+
+def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunDiagnosis:
+    """Judge one run from its gathered signals; every branch says what it saw and where."""
+    claims: list[Claim] = list(rec.notes)
+    logs = read_agent_logs(rec)
+    hits = match_signatures(rec, logs, signatures)
+    tc = recorded_test_coverage(rec)
+    if rec.db_status:
+        err = (rec.db_error or "").strip().splitlines()
+        claims.append(Claim(f"retort recorded status '{rec.db_status}'" + (f" with error '{err[-1][:200]}'" if err else ""),
+                            "direct", "retort.db experiment_runs"))
+    if rec.meta:
+        claims.append(Claim(f"_meta.json succeeded={rec.meta.get('succeeded')} (the agent's exit status, not pass/fail)",
+                            "direct", f"{rec.rel}/_meta.json"))
+    if tc is not None:
+        zero_all = rec.scores and all(v == 0 for v in rec.scores.values() if isinstance(v, int | float))
+        claims.append(Claim(f"recorded test_coverage={tc:g}" + (" and every score zeroed by the gate" if zero_all else ""),
+                            "direct", "retort.db run_results" if "test_coverage" in rec.metrics else
+                            f"{rec.rel}/scores.json"))
+    if rec.superseded_by:
+        claims.append(Claim(f"an earlier attempt, superseded by {rec.superseded_by}", "direct", rec.rel))
+    if rec.eval_status:
+        claims.append(Claim(f"evaluation.md status: {rec.eval_status[:200]}", "direct", f"{rec.rel}/evaluation.md"))
+    claims += _telemetry_claims(rec, logs)
+    for h in hits:
+        # rule id last: the redactor masks the word after a secret-looking "name:" (e.g. "auth-expired: x")
+        claims.append(Claim(f"{h.excerpt[:240]} (rule {h.signature.id})", h.signature.kind, h.source))
+
+    crashed = rec.db_status == "crashed" or rec.meta.get("succeeded") is False or \
+        (rec.capture.get("exit_code") not in (None, 0))
+    err = (rec.db_error or "").strip()
+    kill = (rec.capture.get("metadata") or {}).get("kill_reason") or rec.capture.get("kill_reason")
+
+    inv = inventory(rec.rep_dir) if rec.rep_dir is not None else Inventory()
+    if rec.rep_dir is not None:
+        where = ", ".join(r if r != "." else "top level" for r in inv.roots[:4]) or "-"
+        claims.append(Claim(f"{len(inv.sources)} source file(s), {len(inv.tests)} test file(s) in the run folder "
+                            f"(where: {where})", "direct", rec.rel))
+
+    # 1. A signature that explains why nothing could happen wins when the run crashed or produced no code.
+    for h in hits:
+        if (crashed or not inv.sources) and (h.signature.kind == "direct" or not inv.sources):
+            return _done(rec, claims, _Verdict(h.signature.verdict, h.signature.subtype, h.signature.action), tc)
+
+    # 2. Killed by the harness's wall clock or stall guard: the agent did not terminate.
+    if _TIMEOUT_ERROR.search(err) or kill:
+        return _done(rec, claims, _Verdict(
+            "genuine", "non_termination",
+            "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
+            "budget and re-run"), tc, test_run=None)
+
+    # 3. The DB records a run the archive does not hold.
+    if rec.rep_dir is None:
+        claims.append(Claim(f"no archived folder runs/{rec.cell}/rep{rec.replicate}[-failed] for this DB row", "direct",
+                            rec.rel))
+        return _done(rec, claims, _Verdict(
+            "infra_false_fail", "archive_gap",
+            "the measurement cannot be verified; re-run the cell (retort run --resume --retry-failed) with archiving on"),
+            tc)
+
+    # 4. No code at all.
+    if not inv.sources:
+        if tc is not None and tc > 0:
+            claims.append(Claim(f"test_coverage={tc:g} was measured at scoring time, so code existed then; the "
+                                "archive holds none of it", "direct", rec.rel))
+            return _done(rec, claims, _Verdict("infra_false_fail", "archive_gap",
+                                               "the archived run cannot be re-checked; keep source in the archive "
+                                               "(or diagnose before the workspace is trimmed)"), tc)
+        if any("outside the run workspace" in c.text for c in rec.notes):
+            return _done(rec, claims, _Verdict("genuine", "wrong_location",
+                                               "count as a genuine miss (wrote outside the workspace); tighten the "
+                                               "agent's working-directory instructions"), tc)
+        if rec.cohort:
+            claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
+            claims.append(Claim("the harness could not launch or configure runs of that factor level",
+                                "hypothesis", "retort.db"))
+            return _done(rec, claims, _Verdict("infra_false_fail", "harness_config",
+                                               "fix how the harness runs that factor level (prompt file, agent "
+                                               "flags, tooling) and re-run those cells"), tc)
+        if crashed and rec.retry_completed:
+            claims.append(Claim("a retry of the identical configuration completed, so what stopped this attempt "
+                                "was transient (interruption, limit, serving hiccup), not the model", "hypothesis",
+                                rec.rel))
+        if crashed and not logs.present and not rec.capture:
+            claims.append(Claim("the agent exited non-zero and left no code and no logs; the cause is not recorded",
+                                "hypothesis", rec.rel))
+            return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
+                                               "re-run this cell with the faildiag retort plugin enabled to capture "
+                                               "agent output"), tc)
+        if not logs.present and not rec.capture:
+            claims.append(Claim("a blocked file-write tool leaves the same empty workspace; the agent logs that "
+                                "would tell the two apart were not archived", "hypothesis", rec.rel))
+        return _done(rec, claims, _Verdict("genuine", "no_code",
+                                           "count as a genuine miss; check the agent log for a blocked tool before "
+                                           "trusting it"), tc)
+
+    # 5. Code exists: ground-truth it.
+    tr = ground_truth(rec, inv, opts)
+    claims.append(_test_claim(rec, tr))
+    gate_failed = err.startswith(_GATE_ERROR) or tc == 0
+    spec_short = bool(_FACTUAL_ERROR.search(err)) or (
+        _num(rec.metrics.get("requirement_coverage")) is not None and rec.metrics["requirement_coverage"] < 1.0
+        and not gate_failed)
+    if spec_short:
+        claims.append(Claim("retort's spec/factual gate failed the run (requirement_coverage<1 or wrong answers)",
+                            "direct", "retort.db"))
+    elif (rec.rep_dir.name.endswith("-failed") and rec.meta.get("succeeded") is True and tc is not None and tc > 0):
+        # retort names a folder -failed only for a non-zero agent exit, or when a retry superseded the attempt;
+        # with exit 0 and tests that ran, the gate that failed it was the spec or factual one.
+        spec_short = True
+        claims.append(Claim("the agent exited 0 and its tests ran (test_coverage>0), yet the attempt was archived "
+                            "as -failed: the spec/factual gate is what failed it", "hypothesis", rec.rel))
+
+    if tr.status == "passed":
+        if spec_short and not gate_failed:
+            return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
+                                               "count as a genuine spec shortfall (tests pass, spec/answers do not)"),
+                         tc, tr)
+        if gate_failed:
+            sub = "scorer_gap" if (tr.root != "." or _unusual_runner(rec.rep_dir, rec.language)) else "mis_measurement"
+            why = ("the project lives in a subfolder or uses a runner the scorer does not drive" if sub == "scorer_gap"
+                   else "coverage was measured 0 on tests that pass")
+            claims.append(Claim(why, "direct" if tr.root != "." else "hypothesis", _test_claim(rec, tr).source))
+            return _done(rec, claims, _Verdict("infra_false_fail", sub,
+                                               "rescore it (faildiag retort diagnose --rescore, or retort rescore "
+                                               "--only-failed) after fixing the scorer"), tc, tr)
+        if crashed:
+            return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
+                                               "the code passes its tests but the agent exited non-zero; re-run with "
+                                               "capture to see why"), tc, tr)
+        return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
+                                           "tests pass and no recorded gate explains the failure; read evaluation.md"),
+                     tc, tr)
+    if tr.status == "undeclared_deps":
+        return _done(rec, claims, _Verdict("infra_false_fail", "undeclared_deps",
+                                           f"declare '{tr.missing_module}' (or have the scorer install test deps) and "
+                                           "rescore"), tc, tr)
+    if tr.status == "compile_error":
+        return _done(rec, claims, _Verdict("genuine", "compile_error", "count as a genuine miss (does not build)"), tc, tr)
+    if tr.status == "failed":
+        contention = [h for h in (s for s in signatures if s.subtype in {"stray_process", "concurrency_env_contention"})
+                      if h.regex.search(tr.excerpt)]
+        if contention:
+            s = contention[0]
+            claims.append(Claim(f"the failing test output matches {s.id}; run `faildiag retort ab` to confirm",
+                                "hypothesis", _test_claim(rec, tr).source))
+            return _done(rec, claims, _Verdict(s.verdict, s.subtype, s.action), tc, tr)
+        return _done(rec, claims, _Verdict("genuine", "tests_fail", "count as a genuine miss (its tests fail)"), tc, tr)
+    if tr.status == "no_tests" and not inv.tests:
+        return _done(rec, claims, _Verdict("genuine", "no_tests", "count as a genuine miss (no tests written)"), tc, tr)
+    if not inv.tests:
+        claims.append(Claim("no test file exists in the run folder", "direct", rec.rel))
+        return _done(rec, claims, _Verdict("genuine", "no_tests", "count as a genuine miss (no tests written)"), tc, tr)
+
+    # 6. Could not ground-truth: fall back to what was recorded, as hypotheses.
+    if spec_short:
+        return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
+                                           "count as a genuine spec shortfall (per retort's gate); tests not re-run"),
+                     tc, tr)
+    guess = _guess_from_records(rec)
+    if guess is not None:
+        claims.append(Claim(guess[2], "hypothesis", guess[3]))
+        return _done(rec, claims, _Verdict(guess[0], guess[1],
+                                           "install the toolchain/dependencies and re-run the diagnosis to confirm"),
+                     tc, tr)
+    return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
+                                       "install the language toolchain (or pass --install-deps) and diagnose again"),
+                 tc, tr)
+
+
+def _unusual_runner(rep_dir: Path | None, language: str) -> bool:
+    """A layout retort's test_coverage scorer is known not to drive (bun, deno, lein-only, CT-only suites)."""
+    if rep_dir is None:
+        return False
+    if (rep_dir / "bun.lockb").exists() or (rep_dir / "bunfig.toml").exists() or (rep_dir / "deno.json").exists():
+        return True
+    pkg, _ = _read_json(rep_dir / "package.json")
+    if isinstance(pkg, dict) and re.search(r"\b(bun|deno|node --test|tap)\b", str((pkg.get("scripts") or {}).get("test"))):
+        return True
+    return language == "clojure" and (rep_dir / "project.clj").exists() and not (rep_dir / "deps.edn").exists()
+
+
+_EVAL_HINTS: list[tuple[re.Pattern[str], str, str]] = [
+    (re.compile(r"build fail|does not (build|compile)|compil\w* (error|fail)|won'?t compile", re.I), "genuine",
+     "compile_error"),
+    (re.compile(r"\d+ test failures?|tests? fail(ed|ing|s)?\b", re.I), "genuine", "tests_fail"),
+    (re.compile(r"no tests\b|without tests", re.I), "genuine", "no_tests"),
+    (re.compile(r"\bok\b|tests pass|build \+ tests passed|functional", re.I), "infra_false_fail", "scorer_gap"),
+]
+
+
+def _guess_from_records(rec: RunRecord) -> tuple[str, str, str, str] | None:
+    """A verdict suggested by evaluation.md / findings.jsonl when tests could not be re-run (hypothesis only)."""
+    if rec.eval_status:
+        for rx, verdict, subtype in _EVAL_HINTS:
+            if rx.search(rec.eval_status):
+                if subtype == "scorer_gap" and recorded_test_coverage(rec) not in (0, 0.0):
+                    continue
+                return verdict, subtype, f"evaluation.md suggests {subtype.replace('_', ' ')}", \
+                    f"{rec.rel}/evaluation.md"
+    kinds = Counter(str(f.get("kind")) for f in rec.findings if str(f.get("severity")) in {"critical", "high"})
+    if kinds.get("build_failure") or kinds.get("compile_error"):
+        return "genuine", "compile_error", "findings.jsonl reports a build failure", f"{rec.rel}/findings.jsonl"
+    if kinds.get("test_failure"):
+        return "genuine", "tests_fail", "findings.jsonl reports failing tests", f"{rec.rel}/findings.jsonl"
+    return None
+
+
+def _done(rec: RunRecord, claims: list[Claim], v: _Verdict, tc: float | None,
+          test_run: TestRun | None = None) -> RunDiagnosis:
+    safe = [Claim(redact_text(c.text), c.kind if c.kind in {"direct", "hypothesis"} else "hypothesis",
+                  redact_text(c.source)) for c in claims]
+    return RunDiagnosis(run=rec.rel, verdict=v.verdict, subtype=v.subtype, claims=safe, action=v.action,
+                        experiment=str(rec.experiment), db_id=rec.db_id, test_run=test_run,
+                        recorded_test_coverage=tc,
+                        superseded=rec.retry_completed)
+
+
+def _classify_safely(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunDiagnosis:
+    """``classify`` that turns an internal error into an ``unknown`` verdict: one odd run must not sink the rest."""
+    try:
+        return classify(rec, signatures, opts)
+    except Exception as exc:
+        return RunDiagnosis(
+            run=rec.rel, verdict="unknown", subtype="insufficient_evidence",
+            claims=[Claim(f"internal error while diagnosing: {type(exc).__name__}: {exc}", "direct", "faildiag")],
+            action="report this as a faildiag bug", experiment=str(rec.experiment), db_id=rec.db_id)
