@@ -22,7 +22,7 @@ from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.snapshot import report_dict, write_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS_DIRS = (ROOT / "tests" / "data" / "corpus" / "gpu", Path("/work/shared/corpus/gpu"))
+CORPUS_DIRS = (ROOT / "tests" / "data" / "corpus" / "gpu",)
 
 
 def corpus_case(name: str) -> Path:
