@@ -448,7 +448,7 @@ def workspace_relative(file: str | None, workspace: str | None = None) -> str | 
         return None
     base = Path(workspace or os.environ.get("GITHUB_WORKSPACE") or os.environ.get("CI_PROJECT_DIR") or os.getcwd())
     p = Path(file)
-    if not p.is_absolute() and (Path.cwd() / p).exists() and Path.cwd().resolve() != base.resolve():
+    if not p.is_absolute() and _exists(Path.cwd() / p) and Path.cwd().resolve() != base.resolve():
         p = Path.cwd() / p  # relative to where pytest ran (a subfolder of the checkout, say)
     if not p.is_absolute():
         rel = p
@@ -464,3 +464,11 @@ def workspace_relative(file: str | None, workspace: str | None = None) -> str | 
     if not parts or ".." in parts:
         return None
     return "/".join(parts)
+
+
+def _exists(p: Path) -> bool:
+    """``Path.exists`` that answers False for names the OS refuses (too long, NUL bytes) instead of raising."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False

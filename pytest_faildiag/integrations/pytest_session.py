@@ -114,6 +114,45 @@ class FaildiagSession:
                 self.dumper.journal = self.journal
         except Exception as exc:
             warn(f"faildiag: journal unavailable, a killed session will not be recoverable: {exc}", self.config)
+        self._stop_workflow_commands()
+
+    # ------------------------------------------------------------------ GitHub Actions
+    def _github(self) -> bool:
+        return self.controller and (os.environ.get("GITHUB_ACTIONS") == "true"
+                                    or bool(self.config.getoption("faildiag_github", False)))
+
+    def _stop_workflow_commands(self) -> None:
+        """Everything the session prints (captured output replayed by pytest, failure messages in the short
+        summary, which CI=true leaves untruncated) is data: a test's ``::error::`` line must not become a
+        workflow command. Commands stay stopped until our own annotations, at the very end."""
+        if not self._github():
+            return
+        import secrets
+
+        self._gh_token = f"faildiag-{secrets.token_hex(16)}"  # random: a log cannot guess it to resume early
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"::stop-commands::{self._gh_token}")
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Iterator[None]:
+        """Outermost wrapper: the session index is written before any other plugin's session end; the
+        GitHub annotations come after the terminal reporter printed its summaries and the final line."""
+        try:
+            if self.controller:
+                self._write_session_index()
+            if self.journal is not None:
+                self.journal.write("session_end" if self.controller else "worker_end", exitstatus=int(exitstatus))
+        except Exception as exc:
+            warn(f"faildiag: session index not written: {type(exc).__name__}: {exc}")
+        try:
+            return (yield)
+        finally:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None and self._github():
+                if getattr(self, "_gh_token", None):
+                    tr.write_line(f"::{self._gh_token}::")
+                self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self.journal is not None and not self.distributed:
@@ -325,16 +364,6 @@ class FaildiagSession:
         os.replace(path, self.out / PREVIOUS)
 
     # ------------------------------------------------------------------ session end
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        try:
-            if self.controller:
-                self._write_session_index()
-            if self.journal is not None:
-                self.journal.write("session_end" if self.controller else "worker_end", exitstatus=int(exitstatus))
-        except Exception as exc:
-            warn(f"faildiag: session index not written: {type(exc).__name__}: {exc}")
-
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.dumper is not None:
             self.dumper.close()
@@ -380,8 +409,6 @@ class FaildiagSession:
     def _ci_hooks(self, tr: Any) -> None:
         opt = self.config.getoption
         calls: list[tuple[str, str, Any]] = []
-        if os.environ.get("GITHUB_ACTIONS") == "true" or opt("faildiag_github", False):
-            calls.append(("pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line)))
         html = opt("faildiag_html", None)
         if html:
             target = Path(self.config.invocation_params.dir) / html
@@ -390,18 +417,22 @@ class FaildiagSession:
             calls.append(("pytest_faildiag.commands.fix", "propose_for_session",
                           lambda m: m.propose_for_session(self.out, write=tr.write_line)))
         for module_name, func, call in calls:
-            try:
-                import importlib
+            self._call_ci(tr, module_name, func, call)
 
-                module = importlib.import_module(module_name)
-                if not hasattr(module, func):
-                    continue
-                call(module)
-            except ImportError:
-                continue
-            except Exception as exc:
-                tr.write_line(f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
-                warn(f"faildiag: {module_name}.{func} failed: {exc}")
+    def _call_ci(self, tr: Any, module_name: str, func: str, call: Any) -> None:
+        """Run one optional reporter; a missing one is skipped, a failing one becomes a warning."""
+        try:
+            import importlib
+
+            module = importlib.import_module(module_name)
+            if not hasattr(module, func):
+                return
+            call(module)
+        except ImportError:
+            return
+        except Exception as exc:
+            tr.write_line(f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+            warn(f"faildiag: {module_name}.{func} failed: {exc}")
 
 
 # ---------------------------------------------------------------------------------------------- helpers

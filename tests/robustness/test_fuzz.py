@@ -94,11 +94,14 @@ def test_an_enormous_line_without_a_newline_is_read_in_bounded_memory(tmp_path: 
         for _ in range(64 * 2**20 // len(chunk)):
             f.write(chunk)
         f.write(b"\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n")
-    script = ("import json, resource, sys\n"
+    # ru_maxrss survives execve on Linux (a child of a large pytest process starts with its parent's peak):
+    # reset the high-water mark first and read VmHWM, the child's own peak, at the end
+    script = ("import json, sys\n"
+              "open('/proc/self/clear_refs', 'w').write('5')\n"
               "from pytest_faildiag.engine import diagnose, report_dict\n"
               "d = diagnose([sys.argv[1]], exit_code=1)\n"
-              "print(json.dumps({'cause': d.root_causes[0].id if d.root_causes else None,\n"
-              "                  'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n")
+              "hwm = [int(x.split()[1]) for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
+              "print(json.dumps({'cause': d.root_causes[0].id if d.root_causes else None, 'rss_mb': hwm / 1024}))\n")
     p = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
     got = json.loads(p.stdout)
