@@ -28,6 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faildiag-timeout", type=float, default=None, metavar="SECONDS",
                     help="fail a test that runs longer, after dumping every thread's stack and the process tree")
     group.addoption("--faildiag-html", default=None, metavar="FILE", help="write an HTML report of the session")
+    group.addoption("--faildiag-gitlab", default=None, metavar="FILE",
+                    help="write a GitLab Code Quality report of the failures (artifacts:reports:codequality)")
     group.addoption("--faildiag-github", action="store_true", default=False,
                     help="emit GitHub Actions annotations even outside GITHUB_ACTIONS")
     group.addoption("--faildiag-fix", action="store_true", default=False,

@@ -413,6 +413,10 @@ class FaildiagSession:
         if html:
             target = Path(self.config.invocation_params.dir) / html
             calls.append(("pytest_faildiag.ci.html", "write_html", lambda m: m.write_html(self.out, target)))
+        gitlab = opt("faildiag_gitlab", None)
+        if gitlab:
+            target_cq = Path(self.config.invocation_params.dir) / gitlab
+            calls.append(("pytest_faildiag.ci.gitlab", "write_codequality", lambda m: m.write_codequality(self.out, target_cq)))
         if opt("faildiag_fix", False):
             calls.append(("pytest_faildiag.commands.fix", "propose_for_session",
                           lambda m: m.propose_for_session(self.out, write=tr.write_line)))

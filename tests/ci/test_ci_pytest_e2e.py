@@ -110,3 +110,16 @@ def test_a_green_session_on_github_emits_nothing_and_warns_about_nothing(pyteste
     assert "warning" not in result.stdout.str().lower()
     assert not summary.exists() or "faildiag" not in summary.read_text()
     assert "No failed tests." in (pytester.path / "report.html").read_text()
+
+
+def test_a_real_session_writes_a_gitlab_code_quality_report(pytester, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    pytester.makepyfile(test_cq="def test_boom():\n    raise RuntimeError('mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)')\n")
+    result = pytester.runpytest_subprocess("--faildiag", "--faildiag-gitlab=gl-code-quality.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    import json
+
+    issues = json.loads((pytester.path / "gl-code-quality.json").read_text())
+    assert len(issues) == 1
+    assert issues[0]["location"]["path"] == "test_cq.py" and issues[0]["location"]["lines"]["begin"] == 2
+    assert issues[0]["check_name"] and issues[0]["fingerprint"] and issues[0]["severity"] in {"major", "critical"}
