@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -262,6 +263,9 @@ def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script)
     """)
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session whose controlling terminal is the pty, like a shell's job
+        # an interactive shell starts its jobs with SIGINT at default; a test runner started in the background
+        # may have inherited SIG_IGN, which exec keeps and which would make Python ignore Ctrl-C
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(PY, faildiag_cmd("--out", str(tmp_path / "o"), "--quiet", "--", PY, str(s)))
     seen = b""
 
@@ -269,6 +273,9 @@ def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script)
         nonlocal seen
         deadline = time.monotonic() + 30
         while token not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:  # never block past the deadline: a lost prompt fails the test instead of hanging CI
+                break
             try:
                 seen += os.read(fd, 4096)
             except OSError:
