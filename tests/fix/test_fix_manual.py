@@ -166,8 +166,10 @@ def test_an_interrupted_verification_rolls_back_and_stops_the_rerun(project):
     """)
     (project.root / "data").mkdir()
     project.fail_and_diagnose()
+    # SIGINT at default, as a shell's foreground job has it (a runner started in the background may not)
     proc = subprocess.Popen(project.fix_argv("--yes"), cwd=project.root, env=project.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pid_file = project.root / "rerun.pid"
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:

@@ -93,6 +93,11 @@ def test_it_diagnoses_a_segfault_with_the_python_frame_that_crashed(faildiag_run
     assert not any(c["id"].startswith("hang.") for c in rep["root_causes"])
 
 
+def _default_sigint() -> None:
+    """Start like a shell's foreground job: a runner started in the background may pass SIGINT as ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, script):
     s = script("interruptible.py", """\
         import sys, time
@@ -104,7 +109,8 @@ def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, scri
             sys.exit(5)
     """)
     proc = subprocess.Popen(faildiag_cmd("--out", str(tmp_path / "o"), "--quiet", "--", PY, str(s)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
