@@ -212,7 +212,13 @@ def _faildiag_regions(stdout: str) -> str:
     inside = False
     header = re.compile(r"^[_=-]{3,} .* [_=-]{3,}$|^_{5,}")
     stop_token = None
+    # the session-wide guard (printed before pytest's header) holds pytest's own output too: not ours
+    guard = next((ln for ln in lines[:3] if ln.startswith("::stop-commands::")), None)
+    guard_lines = {guard, f"::{guard.split('::', 3)[2]}::"} if guard else set()
     for ln in lines:
+        if ln in guard_lines:
+            keep.append(ln)
+            continue
         if header.match(ln):
             inside = " faildiag " in ln
             continue
