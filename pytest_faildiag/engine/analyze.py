@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..model import FailurePoint, FailureProfile
 from ..parse.scan import Finding, ScanResult
-from ..rules import Rule, RuleSet
+from ..rules import RuleSet
 
 _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins on ties of evidence
     ("torch_npu", "pta"), ("mindspore", "mindspore"), ("jaxlib", "jax"), ("jax.", "jax"), ("/jax/", "jax"),
@@ -213,6 +213,3 @@ def failure_point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | N
         return FailurePoint(src, line, text)
     return None
 
-
-def rule_of(findings: list[Finding], rule: Rule) -> list[Finding]:
-    return [f for f in findings if f.rule is rule]

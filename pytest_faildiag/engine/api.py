@@ -170,6 +170,8 @@ def diagnose(
     for name, text in (texts or {}).items():
         if text:
             inp.texts.append((name, text))
+    for name, text in _plugin_evidence(command, exit_code).items():
+        inp.texts.append((name, text))
     if not inp.logs and not inp.texts and not inp.flight and exit_code is None and stream is None:
         what = ", ".join(str(p) for p in paths) or "the input"
         raise InputError(f"no logs found in {what}")
@@ -219,3 +221,12 @@ def _plugin_packs() -> list[tuple[str, str]]:
     except ImportError:  # pragma: no cover
         return []
     return collect_rule_packs()
+
+
+def _plugin_evidence(command: str | None, exit_code: int | None) -> dict[str, str]:
+    """Extra evidence texts from ``faildiag_collect_evidence`` implementations (a vendor tool's output)."""
+    try:
+        from ..hookspecs import collect_evidence
+    except ImportError:  # pragma: no cover
+        return {}
+    return {k: v for k, v in collect_evidence({"command": command, "exit_code": exit_code}).items() if v}

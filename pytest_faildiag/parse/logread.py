@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 MAX_LINE = 16 * 1024  # bytes of one physical line kept for matching; the rest is skipped, not buffered
 CHUNK = 1 << 20
@@ -20,13 +18,6 @@ _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 class InputError(Exception):
     """Unreadable input; the message is one line a person can act on."""
-
-
-@dataclass
-class Line:
-    source: str
-    number: int  # 1-based physical line number in ``source``
-    text: str
 
 
 def clean(text: str) -> str:
@@ -42,29 +33,6 @@ def _visible(segment: str) -> str:
         parts = [p for p in segment.split("\r") if p.strip()]
         segment = parts[-1] if parts else ""
     return clean(segment.rstrip("\n"))
-
-
-def iter_bytes_lines(stream, source: str) -> Iterator[Line]:
-    """Yield lines from a binary stream, each cut at MAX_LINE bytes (the tail of an over-long line is skipped)."""
-    number = 0
-    while True:
-        raw = stream.readline(MAX_LINE)
-        if not raw:
-            return
-        number += 1
-        if not raw.endswith(b"\n") and len(raw) >= MAX_LINE:
-            # over-long line: drain the rest without keeping it
-            while True:
-                more = stream.readline(CHUNK)
-                if not more or more.endswith(b"\n"):
-                    break
-        yield Line(source, number, _visible(raw.decode("utf-8", errors="replace")))
-
-
-def iter_text_lines(text: str, source: str) -> Iterator[Line]:
-    """Same normalisation for text already in memory (captured stdout, a pytest longrepr)."""
-    for number, raw in enumerate(text.splitlines(), 1):
-        yield Line(source, number, _visible(raw[:MAX_LINE]))
 
 
 def sniff_binary(path: str) -> bool:

@@ -83,3 +83,17 @@ def test_a_hook_that_raises_becomes_a_warning(monkeypatch):
     monkeypatch.setattr(hookspecs, "_PM", pm)
     with pytest.warns(UserWarning, match="plugin bug"):
         assert hookspecs.collect_rule_packs() == []
+
+
+def test_a_third_party_collector_adds_evidence_through_the_pluggy_hook(monkeypatch):
+    def collect(context):
+        assert context["exit_code"] == 1
+        return {"npu-smi.txt": "EZ9999: Inner Error! device 3 health status: Alarm\n"}
+
+    plugin = types.SimpleNamespace(faildiag_collect_evidence=hookspecs.hookimpl(collect))
+    pm = pluggy.PluginManager("faildiag")
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin, name="vendor")
+    monkeypatch.setattr(hookspecs, "_PM", pm)
+    d = diagnose(texts={"stderr": "training stopped\n"}, exit_code=1)
+    assert "npu-smi.txt" in d.sources
