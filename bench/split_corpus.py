@@ -1,0 +1,83 @@
+"""Assign each newly gathered thread log to train or the frozen dev set, once, and never again.
+
+The split is stratified by family (the stack groups of ``tests/data/corpus/threads/<family>/``): within a
+family, logs are ordered by the SHA-256 of their id and the first ``max(MIN_DEV, DEV_SHARE × n)`` go to dev.
+The result is written to ``tests/data/corpus/threads/split.json``; ids already there keep their split, so
+adding logs later never moves an old one. Dev logs are never used to write or tune a rule, and are not
+must-pass tests: ``bench/accuracy.py`` scores them, and each knowledge change's commit message carries the
+dev figure before and after.
+
+    .venv/bin/python bench/split_corpus.py [--dry-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+THREADS = REPO / "tests/data/corpus/threads"
+MANIFEST = THREADS / "split.json"
+DEV_SHARE = 0.45
+MIN_DEV = 10
+
+
+def _key(case_id: str) -> str:
+    return hashlib.sha256(case_id.encode()).hexdigest()
+
+
+def gathered(root: Path = THREADS) -> dict[str, list[str]]:
+    """family → ids of the labelled logs on disk."""
+    out: dict[str, list[str]] = {}
+    for meta in sorted(root.glob("*/*.json")):
+        if meta.with_suffix(".log").is_file():
+            out.setdefault(meta.parent.name, []).append(f"{meta.parent.name}/{meta.stem}")
+    return out
+
+
+def assign(families: dict[str, list[str]], manifest: dict[str, str]) -> dict[str, str]:
+    """New ids get a split; existing ones keep theirs. Per family, dev is topped up to its share."""
+    out = dict(manifest)
+    for _family, ids in families.items():
+        new = sorted((i for i in ids if i not in out), key=_key)
+        if not new:
+            continue
+        n = len(ids)
+        want_dev = min(n, max(MIN_DEV, math.ceil(DEV_SHARE * n)))
+        have_dev = sum(1 for i in ids if out.get(i) == "dev")
+        for i in new:
+            if have_dev < want_dev:
+                out[i] = "dev"
+                have_dev += 1
+            else:
+                out[i] = "train"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args(argv)
+    manifest = json.loads(MANIFEST.read_text())["split"] if MANIFEST.is_file() else {}
+    split = assign(gathered(), manifest)
+    added = {k: v for k, v in split.items() if k not in manifest}
+    for k in sorted(added):
+        print(f"{added[k]:5} {k}")
+    fams: dict[str, list[int]] = {}
+    for k, v in split.items():
+        t = fams.setdefault(k.split("/")[0], [0, 0])
+        t[v == "dev"] += 1
+    for f, (tr, dv) in sorted(fams.items()):
+        print(f"{f:16} train {tr:3}  dev {dv:3}")
+    if not a.dry_run:
+        MANIFEST.write_text(json.dumps({"note": "frozen: an id's split never changes; see bench/split_corpus.py",
+                                        "split": dict(sorted(split.items()))}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
