@@ -128,6 +128,14 @@ def evaluate(case: Case, log_only: bool = False) -> dict:
     }
 
 
+def _leave_out(names: set[str]) -> None:
+    from pytest_faildiag import rules
+
+    builtin = rules._builtin_packs
+    rules._builtin_packs = lambda: [(n, t) for n, t in builtin() if n not in names]  # type: ignore[assignment]
+    rules._default_ruleset_cached.cache_clear()
+
+
 def reliability(rows: list[tuple[float, bool]]) -> list[str]:
     """Bands of the top cause's confidence: how many logs, mean confidence, how often right."""
     out = ["  band      logs  mean conf  top-1 right  gap"]
@@ -151,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="hand the engine the logs alone (no exit status, no command), as a JSONL scorer does")
     ap.add_argument("--split", choices=["dev", "train"], help="score only this split of the thread corpus")
     ap.add_argument("--show-dev", action="store_true", help="also print dev misses (do not tune on them)")
+    ap.add_argument("--without", action="append", default=[], metavar="PACK",
+                    help="leave a built-in pack out (e.g. 15-cuda-nccl-catalogue.toml): the figure before a knowledge change")
     a = ap.parse_args(argv)
+    if a.without:
+        _leave_out(set(a.without))
     cases = all_cases(a.roots)
     if a.split:
         cases = [c for c in cases if c.source == "threads" and c.label.get("set") == a.split]

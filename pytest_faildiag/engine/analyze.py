@@ -35,6 +35,8 @@ class Analysis:
     profile: FailureProfile
     findings: list[Finding]  # findings that count, best first
     failed: bool
+    stage_by_rule: bool = False  # a rule named the stage (else it is a default the frames may refine)
+    type_by_rule: bool = False
 
 
 def signal_name(exit_code: int | None) -> str | None:
@@ -88,10 +90,12 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     profile.stack = hint_stack or detect_stack(scan, command)
     profile.backend = _first_attr(findings, "backend") or detect_backend(scan)
     primary = [f for f in findings if not f.rule.downstream]
+    ruled_type = None
     if not primary and primary_tracebacks(scan):  # only symptoms matched: the exception names the failure
         profile.type = _fallback_type(scan, exit_code)
     else:
-        profile.type = _first_attr(findings, "type") or _fallback_type(scan, exit_code)
+        ruled_type = _first_attr(findings, "type")
+        profile.type = ruled_type or _fallback_type(scan, exit_code)
     profile.stage = _stage(scan, findings, exit_code)
     domains: list[str] = []
     for f in findings[:6]:
@@ -102,7 +106,8 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     ranks = rank_summary(scan)
     if ranks:
         profile.ranks = ranks
-    return Analysis(profile, findings, failed or bool(findings))
+    staged = any(f.rule.stage for f in findings) or any(f.rule.noise and f.rule.stage for f in scan.findings)
+    return Analysis(profile, findings, failed or bool(findings), stage_by_rule=staged, type_by_rule=ruled_type is not None)
 
 
 def _has_error_finding(scan: ScanResult) -> bool:
@@ -123,7 +128,7 @@ def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> 
     staged = sorted([f for f in findings if f.rule.stage] + refiners, key=lambda f: -f.rule.priority)
     if staged:
         return staged[0].rule.stage or "runtime"
-    if findings or scan.tracebacks or exit_code:
+    if findings or scan.tracebacks or exit_code or scan.pytest_errors or scan.error_lines:
         return "runtime"
     return "unknown"
 
@@ -133,8 +138,10 @@ def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
         return "runtime_error"
     if scan.pytest_errors:
         return "runtime_error"
+    if signal_name(exit_code) or (exit_code is not None and exit_code < 0):
+        return "crash"  # a signal ended it: the contract's crash
     if exit_code:
-        return "crash"
+        return "runtime_error"  # the program exited non-zero on its own: not a crash
     return "unknown"
 
 

@@ -22,6 +22,7 @@ from . import checks as _checks  # noqa: F401  (registers the built-in checks)
 from . import checks_kb as _checks_kb  # noqa: F401  (checks of the knowledge-base packs)
 from .analyze import analyze, failure_point
 from .rank import build_causes, stuck_points
+from .reason import gather_facts, refine_profile
 from .report import finish
 from .validate import CheckContext
 
@@ -192,15 +193,17 @@ def diagnose(
     if inp.readiness is not None:
         ctx_data.setdefault("readiness", inp.readiness)
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
+    facts = gather_facts(scan, analysis, rs)
+    refine_profile(analysis, facts, rs)
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock
     ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data)
-    causes = build_causes(scan, analysis, rs, ctx)
+    analysis.profile.first_failure = failure_point(scan, analysis.findings)
+    causes = build_causes(scan, analysis, rs, ctx, facts)
     for ev in ctx_data.get("extra_evidence") or []:
         if causes and isinstance(ev, Evidence):
             causes[0].evidence.append(ev)
-    analysis.profile.first_failure = failure_point(scan, analysis.findings)
     diag = finish(analysis, causes, scan, rs, ctx_data)
     diag.notes.extend(inp.notes)
     if cwd:  # where the command ran: fix mode reruns it there

@@ -16,6 +16,7 @@ from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
+from .reason import Facts, apply_context, calibrate, differential, diversify, gather_facts
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -48,7 +49,8 @@ def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
     return ev
 
 
-def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext) -> list[RootCause]:
+def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext,
+                 facts: Facts | None = None) -> list[RootCause]:
     findings = analysis.findings
     has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
     # only symptoms matched, but an exception of its own was raised somewhere (the first failing rank's)
@@ -79,16 +81,28 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
             seen_rule_for_cause[spec.id].add(f.rule.id)
     for stuck in ctx.context.get("stuck") or []:
         _add_stuck_cause(causes, checks_of, stuck)
-    if not causes or unexplained:
-        for c in fallback_causes(scan, analysis, ruleset):
-            causes[c.id] = c
-            checks_of[c.id] = (["user-frame"], {})
     for cid, c in causes.items():
         names, fdict = checks_of.get(cid, ([], {}))
         run_checks(ctx, c, names, fdict)
+    if facts is None:
+        facts = gather_facts(scan, analysis, ruleset)
+    primary = not causes or unexplained
+    apply_context(list(causes.values()), facts, analysis, ruleset)
+    present: dict[str, float] = {}
+    for c in causes.values():
+        present[c.category] = max(present.get(c.category, 0.0), c.confidence)
+    alternatives = differential(facts, analysis, ruleset, present, primary)
+    if not causes and not alternatives:
+        alternatives = fallback_causes(scan, analysis, ruleset)
+    for c in alternatives:
+        causes.setdefault(c.id, c)
+    for c in causes.values():
         c.evidence = c.evidence[:MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))
-    return _thin_evidence_penalty(ranked[:MAX_CAUSES])
+    out = _thin_evidence_penalty(diversify(ranked)[:MAX_CAUSES])
+    for c in out:
+        c.confidence = round(calibrate(c.confidence, ruleset.reasoning.calibration), 4)
+    return out
 
 
 def _kind_rank(c: RootCause) -> int:
@@ -98,7 +112,7 @@ def _kind_rank(c: RootCause) -> int:
 def _thin_evidence_penalty(causes: list[RootCause]) -> list[RootCause]:
     """Conflicting candidates of similar weight lower the leader's confidence: never pretend certainty."""
     if len(causes) >= 2 and causes[0].category != causes[1].category and causes[1].confidence > 0.8 * causes[0].confidence:
-        causes[0].confidence *= 0.9
+        causes[0].confidence = max(causes[0].confidence * 0.9, causes[1].confidence)  # lowered, never reordered
     return causes
 
 

@@ -45,7 +45,11 @@ _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$")
 _PYTEST_PREFIX = re.compile(r"^E {3}")
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
+# pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
+_PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
 _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
+# an exception line printed without its traceback (a log cut before it, a launcher's one-line summary)
+_BARE_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 _UNIT = {"K": 2**-20, "M": 2**-10, "G": 1.0, "T": 1024.0}
 
@@ -88,6 +92,7 @@ class Traceback:
     rank: str | None = None
     chained: bool = False  # printed after "During handling…"/"The above exception…"
     seq: int = 0
+    bare: bool = False  # an exception line seen without a traceback before it
 
     @property
     def user_frame(self) -> Frame | None:
@@ -136,6 +141,7 @@ class ScanResult:
     dumps: list[StackDump] = field(default_factory=list)
     elastic: list[RootCauseBlock] = field(default_factory=list)
     pytest_errors: list[tuple[str, int, str]] = field(default_factory=list)
+    pytest_locations: list[tuple[str, int, Frame, str]] = field(default_factory=list)  # (source, line, raise site, exc type)
     error_lines: list[tuple[str, int, str]] = field(default_factory=list)
     mem_series: list[tuple[float, str, int]] = field(default_factory=list)
     sources: dict[str, SourceInfo] = field(default_factory=dict)
@@ -219,10 +225,21 @@ class _Scanner:
             return
         tb = self.open_tb.get(rank)
         if tb is None:
+            if body[:1] not in (" ", "\t"):
+                bm = _BARE_EXC.match(stripped)
+                if bm:
+                    self._bare_exception(number, bm, rank)
+                    return
             pm = _PYTEST_E.match(body)
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
+                return
+            lm = _PYTEST_LOC.match(stripped)
+            if lm:
+                kind = lm["type"]
+                site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
+                self._keep(self.res.pytest_locations, (self.source, number, site, "" if kind.startswith("in ") else kind), cap=200)
             return
         fm = _FRAME.match(body)
         if fm:
@@ -240,6 +257,16 @@ class _Scanner:
         tb.message = ((em["msg"] or "") if em else stripped)[:2000]
         tb.exc_line = number
         del self.open_tb[rank]
+
+    def _bare_exception(self, number: int, m: re.Match[str], rank: str | None) -> None:
+        """Keep an exception line that no traceback introduced, unless it repeats the last exception."""
+        exc, msg = m["type"], (m["msg"] or "")[:2000]
+        for prev in reversed(self.res.tracebacks[-3:]):
+            if prev.exc_type == exc and prev.message[:200] == msg[:200]:
+                return
+        tb = Traceback(self.source, number, exc_type=exc, message=msg, exc_line=number, rank=rank,
+                       chained=self.pending_chain.pop(rank, False), seq=self._seq(), bare=True)
+        self._keep_tb(tb)
 
     def _elastic_line(self, body: str) -> None:
         self.elastic_left -= 1

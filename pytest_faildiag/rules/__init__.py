@@ -56,6 +56,40 @@ class Rule:
 
 
 @dataclass
+class SymptomCause:
+    """One competing cause of a symptom family: a category with its prior (see 05-reasoning.toml)."""
+
+    category: str
+    prior: float
+    summary: str
+    fix_hints: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """A fact the evidence can show (who raised, the stage, a word family of the message) and how it moves
+    each category's weight."""
+
+    fact: str
+    why: str
+    factors: dict[str, float]
+    pattern: re.Pattern[str] | None = None
+
+
+@dataclass
+class Reasoning:
+    """The knowledge that needs no signature: exception classes, symptom families and their competing
+    causes, stages from frames, and the context factors. Built from the packs' non-rule tables."""
+
+    exceptions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    symptoms: dict[str, tuple[str, list[SymptomCause]]] = field(default_factory=dict)
+    frame_stages: list[tuple[re.Pattern[str] | None, re.Pattern[str] | None, str]] = field(default_factory=list)
+    contexts: list[Context] = field(default_factory=list)
+    libraries: frozenset[str] = frozenset()
+    calibration: list[tuple[float, float]] = field(default_factory=list)  # (raw, calibrated), raw ascending
+
+
+@dataclass
 class RuleSet:
     rules: list[Rule]
     keyword_index: dict[str, list[Rule]]
@@ -64,6 +98,7 @@ class RuleSet:
     stuck_frames: list[dict[str, Any]]
     fallback: dict[str, Any]
     next_actions: dict[str, list[str]]
+    reasoning: Reasoning = field(default_factory=Reasoning)
 
     def by_id(self, rule_id: str) -> Rule | None:
         for r in self.rules:
@@ -158,12 +193,61 @@ def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
         fallback.update(extra.get("fallback", {}))
         for k, v in extra.get("next_actions", {}).items():
             actions.setdefault(k, []).extend(v)
+    reasoning = Reasoning()
+    for name, text in packs:
+        try:
+            _add_reasoning(reasoning, tomllib.loads(text))
+        except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError, KeyError, re.error) as exc:
+            warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=2)
     index: dict[str, list[Rule]] = {}
     for r in rules:
         for k in r.keywords:
             index.setdefault(k.lower() if r.ignore_case else k, []).append(r)
     regex = _keyword_regex(rules)
-    return RuleSet(rules, index, regex, [r for r in rules if r.exit_codes], stuck, fallback, actions)
+    return RuleSet(rules, index, regex, [r for r in rules if r.exit_codes], stuck, fallback, actions, reasoning)
+
+
+def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
+    """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
+    ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
+    for ex in data.get("exception", []):
+        entry = {k: v for k, v in ex.items() if k != "names"}
+        for key in ("type", "stage"):
+            vocab = TYPES if key == "type" else STAGES
+            if entry.get(key) is not None and entry[key] not in vocab:
+                raise RuleError(f"exception {ex.get('names')}: unknown {key} {entry[key]!r}")
+        for name in ex.get("names", []):
+            out.exceptions[str(name)] = entry
+    for sym in data.get("symptom", []):
+        causes = []
+        for c in sym.get("causes", []):
+            if c.get("category") not in CATEGORIES:
+                raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
+            causes.append(SymptomCause(c["category"], float(c.get("prior", 0.1)), str(c.get("summary", "")),
+                                       [str(h) for h in c.get("fix_hints", [])]))
+        out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
+    for fs in data.get("frame_stage", []):
+        if fs.get("stage") not in STAGES:
+            raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
+        func = re.compile(fs["func"]) if fs.get("func") else None
+        file = re.compile(fs["file"]) if fs.get("file") else None
+        out.frame_stages.append((func, file, fs["stage"]))
+    for ctx in data.get("context", []):
+        factors = {str(k): float(v) for k, v in ctx.get("factors", {}).items()}
+        unknown = [k for k in factors if k not in CATEGORIES]
+        if unknown:
+            raise RuleError(f"context {ctx.get('fact')}: unknown categories {unknown}")
+        pattern = re.compile(ctx["pattern"]) if ctx.get("pattern") else None
+        out.contexts.append(Context(str(ctx["fact"]), str(ctx.get("why", "")), factors, pattern))
+    points = data.get("calibration", {}).get("points")
+    if points:
+        pts = sorted((float(a), float(b)) for a, b in points)
+        if any(not (0 <= a <= 1 and 0 <= b <= 1) for a, b in pts):
+            raise RuleError("calibration points must lie in [0, 1]")
+        out.calibration = pts
+    lib = data.get("library", {})
+    if lib.get("frameworks"):
+        out.libraries = out.libraries | frozenset(str(x) for x in lib["frameworks"])
 
 
 def _keyword_regex(rules: list[Rule]) -> re.Pattern[bytes] | None:

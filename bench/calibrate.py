@@ -1,0 +1,79 @@
+"""Fit the confidence calibration curve on the TRAIN logs only, and write it as data.
+
+The engine's raw confidence of its top cause is a product of priors and check factors; it is not a
+probability. This fits a monotone map (binned, then pool-adjacent-violators) from the raw top confidence to
+how often the top cause was right on the train logs (the logs the rules were written on and the train split
+of the thread corpus: never the dev set), and writes it to ``pytest_faildiag/rules/06-calibration.toml``.
+``bench/accuracy.py`` then shows on the dev set whether the map holds (the reliability table).
+
+    .venv/bin/python bench/calibrate.py [--bins 8] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.accuracy import REPO, THREADS, Case, all_cases  # noqa: E402
+
+OUT = REPO / "pytest_faildiag/rules/06-calibration.toml"
+
+
+def raw_rows(cases: list[Case]) -> list[tuple[float, bool]]:
+    from pytest_faildiag.engine.api import diagnose
+    from pytest_faildiag.rules import load_ruleset
+
+    rs = copy.copy(load_ruleset())
+    rs.reasoning = copy.copy(rs.reasoning)
+    rs.reasoning.calibration = []  # raw confidences
+    rows = []
+    for case in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = diagnose([str(f) for f in case.files], exit_code=case.exit_code, command=case.command, ruleset=rs)
+        cats = [c.category for c in d.root_causes]
+        rows.append((d.root_causes[0].confidence if d.root_causes else 0.0, bool(cats) and cats[0] == case.category))
+    return rows
+
+
+def fit(rows: list[tuple[float, bool]], bins: int) -> list[tuple[float, float]]:
+    rows = sorted(rows)
+    n = len(rows)
+    groups = [rows[i * n // bins:(i + 1) * n // bins] for i in range(bins)]
+    blocks = [[sum(c for c, _ in g) / len(g), sum(ok for _, ok in g), len(g)] for g in groups if g]
+    merged: list[list[float]] = []
+    for b in blocks:  # pool adjacent violators: accuracy must not fall as confidence rises
+        merged.append(list(b))
+        while len(merged) > 1 and merged[-2][1] / merged[-2][2] > merged[-1][1] / merged[-1][2]:
+            x2, k2, n2 = merged.pop()
+            x1, k1, n1 = merged.pop()
+            merged.append([(x1 * n1 + x2 * n2) / (n1 + n2), k1 + k2, n1 + n2])
+    pts = [(round(x, 4), round(k / m, 4)) for x, k, m in merged]
+    return [(0.0, 0.0)] + pts + ([(1.0, max(pts[-1][1], 0.95))] if pts and pts[-1][0] < 1.0 else [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bins", type=int, default=8)
+    ap.add_argument("--write", action="store_true")
+    a = ap.parse_args(argv)
+    cases = [c for c in all_cases([REPO / "tests/data/corpus/gpu", REPO / "tests/data/kb", THREADS])
+             if c.label.get("set") != "dev" and c.label.get("set") != "unsplit"]
+    rows = raw_rows(cases)
+    pts = fit(rows, a.bins)
+    text = ("# Confidence calibration, fitted on the train logs only by bench/calibrate.py (never the dev set).\n"
+            f"# {len(rows)} logs; points are (raw top confidence, share of top causes that were right).\n"
+            "[calibration]\npoints = [" + ", ".join(f"[{x}, {y}]" for x, y in pts) + "]\n")
+    print(text)
+    if a.write:
+        OUT.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,351 @@
+"""Reasoning that needs no signature, and the differential diagnosis.
+
+A rule knows one message. Most failures nobody wrote a rule for still say a lot: which code raised the
+exception (the program's own, a test, a library below the program's frames, or only libraries), in which
+stage the frames were (a dataset's ``__getitem__``, ``load_state_dict``, dynamo, an evaluation loop), what
+kind of exception it was (the Python hierarchy: a ``PermissionError`` is an ``OSError``), and which word
+families the message uses. ``gather_facts`` reads these; ``05-reasoning.toml`` says what each fact means.
+
+Every symptom family (an exception family, or the profile's type: oom, hang, crash, …) declares its
+competing causes across categories. ``differential`` turns them into candidate causes weighted by the
+facts, so the ranking offers distinct hypotheses rather than three variants of one; ``apply_context``
+moves the causes the rules found by the same facts, and reports each move as a validation check, so a
+person sees why a cause went up or down.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass, field
+
+from ..model import Evidence, RootCause, ValidationCheck
+from ..parse.scan import Frame, ScanResult, Traceback
+from ..rules import Reasoning, RuleSet
+from .analyze import Analysis, primary_tracebacks
+
+_SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
+_STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)")
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
+_PATHS = re.compile(r"\S*[/\\]\S*")
+_USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
+# a factor outside these bounds would let one weak word decide the ranking alone
+MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
+PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
+SECONDARY_SCALE = 0.32  # alternatives beside causes that rules found
+
+
+@dataclass
+class Facts:
+    """What the evidence says without any rule: the failing exception and where it was raised."""
+
+    exc_type: str | None = None
+    message: str = ""
+    family: str | None = None
+    raiser: str | None = None  # user | test | library | stdlib
+    library: str | None = None  # the package that raised, when it is a library
+    library_only: bool = False
+    raise_frame: Frame | None = None
+    user_frame: Frame | None = None
+    stage: str | None = None
+    stage_frame: Frame | None = None
+    source: str = ""
+    line: int | None = None
+    active: list[str] = field(default_factory=list)  # the context facts that hold
+
+
+def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
+    """("user" | "test" | "library" | "stdlib", package name). Source checkouts of well-known libraries
+    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code."""
+    f = frame.file.replace("\\", "/")
+    if f.startswith("<"):
+        return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
+    m = _SITE.search(f)
+    if m:
+        return "library", m["pkg"].split(".")[0].split("-")[0]
+    if _STDLIB.search(f):
+        return "stdlib", None
+    parts = [p for p in f.split("/") if p]
+    for i in range(1, len(parts) - 1):
+        name = parts[i]
+        prev = parts[i - 1].lower()
+        if name in libraries and (prev == name or prev == "src" or prev.startswith((name + "-", name + "_"))):
+            return "library", name
+    if "/_pytest/" in f or "/pluggy/" in f:
+        return "library", "pytest"
+    if _TEST_FILE.search(f):
+        return "test", None
+    return "user", None
+
+
+def _exception_entry(reasoning: Reasoning, exc_type: str) -> dict | None:
+    table = reasoning.exceptions
+    if exc_type in table:
+        return table[exc_type]
+    short = exc_type.rsplit(".", 1)[-1]
+    if short in table:
+        return table[short]
+    cls = getattr(builtins, short, None)
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        for base in cls.__mro__[1:]:
+            if base.__name__ in table:
+                return table[base.__name__]
+    return table.get("Exception")
+
+
+def _failing_traceback(scan: ScanResult) -> Traceback | None:
+    """The exception that ended the run: the last primary one that is not itself a chained re-raise,
+    else the last with a type."""
+    prim = [tb for tb in primary_tracebacks(scan) if tb.exc_type]
+    for tb in reversed(prim):
+        if not tb.chained:
+            return tb
+    if prim:
+        return prim[-1]
+    typed = [tb for tb in scan.tracebacks if tb.exc_type]
+    return typed[-1] if typed else None
+
+
+def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
+    """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
+    ``E   `` lines before it."""
+    for src, line, _site, exc in reversed(scan.pytest_locations):
+        if not exc:
+            continue
+        frames = [s for (s2, ln, s, e) in scan.pytest_locations if s2 == src and ln <= line][-12:]
+        msg = next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
+        return exc, msg, frames, src, line
+    return None, "", [], "", None
+
+
+def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
+    reasoning = rs.reasoning
+    facts = Facts()
+    tb = _failing_traceback(scan)
+    frames: list[Frame] = []
+    if tb is not None:
+        facts.exc_type, facts.message, frames = tb.exc_type, tb.message, tb.frames
+        facts.source, facts.line = tb.source, tb.exc_line
+    else:
+        exc, msg, frames, src, line = _pytest_facts(scan)
+        if exc:
+            facts.exc_type, facts.message, facts.source, facts.line = exc, msg, src, line
+    if facts.exc_type:
+        entry = _exception_entry(reasoning, facts.exc_type) or {}
+        facts.family = entry.get("family")
+    _owners(facts, frames, reasoning)
+    facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
+    _activate(facts, analysis, scan)
+    return facts
+
+
+def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet) -> None:
+    """Where no rule named them, the frames and the exception class decide the stage and the type."""
+    prof = analysis.profile
+    entry = _exception_entry(rs.reasoning, facts.exc_type) if facts.exc_type else None
+    if not analysis.stage_by_rule:
+        stage = facts.stage or (entry or {}).get("stage")
+        if stage:
+            prof.stage = stage
+    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry and entry.get("type"):
+        prof.type = entry["type"]
+
+
+def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
+    if not frames:
+        return
+    owners = [frame_owner(fr, reasoning.libraries) for fr in frames]
+    facts.raise_frame = frames[-1]
+    kind, pkg = owners[-1]
+    own = [i for i, (k, _) in enumerate(owners) if k in ("user", "test")]
+    if own:
+        facts.user_frame = frames[own[-1]]
+    if kind in ("library", "stdlib") and not own:
+        facts.library_only = True
+    facts.raiser = kind
+    if kind == "library":
+        facts.library = pkg
+    elif kind == "stdlib" and own:  # the standard library raising on the program's behalf
+        facts.raiser = owners[own[-1]][0]
+
+
+def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
+    for fr in reversed(frames):
+        path = fr.file.replace("\\", "/")
+        for func_re, file_re, stage in reasoning.frame_stages:
+            if func_re is not None and not func_re.search(fr.func or ""):
+                continue
+            if file_re is not None and not file_re.search(path):
+                continue
+            if func_re is None and file_re is None:
+                continue
+            return stage, fr
+    return None, None
+
+
+def _activate(facts: Facts, analysis: Analysis, scan: ScanResult) -> None:
+    act = facts.active
+    if facts.raiser in ("user", "test"):
+        act.append(f"raiser:{facts.raiser}")
+    elif facts.raiser in ("library", "stdlib"):
+        act.append("raiser:library_only" if facts.library_only else "raiser:library")
+    if facts.stage:
+        act.append(f"stage:{facts.stage}")
+    if analysis.profile.stack == "pytest":
+        act.append("run:pytest")
+
+
+def _message_text(facts: Facts, analysis: Analysis) -> str:
+    parts = [facts.message]
+    fp = analysis.profile.first_failure
+    if fp is not None:
+        parts.append(fp.excerpt)
+    for f in analysis.findings[:2]:
+        parts.append(f.text)
+    # words in file paths (``minddata/dataset/util/arena.cc``) are not what the message says
+    return _PATHS.sub(" ", "\n".join(p for p in parts if p)[:4000])
+
+
+def context_factors(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> list[tuple[str, str, dict[str, float]]]:
+    """The context entries that hold for this failure: (fact, why, factors)."""
+    text = _message_text(facts, analysis)
+    out = []
+    for ctx in reasoning.contexts:
+        if ctx.pattern is not None:
+            if ctx.pattern.search(text):
+                out.append((ctx.fact, ctx.why, ctx.factors))
+        elif ctx.fact in facts.active:
+            out.append((ctx.fact, ctx.why, ctx.factors))
+    return out
+
+
+def _factor(category: str, active: list[tuple[str, str, dict[str, float]]]) -> tuple[float, list[tuple[str, str, float]]]:
+    f = 1.0
+    moved = []
+    for fact, why, factors in active:
+        w = factors.get(category)
+        if w is not None and w != 1.0:
+            f *= w
+            moved.append((fact, why, w))
+    return max(MIN_FACTOR, min(MAX_FACTOR, f)), moved
+
+
+def _where(facts: Facts) -> str:
+    fr = facts.raise_frame
+    if fr is None:
+        return ""
+    who = {"user": "the program's own code", "test": "the test's code", "stdlib": "the standard library"}.get(
+        facts.raiser or "", f"the library {facts.library}" if facts.library else "a library")
+    return f"{facts.exc_type or 'the error'} raised in {who} at {fr.file}:{fr.line}" + (f" in {fr.func}" if fr.func else "")
+
+
+def _checks_for(moved: list[tuple[str, str, float]], facts: Facts) -> list[ValidationCheck]:
+    out = []
+    for fact, why, w in moved:
+        detail = why
+        if fact.startswith("raiser") and facts.raise_frame is not None:
+            detail += f" ({_where(facts)})"
+        elif fact.startswith("stage") and facts.stage_frame is not None:
+            fr = facts.stage_frame
+            detail += f" ({fr.func} at {fr.file}:{fr.line})"
+        out.append(ValidationCheck(f"context:{fact}", "passed" if w > 1 else "failed", detail))
+    return out
+
+
+def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs: RuleSet) -> None:
+    """Move each cause by the facts that bear on its category; say so on the cause."""
+    active = context_factors(facts, analysis, rs.reasoning)
+    if not active:
+        return
+    for c in causes:
+        f, moved = _factor(c.category, active)
+        if not moved:
+            continue
+        c.confidence = min(0.97, c.confidence * (f ** 0.5))  # rules saw the line: the context weighs less
+        c.validation_checks.extend(_checks_for(moved, facts))
+
+
+def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: bool) -> str | None:
+    """The family whose differential applies: the profile's type when a rule named a specific symptom,
+    else the failing exception's family, else the type."""
+    t = analysis.profile.type
+    typed = t in rs.reasoning.symptoms and t not in ("runtime_error", "unknown")
+    if typed and (rules_fired or not facts.family or t in ("oom", "hang", "crash")):
+        return t
+    if facts.family and facts.family in rs.reasoning.symptoms:
+        return facts.family
+    if t in rs.reasoning.symptoms:
+        return t
+    return None
+
+
+def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float], primary: bool) -> list[RootCause]:
+    """Candidate causes for the symptom family, one per category not already present, weighted by the facts.
+    ``present`` maps the categories the rules already found to their best confidence."""
+    family = symptom_family(facts, analysis, rs, rules_fired=not primary)
+    if family is None:
+        return []
+    title, causes = rs.reasoning.symptoms[family]
+    active = context_factors(facts, analysis, rs.reasoning)
+    weighted = []
+    for sc in causes:
+        f, moved = _factor(sc.category, active)
+        weighted.append((sc, sc.prior * f, moved))
+    total = sum(w for _, w, _ in weighted) or 1.0
+    scale = PRIMARY_SCALE if primary else SECONDARY_SCALE
+    point = _point(facts, analysis)
+    out = []
+    for sc, w, moved in sorted(weighted, key=lambda x: -x[1]):
+        if sc.category in present:
+            continue
+        conf = scale * (w / total) ** 0.8
+        ev = [point] if point else []
+        ev.append(Evidence("hypothesis", f"differential:{family}", f"{title}: one of its usual causes is {sc.category} — {sc.summary}"))
+        if facts.raise_frame is not None and facts.raiser:
+            ev.append(Evidence("direct", facts.source or "traceback", _where(facts), facts.line))
+        c = RootCause(f"{family}.{sc.category}", sc.category, conf, sc.summary, ev, fix_hints=list(sc.fix_hints),
+                      rule=f"differential:{family}")
+        c.validation_checks.extend(_checks_for(moved, facts))
+        out.append(c)
+    return out
+
+
+def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
+    if facts.exc_type:
+        return Evidence("direct", facts.source or "log", f"{facts.exc_type}: {facts.message}".strip(": ")[:500], facts.line)
+    fp = analysis.profile.first_failure
+    if fp is not None:
+        return Evidence("direct", fp.source, fp.excerpt[:500], fp.line)
+    return None
+
+
+def diversify(ranked: list[RootCause], width: int = 3) -> list[RootCause]:
+    """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
+    are shown; then the rest in their order. Three variants of one category tell the user nothing new."""
+    head: list[RootCause] = []
+    seen: set[str] = set()
+    for c in ranked:
+        if len(head) >= width:
+            break
+        if c.category not in seen:
+            head.append(c)
+            seen.add(c.category)
+    rest = [c for c in ranked if not any(c is h for h in head)]
+    if head:  # a variant of a shown category never reads as more likely than the hypotheses above it
+        floor = head[-1].confidence
+        for c in rest:
+            c.confidence = min(c.confidence, floor)
+    return head + rest
+
+
+def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
+    """Map a raw confidence through the calibration curve (piecewise linear, monotone), fitted on the
+    train logs by ``bench/calibrate.py`` so that "80 %" is right about 80 % of the time."""
+    if not points:
+        return confidence
+    if confidence <= points[0][0]:
+        return points[0][1] * (confidence / points[0][0]) if points[0][0] > 0 else points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if confidence <= x1:
+            return y0 + (y1 - y0) * ((confidence - x0) / (x1 - x0) if x1 > x0 else 0.0)
+    return points[-1][1]

@@ -1,0 +1,163 @@
+"""Reasoning without signatures: who raised, which stage the frames show, the differential, calibration.
+
+Every traceback here comes from a real Python process run by the test (a real package installed under a
+``site-packages`` folder, a real torch DataLoader), never from a canned string.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.engine.reason import calibrate, diversify, frame_owner
+from pytest_faildiag.model import RootCause
+from pytest_faildiag.parse.scan import Frame
+from pytest_faildiag.rules import load_ruleset
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "gpu"
+LIBS = load_ruleset().reasoning.libraries
+
+
+def _run(tmp_path: Path, code: str, env_path: Path | None = None) -> tuple[str, int]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code))
+    env = None
+    if env_path is not None:
+        import os
+
+        env = {**os.environ, "PYTHONPATH": str(env_path)}
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return p.stderr, p.returncode
+
+
+@pytest.mark.parametrize(("path", "owner"), [
+    ("/home/u/proj/train.py", ("user", None)),
+    ("/home/u/proj/tests/test_model.py", ("test", None)),
+    ("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", ("library", "torch")),
+    ("/usr/lib/python3/dist-packages/numpy/core/_methods.py", ("library", "numpy")),
+    ("/usr/lib/python3.11/json/decoder.py", ("stdlib", None)),
+    ("<frozen importlib._bootstrap>", ("stdlib", None)),
+    ("/workspace/vllm/vllm/worker/model_runner.py", ("library", "vllm")),  # a source checkout is still the library
+    ("/home/u/proj/datasets/my_data.py", ("user", None)),  # a user folder named like a library is not one
+    ("<string>", ("user", None)),
+])
+def test_frame_owner_tells_the_programs_code_from_libraries(path, owner):
+    assert frame_owner(Frame(path, 1, "f"), LIBS) == owner
+
+
+def _fake_library(root: Path) -> Path:
+    """A real third-party package, installed where pip would put it, with a bug of its own."""
+    site = root / "venv" / "lib" / "python3.11" / "site-packages"
+    pkg = site / "tinycache"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(textwrap.dedent("""
+        class Cache:
+            def __init__(self):
+                self._store = None  # never initialised: the library's own bug
+
+            def get(self, key):
+                return self._store.get(key)
+    """))
+    return site
+
+
+def _causes(diag) -> dict[str, RootCause]:
+    out: dict[str, RootCause] = {}
+    for c in diag.root_causes:
+        out.setdefault(c.category, c)
+    return out
+
+
+def test_the_raising_frame_moves_library_and_model_apart(tmp_path):
+    site = _fake_library(tmp_path)
+    lib_err, rc = _run(tmp_path, "import tinycache\ntinycache.Cache().get('k')\n", site)
+    user_dir = tmp_path / "user"
+    user_dir.mkdir()
+    user_err, rc2 = _run(user_dir, "class Cfg:\n    pass\n\nprint(Cfg().learning_rate)\n")
+
+    in_lib = diagnose(texts={"stderr": lib_err}, exit_code=rc)
+    in_user = diagnose(texts={"stderr": user_err}, exit_code=rc2)
+
+    assert in_lib.profile.type == in_user.profile.type == "runtime_error"
+    lib_c, user_c = _causes(in_lib), _causes(in_user)
+    # the same exception class, raised by a library's own code vs by the program's code
+    assert lib_c["library"].confidence > user_c["library"].confidence
+    assert user_c["model"].confidence > lib_c["model"].confidence
+    assert in_user.root_causes[0].category == "model"
+    # the refuting fact is reported on the cause it moved down
+    refuted = [v for v in user_c["library"].validation_checks if v.name == "context:raiser:user"]
+    assert refuted and refuted[0].status == "failed"
+    assert "train.py" in refuted[0].detail
+
+
+def test_frames_of_a_dataset_put_the_failure_in_the_data_stage(tmp_path):
+    err, rc = _run(tmp_path, """
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Records(Dataset):
+            def __init__(self):
+                self.rows = [{"text": "a", "label": 1}, {"text": "b"}]
+
+            def __len__(self):
+                return len(self.rows)
+
+            def __getitem__(self, i):
+                row = self.rows[i]
+                return torch.tensor([len(row["text"])]), row["label"]
+
+        for batch in DataLoader(Records(), batch_size=1):
+            pass
+    """)
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert diag.profile.stage == "data"
+    assert diag.root_causes[0].category == "dataset"
+    checks = {v.name: v for v in diag.root_causes[0].validation_checks}
+    assert checks["context:stage:data"].status == "passed"
+    assert "__getitem__" in checks["context:stage:data"].detail
+    model = next(c for c in diag.root_causes if c.category == "model")
+    assert [v.status for v in model.validation_checks if v.name == "context:stage:data"] == ["failed"]
+
+
+def test_an_exception_line_without_its_traceback_still_names_the_family(tmp_path):
+    err, rc = _run(tmp_path, "import definitely_not_installed_pkg\n")
+    cut = "\n".join(line for line in err.splitlines() if line.startswith("ModuleNotFoundError"))  # a log cut short
+    diag = diagnose(texts={"log": cut})
+    assert diag.profile.type == "runtime_error"
+    assert diag.profile.stage == "startup"
+    assert diag.root_causes[0].category == "environment"
+
+
+def test_an_oom_offers_distinct_hypotheses_across_categories():
+    case = CORPUS / "cuda_oom_single"
+    diag = diagnose([str(case / "stderr.txt"), str(case / "stdout.txt")], exit_code=1)
+    top3 = [c.category for c in diag.root_causes[:3]]
+    assert diag.profile.type == "oom"
+    assert len(set(top3)) == 3, top3
+    assert top3[0] == "resource"
+    assert any(c.rule == "differential:oom" for c in diag.root_causes)
+
+
+def test_diversify_keeps_the_best_of_each_category_first():
+    def rc(cat, conf):
+        return RootCause(f"{cat}.{conf}", cat, conf, "")
+
+    ranked = [rc("resource", 0.9), rc("resource", 0.8), rc("resource", 0.7), rc("model", 0.3), rc("config", 0.2)]
+    out = diversify(ranked)
+    assert [c.category for c in out[:3]] == ["resource", "model", "config"]
+    assert all(c.confidence <= 0.2 for c in out[3:])  # a variant never reads as likelier than the shown ones
+
+
+def test_calibration_is_monotone_and_bounded():
+    pts = [(0.0, 0.0), (0.3, 0.2), (0.6, 0.55), (0.9, 0.85), (1.0, 0.95)]
+    xs = [i / 50 for i in range(51)]
+    ys = [calibrate(x, pts) for x in xs]
+    assert all(b >= a for a, b in zip(ys, ys[1:], strict=False))
+    assert 0.0 <= min(ys) and max(ys) <= 0.95
+    assert calibrate(0.45, []) == 0.45
