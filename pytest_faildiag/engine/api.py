@@ -194,7 +194,7 @@ def diagnose(
         ctx_data.setdefault("readiness", inp.readiness)
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
     facts = gather_facts(scan, analysis, rs)
-    refine_profile(analysis, facts, rs)
+    refine_profile(analysis, facts, rs, progressed=scan.progress > 0)
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock

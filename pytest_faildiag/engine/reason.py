@@ -139,14 +139,17 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     return facts
 
 
-def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet) -> None:
-    """Where no rule named them, the frames and the exception class decide the stage and the type."""
+def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bool = True) -> None:
+    """Where no rule named them, the frames and the exception class decide the stage and the type.
+    ``progressed``: the logs show training/test progress (so a failure is not at start-up)."""
     prof = analysis.profile
     entry = _exception_entry(rs.reasoning, facts.exc_type) if facts.exc_type else None
     if not analysis.stage_by_rule:
         stage = facts.stage or (entry or {}).get("stage")
         if stage:
             prof.stage = stage
+        elif prof.type == "backend" and not progressed:
+            prof.stage = "startup"  # a device runtime error before the run printed any progress: its start
     if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry and entry.get("type"):
         prof.type = entry["type"]
 

@@ -50,6 +50,12 @@ _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>i
 _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
 # an exception line printed without its traceback (a log cut before it, a launcher's one-line summary)
 _BARE_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
+_QUOTE = re.compile(r"^(?:>>>|>|\.\.\.)\s?")  # a REPL prompt or a Markdown quote before an exception line
+_DIGITS = re.compile(r"\d+")
+# a run that printed progress got past its start; counted in C over the first bytes only, up to PROGRESS_ENOUGH
+_PROGRESS = re.compile(rb"(?i)\b(?:epoch|step|iter(?:ation)?|global_step)\b\s*[:=#]?\s*\[?\d+|\d\s?(?:it/s|s/it)\b|\bloss\b\s*[:=]\s*-?\d|\b\d+ passed\b|\bPASSED\b")
+PROGRESS_ENOUGH = 3
+PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 _UNIT = {"K": 2**-20, "M": 2**-10, "G": 1.0, "T": 1024.0}
 
@@ -148,6 +154,7 @@ class ScanResult:
     rank_first_error: dict[str, tuple[str, int, str, str | None]] = field(default_factory=dict)
     hits_per_rule: dict[str, int] = field(default_factory=dict)
     seq: int = 0
+    progress: int = 0  # lines that show training/test progress (step N, epoch N, it/s, loss=…), counted to 3
 
     def rule_ids(self) -> set[str]:
         return {f.rule.id for f in self.findings}
@@ -168,6 +175,7 @@ class _Scanner:
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
         self.line_regex = ruleset.keyword_regex
+        self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
 
     # -- state that forces line mode ------------------------------------------------------------
     @property
@@ -183,12 +191,28 @@ class _Scanner:
             body = text[m.end():]
             while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
                 body = body[m.end():]
+        body = self._strip_prefix(body)
         # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
         # even when it spells one: match keywords only on lines the program printed as output
         is_code = body.startswith(">") or (rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body))
         self._structure(number, body, rank)
         if not is_code:
             self._keywords(number, text, body, rank)
+
+    def _strip_prefix(self, body: str) -> str:
+        """Loggers and wrappers put a prefix before every line (``INTERNALERROR> ``, ``(RayWorker pid=12) ``,
+        ``ERROR 02-11 11:32:58 engine.py:389] ``). The prefix in front of a "Traceback" line is learnt (its
+        digits as wildcards) and stripped from the lines that carry it, so the traceback parses."""
+        at = body.find("Traceback (most recent call last)")
+        if at > 0 and body[:at].strip():
+            self.prefix = re.compile(_DIGITS.sub(r"\\d+", re.escape(body[:at])))
+        elif at == 0:
+            self.prefix = None
+        if self.prefix is not None:
+            m = self.prefix.match(body)
+            if m:
+                return body[m.end():]
+        return body
 
     # -- structure: tracebacks, dumps, elastic blocks -------------------------------------------------
     def _structure(self, number: int, body: str, rank: str | None) -> None:
@@ -226,7 +250,7 @@ class _Scanner:
         tb = self.open_tb.get(rank)
         if tb is None:
             if body[:1] not in (" ", "\t"):
-                bm = _BARE_EXC.match(stripped)
+                bm = _BARE_EXC.match(_QUOTE.sub("", stripped))
                 if bm:
                     self._bare_exception(number, bm, rank)
                     return
@@ -460,6 +484,8 @@ def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanRes
         else:
             carry = b""
         line_no = _scan_chunk(sc, big, buf, line_no, tail)
+        if total <= PROGRESS_BYTES:
+            count_progress(result, buf)
     sc.info.lines = line_no
     sc.info.bytes = total
     sc.info.tail = list(tail)
@@ -512,11 +538,21 @@ def _process(sc: _Scanner, number: int, raw: bytes) -> None:
     sc.generic(number, text)
 
 
+def count_progress(result: ScanResult, data: bytes) -> None:
+    if result.progress >= PROGRESS_ENOUGH:
+        return
+    for _ in _PROGRESS.finditer(data):
+        result.progress += 1
+        if result.progress >= PROGRESS_ENOUGH:
+            return
+
+
 def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
     data = text.encode("utf-8", "replace")
     if len(data) >= GREP_MIN_BYTES and prefilter.available():
         snapshot = (len(result.findings), len(result.tracebacks))
         if _scan_with_grep(None, source, ruleset, result, data=data):
+            count_progress(result, data[:PROGRESS_BYTES])
             return
         del result.findings[snapshot[0]:], result.tracebacks[snapshot[1]:]
     scan_stream(io.BytesIO(data), source, ruleset, result)
@@ -529,6 +565,8 @@ def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> N
     if file_size(path) >= GREP_MIN_BYTES and prefilter.available():
         try:
             if _scan_with_grep(path, source, ruleset, result):
+                with open(path, "rb") as f:
+                    count_progress(result, f.read(8 << 20))
                 return
         except OSError:
             pass
