@@ -79,6 +79,8 @@ def kb_cases(root: Path) -> list[Case]:
 def thread_cases(root: Path) -> list[Case]:
     manifest = root / "split.json"
     split = json.loads(manifest.read_text())["split"] if manifest.is_file() else {}
+    tainted_file = root / "contaminated.json"
+    tainted = json.loads(tainted_file.read_text())["dev"] if tainted_file.is_file() else {}
     out = []
     for log in sorted(root.glob("*/*.log")):
         meta = log.with_suffix(".json")
@@ -87,6 +89,7 @@ def thread_cases(root: Path) -> list[Case]:
         label = json.loads(meta.read_text())
         key = f"{log.parent.name}/{log.stem}"
         label["set"] = split.get(key, "unsplit")
+        label["contaminated"] = key in tainted
         label.setdefault("family", log.parent.name)
         out.append(Case(key, "threads", [log], label, label.get("exit_code"), label.get("command")))
     return out
@@ -178,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         keys = ["all", case.source] + ([f"set:{split}"] if split else [])
         if case.source == "threads":
             keys += [f"{split}:family:{case.label.get('family')}", f"{split}:stack:{case.label.get('stack')}"]
+            if split == "dev" and not case.label.get("contaminated"):
+                keys.append("dev:uncontaminated")
         for key in keys:
             t = totals.setdefault(key, [0, 0, 0, 0, 0])
             t[0] += 1

@@ -268,7 +268,7 @@ def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs:
         c.validation_checks.extend(_checks_for(moved, facts))
 
 
-def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: bool) -> str | None:
+def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: bool, failed: bool = False) -> str | None:
     """The family whose differential applies: the profile's type when a rule named a specific symptom,
     else the failing exception's family, else the type."""
     t = analysis.profile.type
@@ -279,13 +279,16 @@ def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: b
         return facts.family
     if t in rs.reasoning.symptoms:
         return t
+    if failed and "runtime" in rs.reasoning.symptoms:
+        return "runtime"  # an error no exception names (a tool's own message, a build log): the generic family
     return None
 
 
 def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float], primary: bool) -> list[RootCause]:
     """Candidate causes for the symptom family, one per category not already present, weighted by the facts.
     ``present`` maps the categories the rules already found to their best confidence."""
-    family = symptom_family(facts, analysis, rs, rules_fired=not primary)
+    failed = analysis.failed or analysis.profile.exit_code not in (None, 0) or analysis.profile.first_failure is not None
+    family = symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
