@@ -32,7 +32,7 @@ _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
-SECONDARY_SCALE = 0.32  # alternatives beside causes that rules found
+SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 
 
 @dataclass
