@@ -27,6 +27,7 @@ _BACKEND_MARKERS = [
 ]
 
 
+_ERROR_REPORT = re.compile(r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)")  # not "error_rate", "errors: 0"
 _PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
 
 
@@ -142,6 +143,8 @@ def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
         return "crash"  # a signal ended it: the contract's crash
     if exit_code:
         return "runtime_error"  # the program exited non-zero on its own: not a crash
+    if any(_ERROR_REPORT.search(text) for _, _, text in scan.error_lines[:200]):
+        return "runtime_error"  # a program reported an error and no signal is known: the generic failure
     return "unknown"
 
 

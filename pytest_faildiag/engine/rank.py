@@ -93,9 +93,11 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
         present[c.category] = max(present.get(c.category, 0.0), c.confidence)
     alternatives = differential(facts, analysis, ruleset, present, primary)
     if not causes and not alternatives:
-        alternatives = fallback_causes(scan, analysis, ruleset)
-    for c in alternatives:
-        causes.setdefault(c.id, c)
+        alternatives = [(c, []) for c in fallback_causes(scan, analysis, ruleset)]
+    for c, names in alternatives:
+        if c.id not in causes:
+            causes[c.id] = c
+            run_checks(ctx, c, names, {})
     for c in causes.values():
         c.evidence = c.evidence[:MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))

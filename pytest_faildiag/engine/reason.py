@@ -284,9 +284,11 @@ def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: b
     return None
 
 
-def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float], primary: bool) -> list[RootCause]:
-    """Candidate causes for the symptom family, one per category not already present, weighted by the facts.
-    ``present`` maps the categories the rules already found to their best confidence."""
+def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float],
+                 primary: bool) -> list[tuple[RootCause, list[str]]]:
+    """Candidate causes for the symptom family, one per category not already present, weighted by the facts,
+    each with the validation checks that tell it from the others. ``present`` maps the categories the rules
+    already found to their best confidence."""
     failed = analysis.failed or analysis.profile.exit_code not in (None, 0) or analysis.profile.first_failure is not None
     family = symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
     if family is None:
@@ -309,10 +311,15 @@ def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[st
         ev.append(Evidence("hypothesis", f"differential:{family}", f"{title}: one of its usual causes is {sc.category} — {sc.summary}"))
         if facts.raise_frame is not None and facts.raiser:
             ev.append(Evidence("direct", facts.source or "traceback", _where(facts), facts.line))
-        c = RootCause(f"{family}.{sc.category}", sc.category, conf, sc.summary, ev, fix_hints=list(sc.fix_hints),
-                      rule=f"differential:{family}")
+        # the summary names what failed: a person (and an annotation) reads the error, then the hypothesis
+        what = point.excerpt[:120] if point else title
+        c = RootCause(f"{family}.{sc.category}", sc.category, conf, f"{what} — {sc.summary}", ev,
+                      fix_hints=list(sc.fix_hints), rule=f"differential:{family}")
         c.validation_checks.extend(_checks_for(moved, facts))
-        out.append(c)
+        out.append((c, list(sc.checks)))
+    if primary and out:
+        out[0][0].validation_checks.append(ValidationCheck(
+            "rule-match", "failed", f"no rule of the knowledge base matched; these are the usual causes of: {title}"))
     return out
 
 

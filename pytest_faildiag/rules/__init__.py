@@ -63,6 +63,7 @@ class SymptomCause:
     prior: float
     summary: str
     fix_hints: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # validation checks that tell this cause from the others
 
 
 @dataclass
@@ -224,7 +225,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
             if c.get("category") not in CATEGORIES:
                 raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
             causes.append(SymptomCause(c["category"], float(c.get("prior", 0.1)), str(c.get("summary", "")),
-                                       [str(h) for h in c.get("fix_hints", [])]))
+                                       [str(h) for h in c.get("fix_hints", [])], [str(x) for x in c.get("checks", [])]))
         out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
     for fs in data.get("frame_stage", []):
         if fs.get("stage") not in STAGES:

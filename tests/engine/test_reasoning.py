@@ -161,3 +161,32 @@ def test_calibration_is_monotone_and_bounded():
     assert all(b >= a for a, b in zip(ys, ys[1:], strict=False))
     assert 0.0 <= min(ys) and max(ys) <= 0.95
     assert calibrate(0.45, []) == 0.45
+
+
+def test_the_lock_comparison_moves_the_environment_hypothesis(tmp_path):
+    """A differential check that really runs: the same import failure, once after the installed packages
+    changed since the last green run and once with them unchanged."""
+    import copy
+
+    from pytest_faildiag.capture.envlock import build_lock
+
+    err, rc = _run(tmp_path, "from json import loads_fast\n")  # a name this installation does not have
+    now = build_lock()
+    green_same = copy.deepcopy(now)
+    green_other = copy.deepcopy(now)
+    name = sorted(green_other["packages"])[0]
+    green_other["packages"][name] = "0.0.1"
+
+    def env_cause(green):
+        diag = diagnose(texts={"stderr": err}, exit_code=rc, lock=now, context={"last_green_lock": green})
+        return next(c for c in diag.root_causes if c.category == "environment")
+
+    changed, unchanged = env_cause(green_other), env_cause(green_same)
+
+    def lock_check(cause):
+        return [v for v in cause.validation_checks if v.name == "lock-changed-since-green"]
+
+    assert [v.status for v in lock_check(changed)] == ["passed"]
+    assert name in lock_check(changed)[0].detail
+    assert [v.status for v in lock_check(unchanged)] == ["failed"]
+    assert changed.confidence > unchanged.confidence
