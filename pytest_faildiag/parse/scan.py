@@ -192,6 +192,8 @@ class _Scanner:
             while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
                 body = body[m.end():]
         body = self._strip_prefix(body)
+        if body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
+            body = body[2:]  # a Markdown quote ("> RuntimeError: ..."); pytest's own "> " marks code with indent
         # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
         # even when it spells one: match keywords only on lines the program printed as output
         is_code = body.startswith(">") or (rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body))
