@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             t[2] += r["stage_ok"]
             t[3] += r["top1"]
             t[4] += r["top3"]
-        calib.setdefault("dev" if split == "dev" else "train+tuned", []).append((r["conf"], r["top1"]))
+        group = split if case.source == "threads" else "tuned (in-sample)"
+        calib.setdefault(group, []).append((r["conf"], r["top1"]))
         miss = not (r["type_ok"] and r["top1"])
         if (a.verbose or miss) and (split != "dev" or a.show_dev):
             mark = "  " if not miss else "✗ "
