@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_faildiag.engine import api  # noqa: F401  (registers every built-in check)
 from pytest_faildiag.engine.validate import CHECKS
 from pytest_faildiag.model import CATEGORIES, TYPES
-from pytest_faildiag.rules import _builtin_packs, build_ruleset
+from pytest_faildiag.rules import _builtin_packs, build_ruleset, parse_pack
 
 KB_PACKS = {"45-ecosystem.toml", "50-ascend.toml", "60-mindspore.toml", "70-jax.toml"}
 
@@ -35,6 +35,15 @@ def test_it_loads_every_builtin_pack_without_a_warning():
         rs = build_ruleset(packs)
     assert len({r.pack for r in rs.rules}) == len([name for name, text in packs if "[[rule]]" in text])
     assert rs.reasoning.symptoms and rs.reasoning.exceptions and rs.reasoning.contexts  # 05-reasoning.toml
+
+
+def test_no_pack_replaces_a_rule_of_another_by_accident():
+    """A later pack may replace a rule by id (that is how third parties override); the built-in ones never do."""
+    seen: dict[str, str] = {}
+    for name, text in _builtin_packs():
+        for r in parse_pack(text, name)[0]:
+            assert r.id not in seen, f"{r.id} in {name} replaces the rule of {seen[r.id]}"
+            seen[r.id] = name
 
 
 def test_it_gives_every_cause_a_fix_hint_a_known_category_and_existing_checks():
