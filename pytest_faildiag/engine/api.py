@@ -193,13 +193,13 @@ def diagnose(
     if inp.readiness is not None:
         ctx_data.setdefault("readiness", inp.readiness)
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
+    analysis.profile.first_failure = failure_point(scan, analysis.findings)
     facts = gather_facts(scan, analysis, rs)
     refine_profile(analysis, facts, rs, progressed=scan.progress > 0)
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock
     ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data)
-    analysis.profile.first_failure = failure_point(scan, analysis.findings)
     causes = build_causes(scan, analysis, rs, ctx, facts)
     for ev in ctx_data.get("extra_evidence") or []:
         if causes and isinstance(ev, Evidence):

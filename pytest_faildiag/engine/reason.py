@@ -93,9 +93,15 @@ def _exception_entry(reasoning: Reasoning, exc_type: str) -> dict | None:
     return table.get("Exception")
 
 
-def _failing_traceback(scan: ScanResult) -> Traceback | None:
-    """The exception that ended the run: the last primary one that is not itself a chained re-raise,
-    else the last with a type."""
+def _failing_traceback(scan: ScanResult, analysis: Analysis) -> Traceback | None:
+    """The exception of the first real failure point when one holds it (a rank's own error, not the test
+    or launcher that reported the rank's exit), else the last primary one that is not itself a chained
+    re-raise, else the last with a type."""
+    fp = analysis.profile.first_failure
+    if fp is not None:
+        for tb in scan.tracebacks:
+            if tb.exc_type and tb.source == fp.source and tb.exc_line == fp.line:
+                return tb
     prim = [tb for tb in primary_tracebacks(scan) if tb.exc_type]
     for tb in reversed(prim):
         if not tb.chained:
@@ -121,7 +127,7 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
 def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     reasoning = rs.reasoning
     facts = Facts()
-    tb = _failing_traceback(scan)
+    tb = _failing_traceback(scan, analysis)
     frames: list[Frame] = []
     if tb is not None:
         facts.exc_type, facts.message, frames = tb.exc_type, tb.message, tb.frames

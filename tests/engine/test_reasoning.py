@@ -190,3 +190,21 @@ def test_the_lock_comparison_moves_the_environment_hypothesis(tmp_path):
     assert name in lock_check(changed)[0].detail
     assert [v.status for v in lock_check(unchanged)] == ["failed"]
     assert changed.confidence > unchanged.confidence
+
+
+def test_the_facts_come_from_the_first_failure_not_from_the_test_that_reported_it(pytester, tmp_path):
+    """A test that runs a job and asserts its exit status: the job's own exception (its stderr, kept as
+    evidence the way the faildiag_run fixture keeps it) is the failure; the test's AssertionError only
+    reports it, so it must not make the cause the test's."""
+    job, rc = _run(tmp_path, "open('/nonexistent/shards/train-00001.bin')\n")
+    pytester.makepyfile(test_job=f"""
+        def test_the_job_runs():
+            returncode = {rc}
+            assert returncode == 0, "the job failed"
+    """)
+    result = pytester.runpytest("-p", "no:faildiag", "--tb=native")
+    report = "\n".join(result.outlines)
+    assert "Traceback (most recent call last)" in report and "AssertionError" in report
+    diag = diagnose(texts={"job.stderr": job, "pytest": report}, exit_code=int(result.ret), command="pytest")
+    assert diag.profile.first_failure is not None and "FileNotFoundError" in diag.profile.first_failure.excerpt
+    assert diag.root_causes[0].category == "config", [(c.category, c.rule) for c in diag.root_causes]
