@@ -101,8 +101,8 @@ def _default_sigint() -> None:
 def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, script):
     s = script("interruptible.py", """\
         import sys, time
-        print("ready", flush=True)
-        try:
+        try:  # "ready" inside the try: a child descheduled right after printing it still handles the SIGINT
+            print("ready", flush=True)
             time.sleep(30)
         except KeyboardInterrupt:
             print("child got SIGINT", flush=True)
