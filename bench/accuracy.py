@@ -65,34 +65,30 @@ def corpus_cases(root: Path) -> list[Case]:
     return out
 
 
-def kb_cases(root: Path) -> list[Case]:
+def log_cases(root: Path, pattern: str = "**/*.log", source: str = "kb") -> list[Case]:
+    """Every ``<name>.log`` with a ``<name>.json`` label beside it, named ``<folder>/<name>``."""
     out = []
-    for log in sorted(root.rglob("*.log")):
+    for log in sorted(root.glob(pattern)):
         meta = log.with_suffix(".json")
-        if not meta.is_file():
-            continue
-        label = json.loads(meta.read_text())
-        out.append(Case(f"{log.parent.name}/{log.stem}", "kb", [log], label, label.get("exit_code"), label.get("command")))
+        if meta.is_file():
+            label = json.loads(meta.read_text())
+            out.append(Case(f"{log.parent.name}/{log.stem}", source, [log], label, label.get("exit_code"),
+                            label.get("command")))
     return out
 
 
 def thread_cases(root: Path) -> list[Case]:
+    """The thread corpus: each log's split from ``split.json``, its contamination from ``contaminated.json``."""
     manifest = root / "split.json"
     split = json.loads(manifest.read_text())["split"] if manifest.is_file() else {}
     tainted_file = root / "contaminated.json"
     tainted = json.loads(tainted_file.read_text())["dev"] if tainted_file.is_file() else {}
-    out = []
-    for log in sorted(root.glob("*/*.log")):
-        meta = log.with_suffix(".json")
-        if not meta.is_file():
-            continue
-        label = json.loads(meta.read_text())
-        key = f"{log.parent.name}/{log.stem}"
-        label["set"] = split.get(key, "unsplit")
-        label["contaminated"] = key in tainted
-        label.setdefault("family", log.parent.name)
-        out.append(Case(key, "threads", [log], label, label.get("exit_code"), label.get("command")))
-    return out
+    cases = log_cases(root, "*/*.log", "threads")
+    for case in cases:
+        case.label["set"] = split.get(case.name, "unsplit")
+        case.label["contaminated"] = case.name in tainted
+        case.label.setdefault("family", case.files[0].parent.name)
+    return cases
 
 
 def all_cases(roots: list[Path]) -> list[Case]:
@@ -105,7 +101,7 @@ def all_cases(roots: list[Path]) -> list[Case]:
         elif any((p / "label.json").is_file() for p in r.iterdir() if p.is_dir()):
             cases += corpus_cases(r)
         else:
-            cases += kb_cases(r)
+            cases += log_cases(r)
     return cases
 
 

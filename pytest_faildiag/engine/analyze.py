@@ -97,7 +97,7 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     else:
         ruled_type = _first_attr(findings, "type")
         profile.type = ruled_type or _fallback_type(scan, exit_code)
-    profile.stage = _stage(scan, findings, exit_code)
+    profile.stage, staged = _stage(scan, findings, exit_code)
     domains: list[str] = []
     for f in findings[:6]:
         for d in f.rule.domains:
@@ -107,7 +107,6 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     ranks = rank_summary(scan)
     if ranks:
         profile.ranks = ranks
-    staged = any(f.rule.stage for f in findings) or any(f.rule.noise and f.rule.stage for f in scan.findings)
     return Analysis(profile, findings, failed or bool(findings), stage_by_rule=staged, type_by_rule=ruled_type is not None)
 
 
@@ -123,15 +122,16 @@ def _first_attr(findings: list[Finding], attr: str) -> str | None:
     return None
 
 
-def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> str:
+def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> tuple[str, bool]:
+    """The stage, and whether a rule named it (else it is a default that the frames may refine)."""
     # stage-only rules (noise=True with a stage) may refine the stage of the top finding
     refiners = [f for f in scan.findings if f.rule.noise and f.rule.stage]
     staged = sorted([f for f in findings if f.rule.stage] + refiners, key=lambda f: -f.rule.priority)
     if staged:
-        return staged[0].rule.stage or "runtime"
+        return staged[0].rule.stage or "runtime", True
     if findings or scan.tracebacks or exit_code or scan.pytest_errors or scan.error_lines:
-        return "runtime"
-    return "unknown"
+        return "runtime", False
+    return "unknown", False
 
 
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:

@@ -16,7 +16,7 @@ from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
-from .reason import Facts, apply_context, calibrate, differential, diversify, gather_facts
+from .reason import Facts, apply_context, calibrate, differential, diversify
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -50,7 +50,7 @@ def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
 
 
 def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext,
-                 facts: Facts | None = None) -> list[RootCause]:
+                 facts: Facts) -> list[RootCause]:
     findings = analysis.findings
     has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
     # only symptoms matched, but an exception of its own was raised somewhere (the first failing rank's)
@@ -84,8 +84,6 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
     for cid, c in causes.items():
         names, fdict = checks_of.get(cid, ([], {}))
         run_checks(ctx, c, names, fdict)
-    if facts is None:
-        facts = gather_facts(scan, analysis, ruleset)
     primary = not causes or unexplained
     apply_context(list(causes.values()), facts, analysis, ruleset)
     present: dict[str, float] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Frame, ScanResult, Traceback
@@ -42,6 +43,7 @@ class Facts:
     exc_type: str | None = None
     message: str = ""
     family: str | None = None
+    entry: dict[str, Any] = field(default_factory=dict)  # the [[exception]] entry of exc_type
     raiser: str | None = None  # user | test | library | stdlib
     library: str | None = None  # the package that raised, when it is a library
     library_only: bool = False
@@ -51,7 +53,8 @@ class Facts:
     stage_frame: Frame | None = None
     source: str = ""
     line: int | None = None
-    active: list[str] = field(default_factory=list)  # the context facts that hold
+    active: list[str] = field(default_factory=list)  # the structural facts that hold (raiser:, stage:, run:)
+    contexts: list[tuple[str, str, dict[str, float]]] = field(default_factory=list)  # every [[context]] that holds
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -78,7 +81,7 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
     return "user", None
 
 
-def _exception_entry(reasoning: Reasoning, exc_type: str) -> dict | None:
+def _exception_entry(reasoning: Reasoning, exc_type: str) -> dict[str, Any] | None:
     table = reasoning.exceptions
     if exc_type in table:
         return table[exc_type]
@@ -118,7 +121,7 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
     for src, line, _site, exc in reversed(scan.pytest_locations):
         if not exc:
             continue
-        frames = [s for (s2, ln, s, e) in scan.pytest_locations if s2 == src and ln <= line][-12:]
+        frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln <= line][-12:]
         msg = next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
         return exc, msg, frames, src, line
     return None, "", [], "", None
@@ -137,11 +140,12 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         if exc:
             facts.exc_type, facts.message, facts.source, facts.line = exc, msg, src, line
     if facts.exc_type:
-        entry = _exception_entry(reasoning, facts.exc_type) or {}
-        facts.family = entry.get("family")
+        facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
+        facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning)
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
-    _activate(facts, analysis, scan)
+    _activate(facts, analysis)
+    facts.contexts = context_factors(facts, analysis, reasoning)
     return facts
 
 
@@ -149,14 +153,14 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
     """Where no rule named them, the frames and the exception class decide the stage and the type.
     ``progressed``: the logs show training/test progress (so a failure is not at start-up)."""
     prof = analysis.profile
-    entry = _exception_entry(rs.reasoning, facts.exc_type) if facts.exc_type else None
+    entry = facts.entry
     if not analysis.stage_by_rule:
-        stage = facts.stage or (entry or {}).get("stage")
+        stage = facts.stage or entry.get("stage")
         if stage:
             prof.stage = stage
         elif prof.type == "backend" and not progressed:
             prof.stage = "startup"  # a device runtime error before the run printed any progress: its start
-    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry and entry.get("type"):
+    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry.get("type"):
         prof.type = entry["type"]
 
 
@@ -186,13 +190,11 @@ def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | 
                 continue
             if file_re is not None and not file_re.search(path):
                 continue
-            if func_re is None and file_re is None:
-                continue
             return stage, fr
     return None, None
 
 
-def _activate(facts: Facts, analysis: Analysis, scan: ScanResult) -> None:
+def _activate(facts: Facts, analysis: Analysis) -> None:
     act = facts.active
     if facts.raiser in ("user", "test"):
         act.append(f"raiser:{facts.raiser}")
@@ -263,11 +265,10 @@ def _checks_for(moved: list[tuple[str, str, float]], facts: Facts) -> list[Valid
 
 def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs: RuleSet) -> None:
     """Move each cause by the facts that bear on its category; say so on the cause."""
-    active = context_factors(facts, analysis, rs.reasoning)
-    if not active:
+    if not facts.contexts:
         return
     for c in causes:
-        f, moved = _factor(c.category, active)
+        f, moved = _factor(c.category, facts.contexts)
         if not moved:
             continue
         c.confidence = min(0.97, c.confidence * (f ** 0.5))  # rules saw the line: the context weighs less
@@ -295,15 +296,14 @@ def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[st
     """Candidate causes for the symptom family, one per category not already present, weighted by the facts,
     each with the validation checks that tell it from the others. ``present`` maps the categories the rules
     already found to their best confidence."""
-    failed = analysis.failed or analysis.profile.exit_code not in (None, 0) or analysis.profile.first_failure is not None
+    failed = analysis.failed or analysis.profile.first_failure is not None
     family = symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
-    active = context_factors(facts, analysis, rs.reasoning)
     weighted = []
     for sc in causes:
-        f, moved = _factor(sc.category, active)
+        f, moved = _factor(sc.category, facts.contexts)
         weighted.append((sc, sc.prior * f, moved))
     total = sum(w for _, w, _ in weighted) or 1.0
     scale = PRIMARY_SCALE if primary else SECONDARY_SCALE

@@ -178,12 +178,17 @@ def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
     fallback: dict[str, Any] = {}
     actions: dict[str, list[str]] = {}
     seen: dict[str, int] = {}
+    reasoning = Reasoning()
     for name, text in packs:
         try:
             pack_rules, extra = parse_pack(text, name)
         except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError) as exc:
             warnings.warn(f"faildiag: rule pack {name} skipped: {exc}", stacklevel=2)
             continue
+        try:
+            _add_reasoning(reasoning, extra)
+        except (RuleError, TypeError, ValueError, KeyError, re.error) as exc:
+            warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=2)
         for r in pack_rules:  # a later pack may replace a rule by id
             if r.id in seen:
                 rules[seen[r.id]] = r
@@ -194,12 +199,6 @@ def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
         fallback.update(extra.get("fallback", {}))
         for k, v in extra.get("next_actions", {}).items():
             actions.setdefault(k, []).extend(v)
-    reasoning = Reasoning()
-    for name, text in packs:
-        try:
-            _add_reasoning(reasoning, tomllib.loads(text))
-        except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError, KeyError, re.error) as exc:
-            warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=2)
     index: dict[str, list[Rule]] = {}
     for r in rules:
         for k in r.keywords:
@@ -230,6 +229,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
     for fs in data.get("frame_stage", []):
         if fs.get("stage") not in STAGES:
             raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
+        if not fs.get("func") and not fs.get("file"):
+            raise RuleError("frame_stage: needs func or file")
         func = re.compile(fs["func"]) if fs.get("func") else None
         file = re.compile(fs["file"]) if fs.get("file") else None
         out.frame_stages.append((func, file, fs["stage"]))

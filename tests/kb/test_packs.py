@@ -75,3 +75,12 @@ def test_it_finds_no_known_signature_in_a_healthy_training_log():
     noise = "\n".join(_bench_log(0.5).splitlines()[:-30])
     diag = diagnose(texts={"train.log": noise}, exit_code=0)
     assert all(c.rule == "fallback" for c in diag.root_causes), [(c.id, c.rule) for c in diag.root_causes]
+
+
+def test_a_malformed_reasoning_table_is_skipped_with_a_warning_and_the_rest_stays():
+    bad = ("99-bad.toml", '[[frame_stage]]\nstage = "data"\n')  # neither func nor file: it would match nothing
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = build_ruleset(_builtin_packs() + [bad])
+    assert any("99-bad.toml" in str(w.message) and "func or file" in str(w.message) for w in caught)
+    assert rs.reasoning.frame_stages and rs.reasoning.symptoms  # the built-in tables are all there
