@@ -1,7 +1,10 @@
 """Ground truth: inventory the code a run produced and run its own tests in a clean temporary copy.
 
 Missing toolchains or dependencies are reported as such (``toolchain_missing``/``deps_unavailable``), never as
-failing tests; every test run is bounded by a timeout that kills its whole process group.
+failing tests. The tests were written by an AI agent, so every command runs through
+:func:`pytest_faildiag.sandbox.run_untrusted`: an allow-listed environment (no operator secrets), a throw-away
+HOME, no network unless ``--install-deps`` asked for an install step, CPU/memory/file-size/process limits, a
+timeout and the whole process group killed. Which of these held is recorded on the :class:`TestRun`.
 """
 
 from __future__ import annotations
@@ -9,17 +12,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_faildiag.capture.proc import signal_group
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Inventory, Options, RunRecord, TestRun
 from pytest_faildiag.integrations.retort.signals import _read_json
 from pytest_faildiag.redact import redact_text
+from pytest_faildiag.sandbox import DEFAULT_FILE_SIZE, NET, PROTECTIONS, run_untrusted
 
 # Files retort itself writes into a run folder: never "code the agent produced".
 _HARNESS_FILES = {
@@ -117,38 +119,68 @@ def _copy_clean(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, ignore=ignore, ignore_dangling_symlinks=True, symlinks=True)
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str]) -> tuple[int | None, str, float]:
-    """Run ``cmd`` in its own process group; kill the whole group on timeout (rc None)."""
-    import time
-
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as exc:
-        return 127, f"{type(exc).__name__}: {exc}", 0.0
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace"), time.monotonic() - start
-    except subprocess.TimeoutExpired:
-        signal_group(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out.decode("utf-8", "replace"), time.monotonic() - start
+# Names kept from our environment for native toolchains: where a toolchain lives, never a credential. Download
+# caches and credential files (~/.cargo, ~/.m2, ~/.npmrc, GOPATH) stay behind with the real HOME.
+_TOOLCHAIN_ENV = ("JAVA_HOME", "GOROOT", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN")
+# Dependency installs write wheels and packages far larger than a test writes, and reach the index through the
+# operator's proxy, CA bundle and index settings (an install step only; the tests themselves never see them).
+_INSTALL_FILE_BYTES = 8 << 30
+_INSTALL_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL",
+                "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+                "NODE_EXTRA_CA_CERTS", "npm_config_registry", "NPM_CONFIG_REGISTRY")
 
 
-def _clean_env(extra: dict[str, str] | None = None, ab: dict[str, str | None] | None = None) -> dict[str, str]:
-    """Our own environment minus what would steer the run's tests (pytest/coverage/python knobs)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "COV_", "COVERAGE_", "PYTHON")) and k != "VIRTUAL_ENV"}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["CI"] = "1"
-    if extra:
-        env.update(extra)
-    for k, v in (ab or {}).items():  # the A/B variable, applied last so nothing above can undo it
-        if v is None:
-            env.pop(k, None)
-        else:
-            env[k] = v
+@dataclass
+class _Sandboxed:
+    """Runs one test run's commands through :func:`run_untrusted` and remembers which protections held in all
+    of them (a protection counts as held for the test run only if every command had it).
+
+    The working copy is ground_truth's own throw-away copy (one copy, not two); HOME and TMPDIR are fresh per
+    command, under the same temporary folder.
+    """
+
+    work: Path
+    keep_env: tuple[str, ...] = ()
+    held: dict[str, bool] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def run(self, cmd: list[str], cwd: Path, timeout: float, env: dict[str, str | None], *,
+            install: bool = False) -> tuple[int | None, str, float]:
+        """``(returncode, output, seconds)``; returncode None on timeout (the whole group was killed)."""
+        keep = (*self.keep_env, *_INSTALL_ENV) if install else self.keep_env
+        res = run_untrusted(cmd, cwd=cwd, timeout_s=timeout, env=env, keep_env=keep, network=install,
+                            cwd_is_copy=True, scratch_dir=self.work,
+                            file_bytes=_INSTALL_FILE_BYTES if install else DEFAULT_FILE_SIZE)
+        for name, ok in res.held.items():
+            self.held[name] = self.held.get(name, True) and ok
+            if ok:
+                continue
+            if install and name == NET:
+                self.notes.setdefault(name, f"network allowed for the dependency install ({_cmd_name(cmd)}) only")
+            elif not install or name not in self.notes:
+                self.notes[name] = res.notes.get(name, "not applied")  # the test command's reason comes first
+        return (None if res.timed_out else res.returncode), res.output, res.duration_s
+
+    def record(self, result: TestRun) -> None:
+        result.sandbox_held = [n for n in PROTECTIONS if self.held.get(n)]
+        result.sandbox_not_held = [f"{n}: {self.notes.get(n, 'not applied')}" for n in PROTECTIONS
+                                   if n in self.held and not self.held[n]]
+
+
+def _cmd_name(cmd: list[str]) -> str:
+    """``pip install``, ``npm install``: how a note names the command that needed the network."""
+    words = [Path(cmd[0]).name, *cmd[1:]]
+    if words[1:3] == ["-m", "pip"]:
+        return "pip install"
+    return " ".join(words[:2])
+
+
+def _test_env(extra: dict[str, str] | None = None, ab: dict[str, str | None] | None = None) -> dict[str, str | None]:
+    """What we set for the run's tests on top of the sandbox's allow-list: quiet bytecode, CI mode, ``extra``,
+    then the A/B variable (applied last so nothing above can undo it; None unsets it)."""
+    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": "1", "CI": "1"}
+    env.update(extra or {})
+    env.update(ab or {})
     return env
 
 
@@ -179,17 +211,17 @@ def _local_module(root: Path, module: str) -> bool:
     return any((root / p).exists() for p in (module, f"{module}.py")) or any(root.glob(f"*/{module}"))
 
 
-def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path,
+def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path, box: _Sandboxed,
                   ab: dict[str, str | None] | None = None) -> TestRun:
     py = sys.executable
-    env = _clean_env(ab=ab)
+    env = _test_env(ab=ab)
     if install_deps and (root / "requirements.txt").is_file():
         # Install into a private folder on PYTHONPATH: our interpreter keeps its pytest + coverage, the run's
         # declared dependencies come first, and nothing is installed anywhere else.
         site = work / "site"
-        rc, out, _ = _run([py, "-m", "pip", "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
-                           "--target", str(site),
-                           "-r", "requirements.txt"], root, 300, env)
+        rc, out, _ = box.run([py, "-m", "pip", "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
+                              "--target", str(site),
+                              "-r", "requirements.txt"], root, 300, env, install=True)
         if rc != 0:
             return TestRun("deps_unavailable", "pip install -r requirements.txt", excerpt=_tail(out))
         env["PYTHONPATH"] = str(site)
@@ -201,7 +233,7 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path,
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     cmd = [py, "-m", "coverage", "run", "--source=.", "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
            "-p", "no:faildiag", "-o", "addopts="]
-    rc, out, dur = _run(cmd, root, timeout, env)
+    rc, out, dur = box.run(cmd, root, timeout, env)
     shown = "python -m coverage run --source=. -m pytest -q"
     if rc is None:
         return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
@@ -209,7 +241,7 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path,
     missing = re.search(r"No module named '([\w\.]+)'", out)
     cov = None
     if cov_file.exists():
-        crc, cout, _ = _run([py, "-m", "coverage", "report", "--format=total"], root, 60, env)
+        crc, cout, _ = box.run([py, "-m", "coverage", "report", "--format=total"], root, 60, env)
         try:
             cov = float(cout.strip().splitlines()[-1]) / 100.0 if crc == 0 else None
         except (ValueError, IndexError):
@@ -270,7 +302,7 @@ _COMPILE = re.compile(r"error\[E\d+\]|could not compile|cannot find symbol|COMPI
                       r"\bundefined: \w+|syntax error|build failed", re.I)
 
 
-def _native_tests(root: Path, language: str, timeout: float, install_deps: bool, work: Path,
+def _native_tests(root: Path, language: str, timeout: float, install_deps: bool, work: Path, box: _Sandboxed,
                   ab: dict[str, str | None] | None = None) -> TestRun:
     if language in {"typescript", "javascript"}:
         pkg, _ = _read_json(root / "package.json")
@@ -295,8 +327,9 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
         cmd, tool = _NATIVE[language]
     if shutil.which(tool) is None:
         return TestRun("toolchain_missing", " ".join(cmd), excerpt=f"{tool} is not installed on this machine")
-    env = _clean_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod",
-                      "GOCACHE": str(work / "go-build"), "npm_config_cache": str(work / "npm-cache")}, ab=ab)
+    env = _test_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod",
+                     "GOCACHE": str(work / "go-build"), "npm_config_cache": str(work / "npm-cache"),
+                     **_rustup_home()}, ab=ab)
     if install_deps:
         # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
         # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
@@ -306,10 +339,10 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
         if tool == "mvn":
             cmd = [*cmd, f"-Dmaven.repo.local={work / 'm2'}"]
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
-        rc, out, _ = _run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env)
+        rc, out, _ = box.run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env, install=True)
         if rc != 0:
             return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
-    rc, out, dur = _run(cmd, root, timeout, env)
+    rc, out, dur = box.run(cmd, root, timeout, env)
     shown = " ".join(cmd)
     if rc is None:
         return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
@@ -332,6 +365,15 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     return res
 
 
+def _rustup_home() -> dict[str, str]:
+    """rustup's ``cargo`` proxy finds its toolchains under ``~/.rustup``; the child's HOME is a fresh folder, so
+    name the real one (toolchains only: registry tokens live in ``~/.cargo``, which stays behind)."""
+    if os.environ.get("RUSTUP_HOME"):
+        return {}
+    real = Path.home() / ".rustup"
+    return {"RUSTUP_HOME": str(real)} if real.is_dir() else {}
+
+
 def _missing_support_data(root: Path, output: str) -> bool:
     """Do the tests depend on a ``data/`` folder the archive does not hold (support files are not archived)?"""
     if (root / "data").is_dir():
@@ -351,7 +393,7 @@ def _missing_support_data(root: Path, output: str) -> bool:
 
 
 def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
-    """Run the run's own tests in a clean temporary copy, bounded by ``opts.test_timeout``."""
+    """Run the run's own tests in a clean temporary copy, sandboxed, bounded by ``opts.test_timeout``."""
     if not opts.run_tests:
         return TestRun("not_run", excerpt="--no-run-tests given")
     if rec.rep_dir is None:
@@ -371,18 +413,20 @@ def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
             return TestRun("error", excerpt=f"could not copy the run folder: {exc}")
         root = project_root(copy, language)
         rel_root = root.relative_to(copy).as_posix()
+        box = _Sandboxed(work, keep_env=() if language == "python" else _TOOLCHAIN_ENV)
         try:
             if language == "python":
-                res = _python_tests(root, opts.test_timeout, opts.install_deps, work, opts.extra_env)
+                res = _python_tests(root, opts.test_timeout, opts.install_deps, work, box, opts.extra_env)
             else:
-                res = _native_tests(root, language, opts.test_timeout, opts.install_deps, work, opts.extra_env)
+                res = _native_tests(root, language, opts.test_timeout, opts.install_deps, work, box, opts.extra_env)
         except Exception as exc:  # a broken project must never crash the whole diagnosis
             res = TestRun("error", excerpt=f"{type(exc).__name__}: {exc}")
+        box.record(res)
         if res.status in {"failed", "error", "compile_error"} and _TOOL_TOO_OLD.search(res.excerpt):
             res.status = "toolchain_missing"
             res.excerpt = "the local toolchain is too old for this project: " + res.excerpt[-600:]
         elif res.status in {"failed", "error"} and _missing_support_data(root, res.excerpt):
             res.status = "data_missing"
         res.root = rel_root
-        res.excerpt = res.excerpt.replace(str(copy), "<run>")
+        res.excerpt = res.excerpt.replace(str(copy), "<run>").replace(str(work), "<work>")
         return res

@@ -88,6 +88,9 @@ class TestRun:
     ``status``: passed, failed, compile_error, no_tests, undeclared_deps, deps_unavailable, toolchain_missing,
     data_missing (task support data the archive does not keep),
     timeout, not_run, error. Only passed/failed/compile_error/no_tests/undeclared_deps are ground truth.
+    ``sandbox_held`` names the protections that held for every command of the run (see
+    ``pytest_faildiag.sandbox``); ``sandbox_not_held`` says ``"name: why"`` for the others. Both stay empty when
+    nothing was run.
     """
 
     status: str
@@ -99,6 +102,8 @@ class TestRun:
     missing_module: str | None = None
     excerpt: str = ""
     duration_s: float = 0.0
+    sandbox_held: list[str] = field(default_factory=list)
+    sandbox_not_held: list[str] = field(default_factory=list)
 
     @property
     def conclusive(self) -> bool:

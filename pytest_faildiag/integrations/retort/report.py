@@ -39,7 +39,24 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
                 f"({share:.0%}; threshold 5%; {len(superseded)} superseded attempts whose retry was recorded "
                 "are not counted)"),
         "problems": result.problems,
+        "sandbox": sandbox_rollup(result),
     }
+
+
+def sandbox_rollup(result: ExperimentResult) -> dict[str, Any]:
+    """Which protections held for the archived tests this pass ran (they are untrusted, agent-written code).
+
+    ``held``: held for every test run; ``not_held``: ``"name: why"``, once per name, for any run where it did
+    not (the first reason seen). Runs whose tests were not run do not count.
+    """
+    runs = [d.test_run for d in result.diagnoses
+            if d.test_run is not None and (d.test_run.sandbox_held or d.test_run.sandbox_not_held)]
+    held = [n for n in (runs[0].sandbox_held if runs else []) if all(n in r.sandbox_held for r in runs)]
+    not_held: dict[str, str] = {}
+    for r in runs:
+        for entry in r.sandbox_not_held:
+            not_held.setdefault(entry.split(":", 1)[0], entry)
+    return {"test_runs": len(runs), "held": held, "not_held": list(not_held.values())}
 
 
 def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
@@ -56,6 +73,10 @@ def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
         lines.append(f"    {k}: {v}")
     lines.append(("Measurements trustworthy: yes — " if roll["measurements_trustworthy"] else
                   "Measurements trustworthy: NO — ") + roll["why"])
+    box = roll.get("sandbox") or {}
+    if box.get("test_runs"):
+        lines.append(f"Archived tests ran sandboxed (test runs: {box['test_runs']}); held: {', '.join(box['held']) or 'none'}")
+        lines.extend(f"    NOT held: {entry}" for entry in box["not_held"])
     for p in roll["problems"]:
         lines.append(f"warning: {p}")
     return redact_text("\n".join(lines)) + "\n"
