@@ -55,6 +55,9 @@ class Facts:
     line: int | None = None
     active: list[str] = field(default_factory=list)  # the structural facts that hold (raiser:, stage:, run:)
     contexts: list[tuple[str, str, dict[str, float]]] = field(default_factory=list)  # every [[context]] that holds
+    cued: set[str] = field(default_factory=set)  # the facts that hold because the message's words match
+    cut: bool = False  # the frames come from a traceback the log cut before its exception line
+    distributed: bool = False  # the evidence shows several ranks or a collective backend
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -115,6 +118,35 @@ def _failing_traceback(scan: ScanResult, analysis: Analysis) -> Traceback | None
     return typed[-1] if typed else None
 
 
+def _cut_traceback_frames(scan: ScanResult, typed: Traceback | None) -> list[Frame]:
+    """Frames of a traceback the log cut before its exception line (an excerpt pasted into a thread, a
+    process killed while printing, an ``INTERNALERROR>`` block cut short). Who owns those frames still
+    says where the failure happened, even though the exception is unknown. Used only when the exception
+    that was read has no frames of its own, and only a cut traceback printed at or after it."""
+    after = typed.seq if typed is not None else -1
+    for tb in reversed(scan.tracebacks):
+        if tb.frames and not tb.exc_type and tb.seq >= after:
+            return tb.frames
+    if typed is None and scan.pytest_locations:  # pytest's ``path.py:N: in func`` entries, cut before the E lines
+        src = scan.pytest_locations[-1][0]
+        return [site for (s2, _ln, site, _exc) in scan.pytest_locations if s2 == src][-12:]
+    return []
+
+
+_COLLECTIVE_BACKENDS = ("nccl", "hccl", "gloo", "mpi", "rccl", "xccl")
+
+
+def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
+    """Whether the run had several processes talking to each other: rank markers, a collective backend,
+    a communication finding. Without any of them a hang cannot be one rank waiting on another."""
+    prof = analysis.profile
+    if prof.ranks or "communication" in prof.domains:
+        return True
+    if (prof.backend or "").lower() in _COLLECTIVE_BACKENDS:
+        return True
+    return any(tb.rank is not None for tb in scan.tracebacks) or any(d.rank is not None for d in scan.dumps)
+
+
 def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
     """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
     ``E   `` lines before it."""
@@ -139,6 +171,10 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         exc, msg, frames, src, line = _pytest_facts(scan)
         if exc:
             facts.exc_type, facts.message, facts.source, facts.line = exc, msg, src, line
+    if not frames:
+        frames = _cut_traceback_frames(scan, tb)
+        facts.cut = bool(frames)
+    facts.distributed = _distributed(scan, analysis)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
@@ -149,19 +185,41 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     return facts
 
 
+def implied(facts: Facts, kind: str) -> str | None:
+    """The stage or type (``kind``) a message cue implies: a ``[[context]]`` with a pattern whose fact is
+    named ``stage:<stage>`` or ``type:<type>`` (the words of the message place the failure, e.g.
+    "initialize" → startup, "while compiling" → compile, "is not supported" → unsupported_op)."""
+    for fact, _why, _factors in facts.contexts:
+        if fact.startswith(kind + ":") and fact in facts.cued:
+            return fact.split(":", 1)[1]
+    return None
+
+
 def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bool = True) -> None:
-    """Where no rule named them, the frames and the exception class decide the stage and the type.
-    ``progressed``: the logs show training/test progress (so a failure is not at start-up)."""
+    """Where no rule named them, the frames, the exception class and the words of the message decide the
+    stage and the type. ``progressed``: the logs show training/test progress (so a failure is not at
+    start-up)."""
     prof = analysis.profile
     entry = facts.entry
     if not analysis.stage_by_rule:
-        stage = facts.stage or entry.get("stage")
+        stage = facts.stage or entry.get("stage") or implied(facts, "stage")
         if stage:
             prof.stage = stage
         elif prof.type == "backend" and not progressed:
             prof.stage = "startup"  # a device runtime error before the run printed any progress: its start
-    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry.get("type"):
-        prof.type = entry["type"]
+    if prof.type == "unknown" and facts.cut:
+        prof.type = "runtime_error"  # a traceback was printed, cut before its exception: the program raised
+        if prof.stage == "unknown":
+            prof.stage = "runtime"
+    if prof.type == "unknown" and prof.stage == "unknown" and prof.exit_code is None and not facts.exc_type:
+        # no error, no exception, no exit status: a log handed over as a failure that just stops is a run
+        # that stopped making progress (hung, or killed from outside without a word)
+        prof.type, prof.stage = "hang", "runtime"
+        return
+    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
+        implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
+        if implied_type:
+            prof.type = implied_type
 
 
 def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
@@ -204,6 +262,8 @@ def _activate(facts: Facts, analysis: Analysis) -> None:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
         act.append("run:pytest")
+    if not facts.distributed:
+        act.append("run:single_process")
 
 
 def _message_text(facts: Facts, analysis: Analysis) -> str:
@@ -221,12 +281,20 @@ def context_factors(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> l
     """The context entries that hold for this failure: (fact, why, factors)."""
     text = _message_text(facts, analysis)
     out = []
+    seen: set[str] = set()
     for ctx in reasoning.contexts:
+        if ctx.fact in seen:  # a stage shown by the frames and spelt by the message counts once
+            continue
         if ctx.pattern is not None:
+            if ctx.fact.startswith("stage:") and facts.stage:
+                continue  # the frames placed the failure; the message's words do not move it elsewhere
             if ctx.pattern.search(text):
                 out.append((ctx.fact, ctx.why, ctx.factors))
+                facts.cued.add(ctx.fact)
+                seen.add(ctx.fact)
         elif ctx.fact in facts.active:
             out.append((ctx.fact, ctx.why, ctx.factors))
+            seen.add(ctx.fact)
     return out
 
 
@@ -280,8 +348,8 @@ def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: b
     else the failing exception's family, else the type."""
     t = analysis.profile.type
     typed = t in rs.reasoning.symptoms and t not in ("runtime_error", "unknown")
-    if typed and (rules_fired or not facts.family or t in ("oom", "hang", "crash")):
-        return t
+    if typed and (rules_fired or not facts.family or t in ("oom", "hang", "crash") or facts.family == "runtime"):
+        return t  # a bare RuntimeError says less than the type a rule, the exception or the message implied
     if facts.family and facts.family in rs.reasoning.symptoms:
         return facts.family
     if t in rs.reasoning.symptoms:
