@@ -29,9 +29,11 @@ _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 _STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)")
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 _PATHS = re.compile(r"\S*[/\\]\S*")
+_E_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
+REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 
@@ -156,6 +158,13 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
         frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln <= line][-12:]
         msg = next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
         return exc, msg, frames, src, line
+    # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
+    # raise-site line: the last such E line names the exception, the entries before it are its frames
+    for src, line, text in reversed(scan.pytest_errors):
+        m = _E_EXC.match(text)
+        if m:
+            frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln < line][-12:]
+            return m["type"], m["msg"] or "", frames, src, line
     return None, "", [], "", None
 
 
@@ -180,7 +189,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning)
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
-    _activate(facts, analysis)
+    _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
     return facts
 
@@ -201,12 +210,16 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
     start-up)."""
     prof = analysis.profile
     entry = facts.entry
+    if analysis.stage_by_rule and prof.stage == "startup" and facts.stage == "collection":
+        prof.stage = "collection"  # pytest importing a test module or conftest: start-up, as pytest names it
     if not analysis.stage_by_rule:
         stage = facts.stage or entry.get("stage") or implied(facts, "stage")
         if stage:
             prof.stage = stage
-        elif prof.type == "backend" and not progressed:
-            prof.stage = "startup"  # a device runtime error before the run printed any progress: its start
+        elif prof.type in ("backend", "communication") and not progressed:
+            # a device runtime or collective error before the run printed any progress: its start (NCCL and
+            # HCCL create communicators at the first collective, so its errors are set-up errors)
+            prof.stage = "startup"
     if prof.type == "unknown" and facts.cut:
         prof.type = "runtime_error"  # a traceback was printed, cut before its exception: the program raised
         if prof.stage == "unknown":
@@ -240,6 +253,29 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
         facts.raiser = owners[own[-1]][0]
 
 
+_MISSING_MODULE = re.compile(r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
+
+
+def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) -> str | None:
+    """The module that could not be imported belongs to the project itself: its top-level package is a
+    folder of the program's or the tests' own files (``tests.conftest`` imported from
+    ``tests/unit/test_x.py``). Then no install fixes it; the project's layout or import path does."""
+    m = _MISSING_MODULE.search(facts.message)
+    if not m:
+        return None
+    module = m["a"] or m["b"]
+    top = module.split(".")[0]
+    if top in libraries:  # a well-known library missing is an install issue, even beside its source checkout
+        return None
+    for fr in frames:
+        if frame_owner(fr, frozenset())[0] not in ("user", "test"):
+            continue
+        parts = fr.file.replace("\\", "/").split("/")[:-1]
+        if top in parts:
+            return module
+    return None
+
+
 def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
     for fr in reversed(frames):
         path = fr.file.replace("\\", "/")
@@ -252,7 +288,7 @@ def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | 
     return None, None
 
 
-def _activate(facts: Facts, analysis: Analysis) -> None:
+def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:
     act = facts.active
     if facts.raiser in ("user", "test"):
         act.append(f"raiser:{facts.raiser}")
@@ -262,6 +298,11 @@ def _activate(facts: Facts, analysis: Analysis) -> None:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
         act.append("run:pytest")
+    own = _own_module(facts, frames, libraries) if facts.family == "import" else None
+    if own:
+        act.append("import:own_module")
+        if _TEST_FILE.search(own.replace(".", "/") + ".py"):
+            act.append("import:own_test_module")  # a test helper or conftest imported as a module
     if not facts.distributed:
         act.append("run:single_process")
 
@@ -309,6 +350,13 @@ def _factor(category: str, active: list[tuple[str, str, dict[str, float]]]) -> t
     return max(MIN_FACTOR, min(MAX_FACTOR, f)), moved
 
 
+def _prod(values: list[float]) -> float:
+    out = 1.0
+    for v in values:
+        out *= v
+    return out
+
+
 def _where(facts: Facts) -> str:
     fr = facts.raise_frame
     if fr is None:
@@ -336,10 +384,14 @@ def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs:
     if not facts.contexts:
         return
     for c in causes:
-        f, moved = _factor(c.category, facts.contexts)
+        _f, moved = _factor(c.category, facts.contexts)
         if not moved:
             continue
-        c.confidence = min(0.97, c.confidence * (f ** 0.5))  # rules saw the line: the context weighs less
+        # rules saw the line: the context weighs less (the square root), except a fact that refutes the
+        # line's usual reading (a factor of REFUTES or below), which counts in full
+        strong = _prod([w for _, _, w in moved if w <= REFUTES])
+        soft = max(MIN_FACTOR, min(MAX_FACTOR, _prod([w for _, _, w in moved if w > REFUTES])))
+        c.confidence = min(0.97, c.confidence * strong * soft ** 0.5)
         c.validation_checks.extend(_checks_for(moved, facts))
 
 

@@ -265,3 +265,29 @@ def test_a_log_that_stops_without_any_error_is_a_hang_of_a_single_process():
     assert cats.index("model") < cats.index("communication")
     comm = next(c for c in diag.root_causes if c.category == "communication")
     assert _check(comm, "context:run:single_process") == "failed"
+
+
+def test_a_missing_module_of_the_tests_own_package_is_the_test_suites_layout(pytester):
+    """A real pytest run: a test module imports a helper from its own ``tests`` package, which is not
+    importable (no ``__init__.py``). The module is the project's own, so no install fixes it: the
+    environment reading of the rule is refuted in full, the stage is collection."""
+    pytester.mkdir("tests")
+    pytester.mkdir("tests/unit")
+    (pytester.path / "tests" / "conftest.py").write_text("AMOUNT = 1\n")
+    (pytester.path / "tests" / "unit" / "test_farm.py").write_text(
+        "from tests.helpers import amount\n\n\ndef test_amount():\n    assert amount() == 1\n")
+    result = pytester.runpytest("-p", "no:faildiag", "--import-mode=importlib", "tests/unit")
+    report = "\n".join(result.outlines)
+    assert "ModuleNotFoundError" in report
+    diag = diagnose(texts={"pytest": report}, exit_code=int(result.ret), command="pytest tests/unit")
+    assert diag.profile.stage == "collection"
+    assert diag.root_causes[0].category == "test_code", [(c.category, c.rule) for c in diag.root_causes]
+    env = next(c for c in diag.root_causes if c.category == "environment")
+    assert _check(env, "context:import:own_module") == "failed"
+
+
+def test_a_collective_error_before_any_progress_is_a_start_up_failure():
+    """NCCL creates its communicators at the first collective: an NCCL error with no step printed
+    before it happened while setting the job up."""
+    diag = _train_log("distributed/nccl_nvls_invalid_argument_fabricmanager")
+    assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")
