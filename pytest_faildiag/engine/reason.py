@@ -29,9 +29,11 @@ _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 _STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)")
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 _PATHS = re.compile(r"\S*[/\\]\S*")
+_E_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
+REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 
@@ -55,6 +57,9 @@ class Facts:
     line: int | None = None
     active: list[str] = field(default_factory=list)  # the structural facts that hold (raiser:, stage:, run:)
     contexts: list[tuple[str, str, dict[str, float]]] = field(default_factory=list)  # every [[context]] that holds
+    cued: set[str] = field(default_factory=set)  # the facts that hold because the message's words match
+    cut: bool = False  # the frames come from a traceback the log cut before its exception line
+    distributed: bool = False  # the evidence shows several ranks or a collective backend
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -115,6 +120,35 @@ def _failing_traceback(scan: ScanResult, analysis: Analysis) -> Traceback | None
     return typed[-1] if typed else None
 
 
+def _cut_traceback_frames(scan: ScanResult, typed: Traceback | None) -> list[Frame]:
+    """Frames of a traceback the log cut before its exception line (an excerpt pasted into a thread, a
+    process killed while printing, an ``INTERNALERROR>`` block cut short). Who owns those frames still
+    says where the failure happened, even though the exception is unknown. Used only when the exception
+    that was read has no frames of its own, and only a cut traceback printed at or after it."""
+    after = typed.seq if typed is not None else -1
+    for tb in reversed(scan.tracebacks):
+        if tb.frames and not tb.exc_type and tb.seq >= after:
+            return tb.frames
+    if typed is None and scan.pytest_locations:  # pytest's ``path.py:N: in func`` entries, cut before the E lines
+        src = scan.pytest_locations[-1][0]
+        return [site for (s2, _ln, site, _exc) in scan.pytest_locations if s2 == src][-12:]
+    return []
+
+
+_COLLECTIVE_BACKENDS = ("nccl", "hccl", "gloo", "mpi", "rccl", "xccl")
+
+
+def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
+    """Whether the run had several processes talking to each other: rank markers, a collective backend,
+    a communication finding. Without any of them a hang cannot be one rank waiting on another."""
+    prof = analysis.profile
+    if prof.ranks or "communication" in prof.domains:
+        return True
+    if (prof.backend or "").lower() in _COLLECTIVE_BACKENDS:
+        return True
+    return any(tb.rank is not None for tb in scan.tracebacks) or any(d.rank is not None for d in scan.dumps)
+
+
 def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
     """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
     ``E   `` lines before it."""
@@ -124,6 +158,13 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
         frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln <= line][-12:]
         msg = next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
         return exc, msg, frames, src, line
+    # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
+    # raise-site line: the last such E line names the exception, the entries before it are its frames
+    for src, line, text in reversed(scan.pytest_errors):
+        m = _E_EXC.match(text)
+        if m:
+            frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln < line][-12:]
+            return m["type"], m["msg"] or "", frames, src, line
     return None, "", [], "", None
 
 
@@ -139,29 +180,59 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         exc, msg, frames, src, line = _pytest_facts(scan)
         if exc:
             facts.exc_type, facts.message, facts.source, facts.line = exc, msg, src, line
+    if not frames:
+        frames = _cut_traceback_frames(scan, tb)
+        facts.cut = bool(frames)
+    facts.distributed = _distributed(scan, analysis)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning)
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
-    _activate(facts, analysis)
+    _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
     return facts
 
 
+def implied(facts: Facts, kind: str) -> str | None:
+    """The stage or type (``kind``) a message cue implies: a ``[[context]]`` with a pattern whose fact is
+    named ``stage:<stage>`` or ``type:<type>`` (the words of the message place the failure, e.g.
+    "initialize" → startup, "while compiling" → compile, "is not supported" → unsupported_op)."""
+    for fact, _why, _factors in facts.contexts:
+        if fact.startswith(kind + ":") and fact in facts.cued:
+            return fact.split(":", 1)[1]
+    return None
+
+
 def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bool = True) -> None:
-    """Where no rule named them, the frames and the exception class decide the stage and the type.
-    ``progressed``: the logs show training/test progress (so a failure is not at start-up)."""
+    """Where no rule named them, the frames, the exception class and the words of the message decide the
+    stage and the type. ``progressed``: the logs show training/test progress (so a failure is not at
+    start-up)."""
     prof = analysis.profile
     entry = facts.entry
+    if analysis.stage_by_rule and prof.stage == "startup" and facts.stage == "collection":
+        prof.stage = "collection"  # pytest importing a test module or conftest: start-up, as pytest names it
     if not analysis.stage_by_rule:
-        stage = facts.stage or entry.get("stage")
+        stage = facts.stage or entry.get("stage") or implied(facts, "stage")
         if stage:
             prof.stage = stage
-        elif prof.type == "backend" and not progressed:
-            prof.stage = "startup"  # a device runtime error before the run printed any progress: its start
-    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown") and entry.get("type"):
-        prof.type = entry["type"]
+        elif prof.type in ("backend", "communication") and not progressed:
+            # a device runtime or collective error before the run printed any progress: its start (NCCL and
+            # HCCL create communicators at the first collective, so its errors are set-up errors)
+            prof.stage = "startup"
+    if prof.type == "unknown" and facts.cut:
+        prof.type = "runtime_error"  # a traceback was printed, cut before its exception: the program raised
+        if prof.stage == "unknown":
+            prof.stage = "runtime"
+    if prof.type == "unknown" and prof.stage == "unknown" and prof.exit_code is None and not facts.exc_type:
+        # no error, no exception, no exit status: a log handed over as a failure that just stops is a run
+        # that stopped making progress (hung, or killed from outside without a word)
+        prof.type, prof.stage = "hang", "runtime"
+        return
+    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
+        implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
+        if implied_type:
+            prof.type = implied_type
 
 
 def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
@@ -182,6 +253,29 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
         facts.raiser = owners[own[-1]][0]
 
 
+_MISSING_MODULE = re.compile(r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
+
+
+def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) -> str | None:
+    """The module that could not be imported belongs to the project itself: its top-level package is a
+    folder of the program's or the tests' own files (``tests.conftest`` imported from
+    ``tests/unit/test_x.py``). Then no install fixes it; the project's layout or import path does."""
+    m = _MISSING_MODULE.search(facts.message)
+    if not m:
+        return None
+    module = m["a"] or m["b"]
+    top = module.split(".")[0]
+    if top in libraries:  # a well-known library missing is an install issue, even beside its source checkout
+        return None
+    for fr in frames:
+        if frame_owner(fr, frozenset())[0] not in ("user", "test"):
+            continue
+        parts = fr.file.replace("\\", "/").split("/")[:-1]
+        if top in parts:
+            return module
+    return None
+
+
 def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
     for fr in reversed(frames):
         path = fr.file.replace("\\", "/")
@@ -194,7 +288,7 @@ def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | 
     return None, None
 
 
-def _activate(facts: Facts, analysis: Analysis) -> None:
+def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:
     act = facts.active
     if facts.raiser in ("user", "test"):
         act.append(f"raiser:{facts.raiser}")
@@ -204,6 +298,13 @@ def _activate(facts: Facts, analysis: Analysis) -> None:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
         act.append("run:pytest")
+    own = _own_module(facts, frames, libraries) if facts.family == "import" else None
+    if own:
+        act.append("import:own_module")
+        if _TEST_FILE.search(own.replace(".", "/") + ".py"):
+            act.append("import:own_test_module")  # a test helper or conftest imported as a module
+    if not facts.distributed:
+        act.append("run:single_process")
 
 
 def _message_text(facts: Facts, analysis: Analysis) -> str:
@@ -221,12 +322,20 @@ def context_factors(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> l
     """The context entries that hold for this failure: (fact, why, factors)."""
     text = _message_text(facts, analysis)
     out = []
+    seen: set[str] = set()
     for ctx in reasoning.contexts:
+        if ctx.fact in seen:  # a stage shown by the frames and spelt by the message counts once
+            continue
         if ctx.pattern is not None:
+            if ctx.fact.startswith("stage:") and facts.stage:
+                continue  # the frames placed the failure; the message's words do not move it elsewhere
             if ctx.pattern.search(text):
                 out.append((ctx.fact, ctx.why, ctx.factors))
+                facts.cued.add(ctx.fact)
+                seen.add(ctx.fact)
         elif ctx.fact in facts.active:
             out.append((ctx.fact, ctx.why, ctx.factors))
+            seen.add(ctx.fact)
     return out
 
 
@@ -239,6 +348,13 @@ def _factor(category: str, active: list[tuple[str, str, dict[str, float]]]) -> t
             f *= w
             moved.append((fact, why, w))
     return max(MIN_FACTOR, min(MAX_FACTOR, f)), moved
+
+
+def _prod(values: list[float]) -> float:
+    out = 1.0
+    for v in values:
+        out *= v
+    return out
 
 
 def _where(facts: Facts) -> str:
@@ -268,10 +384,14 @@ def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs:
     if not facts.contexts:
         return
     for c in causes:
-        f, moved = _factor(c.category, facts.contexts)
+        _f, moved = _factor(c.category, facts.contexts)
         if not moved:
             continue
-        c.confidence = min(0.97, c.confidence * (f ** 0.5))  # rules saw the line: the context weighs less
+        # rules saw the line: the context weighs less (the square root), except a fact that refutes the
+        # line's usual reading (a factor of REFUTES or below), which counts in full
+        strong = _prod([w for _, _, w in moved if w <= REFUTES])
+        soft = max(MIN_FACTOR, min(MAX_FACTOR, _prod([w for _, _, w in moved if w > REFUTES])))
+        c.confidence = min(0.97, c.confidence * strong * soft ** 0.5)
         c.validation_checks.extend(_checks_for(moved, facts))
 
 
@@ -280,8 +400,8 @@ def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: b
     else the failing exception's family, else the type."""
     t = analysis.profile.type
     typed = t in rs.reasoning.symptoms and t not in ("runtime_error", "unknown")
-    if typed and (rules_fired or not facts.family or t in ("oom", "hang", "crash")):
-        return t
+    if typed and (rules_fired or not facts.family or t in ("oom", "hang", "crash") or facts.family == "runtime"):
+        return t  # a bare RuntimeError says less than the type a rule, the exception or the message implied
     if facts.family and facts.family in rs.reasoning.symptoms:
         return facts.family
     if t in rs.reasoning.symptoms:

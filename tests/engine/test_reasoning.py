@@ -208,3 +208,86 @@ def test_the_facts_come_from_the_first_failure_not_from_the_test_that_reported_i
     diag = diagnose(texts={"job.stderr": job, "pytest": report}, exit_code=int(result.ret), command="pytest")
     assert diag.profile.first_failure is not None and "FileNotFoundError" in diag.profile.first_failure.excerpt
     assert diag.root_causes[0].category == "config", [(c.category, c.rule) for c in diag.root_causes]
+
+
+THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def _train_log(name: str):
+    """A real log of the thread corpus's train split (dev logs are never fixtures)."""
+    import json
+
+    assert json.loads((THREADS / "split.json").read_text())["split"][name] == "train"
+    return diagnose([str(THREADS / f"{name}.log")])
+
+
+def _check(cause: RootCause, name: str) -> str | None:
+    return next((v.status for v in cause.validation_checks if v.name == name), None)
+
+
+def test_a_traceback_cut_before_its_exception_still_says_who_raised():
+    """pytest's INTERNALERROR traceback, cut before its exception line: every frame is pytest's or a
+    plugin's, so the failure is a library's, and a printed traceback is an error, not an unknown."""
+    diag = _train_log("pytest_python/pt_cov_internalerror_malformed_data_file_coverage7")
+    assert diag.profile.type == "runtime_error"
+    top = diag.root_causes[0]
+    assert top.category == "library"
+    assert _check(top, "context:raiser:library_only") == "passed"
+
+
+def test_a_systemexit_raised_by_a_library_is_the_librarys_exit():
+    """SystemExit is not an interruption: whoever called sys.exit met the error. Raised inside a library
+    with no program frame below it, the library is the first hypothesis, not the runner."""
+    diag = _train_log("pytest_python/pt_django_db_setup_xdist2_systemexit")
+    cats = [c.category for c in diag.root_causes]
+    assert cats[0] == "library"
+    assert diag.root_causes[0].rule == "differential:exit"
+
+
+def test_the_words_of_the_message_imply_the_type_and_the_stage():
+    # "Device target [CPU] is not supported": an unsupported operation, and "target" is not a data word
+    diag = _train_log("mindspore/ms_cpu_pynative_op_unsupported")
+    assert diag.profile.type == "unsupported_op"
+    assert diag.root_causes[0].category == "operator"
+    assert not any(v.name == "context:cue:data" for c in diag.root_causes for v in c.validation_checks)
+    # "While rewriting computation … an HLO": XLA's compiler, so the compile stage
+    xla = _train_log("jax/t5x_tpu_x64_rewrite_unimplemented_old_libtpu")
+    assert (xla.profile.type, xla.profile.stage) == ("unsupported_op", "compile")
+
+
+def test_a_log_that_stops_without_any_error_is_a_hang_of_a_single_process():
+    """A pytest session that printed its header and nothing after it: no error, no exit status. The run
+    stopped making progress; with no rank and no collective backend in sight, no peer can be the cause,
+    so the program's own code is offered before a collective."""
+    diag = _train_log("pytest_python/pt_hang_nondaemon_thread_before_pytest_main")
+    assert (diag.profile.type, diag.profile.stage) == ("hang", "runtime")
+    cats = [c.category for c in diag.root_causes]
+    assert cats.index("model") < cats.index("communication")
+    comm = next(c for c in diag.root_causes if c.category == "communication")
+    assert _check(comm, "context:run:single_process") == "failed"
+
+
+def test_a_missing_module_of_the_tests_own_package_is_the_test_suites_layout(pytester):
+    """A real pytest run: a test module imports a helper from its own ``tests`` package, which is not
+    importable (no ``__init__.py``). The module is the project's own, so no install fixes it: the
+    environment reading of the rule is refuted in full, the stage is collection."""
+    pytester.mkdir("tests")
+    pytester.mkdir("tests/unit")
+    (pytester.path / "tests" / "conftest.py").write_text("AMOUNT = 1\n")
+    (pytester.path / "tests" / "unit" / "test_farm.py").write_text(
+        "from tests.helpers import amount\n\n\ndef test_amount():\n    assert amount() == 1\n")
+    result = pytester.runpytest("-p", "no:faildiag", "--import-mode=importlib", "tests/unit")
+    report = "\n".join(result.outlines)
+    assert "ModuleNotFoundError" in report
+    diag = diagnose(texts={"pytest": report}, exit_code=int(result.ret), command="pytest tests/unit")
+    assert diag.profile.stage == "collection"
+    assert diag.root_causes[0].category == "test_code", [(c.category, c.rule) for c in diag.root_causes]
+    env = next(c for c in diag.root_causes if c.category == "environment")
+    assert _check(env, "context:import:own_module") == "failed"
+
+
+def test_a_collective_error_before_any_progress_is_a_start_up_failure():
+    """NCCL creates its communicators at the first collective: an NCCL error with no step printed
+    before it happened while setting the job up."""
+    diag = _train_log("distributed/nccl_nvls_invalid_argument_fabricmanager")
+    assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")
