@@ -44,6 +44,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("faildiag_timeout", "hang timeout in seconds (like --faildiag-timeout)", default="")
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], parser: pytest.Parser) -> Iterator[None]:
+    """``--faildiag-out DIR`` (value after a space, folder present) must not move the rootdir: pytest's
+    first parse, made before this plugin loaded, took DIR for a test path (integrations.pytest_args)."""
+    try:
+        if any(a.startswith("--faildiag-") and "=" not in a for a in args):
+            from .integrations.pytest_args import repair_early_parse
+
+            repair_early_parse(early_config, args)
+    except Exception as exc:
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(f"faildiag: could not check how pytest read the faildiag options "
+                                           f"({type(exc).__name__}: {exc}); write --faildiag-out=DIR"), stacklevel=1)
+    return (yield)
+
+
 def enabled(config: pytest.Config) -> bool:
     opt = config.getoption("faildiag", None)
     if opt is not None:

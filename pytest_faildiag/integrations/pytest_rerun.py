@@ -214,6 +214,8 @@ def run_child(
     seconds = time.monotonic() - start
     outcomes, messages, started = _read_events(events)
     status = outcomes.get(target)
+    if killed.startswith("stopped"):  # the budget ended it, not the test: no outcome to count
+        return RunResult("not_run", seconds, killed, folder)
     if killed:
         status, detail = "failed", f"{killed} (the process group was killed)"
     elif status is None and target in started:
@@ -566,7 +568,7 @@ class RerunPlugin:
         if k >= MAX_TESTS:
             return Verdict("not_run", detail=f"only the first {MAX_TESTS} failed tests are rerun")
         limit = info.get("timeout") or max(30.0, 4 * float(info.get("duration") or 0) + 10)
-        if time.monotonic() + min(limit, STARTUP_LIMIT) > deadline:
+        if time.monotonic() + 1.0 > deadline:
             return Verdict("not_run", detail="the rerun time budget ran out (ini faildiag_rerun_budget)")
         base = self.out / (entry.get("slug") or "unknown") / "rerun"
         cov_files = changes.files() if not changes.skipped else None
