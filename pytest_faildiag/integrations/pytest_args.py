@@ -43,8 +43,12 @@ def repair_early_parse(config: Any, args: list[str]) -> bool:
     from _pytest.config.findpaths import determine_setup
 
     ns = config.known_args_namespace
-    kwargs: dict[str, Any] = {"inifile": ns.inifilename, "args": ns.file_or_dir, "rootdir_cmd_arg": ns.rootdir or None,
-                              "invocation_dir": config.invocation_params.dir}
+    kwargs: dict[str, Any] = {
+        "inifile": ns.inifilename,
+        "args": ns.file_or_dir,
+        "rootdir_cmd_arg": ns.rootdir or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
     if "override_ini" in inspect.signature(determine_setup).parameters:
         kwargs["override_ini"] = ns.override_ini
     found = determine_setup(**kwargs)
@@ -58,8 +62,8 @@ def repair_early_parse(config: Any, args: list[str]) -> bool:
     config._inicache.clear()
     config._parser.extra_info["rootdir"] = str(rootpath)
     config._parser.extra_info["inifile"] = str(inipath)
-    if old_addopts and args[:len(old_addopts)] == old_addopts:
-        del args[:len(old_addopts)]
+    if old_addopts and args[: len(old_addopts)] == old_addopts:
+        del args[: len(old_addopts)]
     args[:0] = config._validate_args(config.getini("addopts"), "via addopts config")
     config.known_args_namespace = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
     config.pluginmanager.consider_preparse(args, exclude_only=False)

@@ -18,8 +18,13 @@ from pytest_faildiag.engine.changes import (
 
 
 def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -60,8 +65,10 @@ def test_each_reason_to_skip_is_said(tmp_path: Path) -> None:
 
 
 def test_a_pure_deletion_marks_the_line_after_it() -> None:
-    diff = ("diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -3,2 +2,0 @@\n-a\n-b\n"
-            "@@ -9 +8,3 @@\n-c\n+d\n+e\n+f\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n")
+    diff = (
+        "diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/p.py\n@@ -3,2 +2,0 @@\n-a\n-b\n"
+        "@@ -9 +8,3 @@\n-c\n+d\n+e\n+f\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    )
     assert parse_unified_zero(diff) == {"p.py": {3, 8, 9, 10}}
 
 
@@ -71,12 +78,13 @@ def test_the_changed_line_the_code_ran_is_ranked_from_real_coverage(tmp_path: Pa
     mod = root / "pkg" / "mod.py"
     mod.write_text(mod.read_text().replace("x + 1", "x + 2").replace("return 0", "return 1"))
     data = tmp_path / "cov.data"
-    script = (f"import coverage, sys; sys.path.insert(0, {str(root)!r})\n"
-              f"c = coverage.Coverage(data_file={str(data)!r}, config_file=False); c.start(); c.switch_context('import')\n"
-              "import pkg.mod\nc.switch_context('test:t'); pkg.mod.f(1); c.stop(); c.save()\n")
+    script = (
+        f"import coverage, sys; sys.path.insert(0, {str(root)!r})\n"
+        f"c = coverage.Coverage(data_file={str(data)!r}, config_file=False); c.start(); c.switch_context('import')\n"
+        "import pkg.mod\nc.switch_context('test:t'); pkg.mod.f(1); c.stop(); c.save()\n"
+    )
     subprocess.run([sys.executable, "-c", script], check=True)
-    suspects = rank_suspects(executed_lines(data), changed_since(root, green),
-                             traceback_lines=[(str(mod), 2)])
+    suspects = rank_suspects(executed_lines(data), changed_since(root, green), traceback_lines=[(str(mod), 2)])
     assert suspects == [{"file": "pkg/mod.py", "line": 2, "changed_since": green, "score": 1.0}]  # g() never ran
 
 

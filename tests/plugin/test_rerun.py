@@ -270,13 +270,16 @@ def test_a_hang_whose_producer_thread_died_names_that_exception_first(pytester: 
 
 
 @pytest.mark.parametrize("xdist", [False, True])
-def test_the_output_folder_after_a_space_is_not_a_test_path(pytester: pytest.Pytester,
-                                                            tmp_path_factory: pytest.TempPathFactory, xdist: bool) -> None:
+def test_the_output_folder_after_a_space_is_not_a_test_path(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, xdist: bool
+) -> None:
     if xdist:
         pytest.importorskip("xdist")
     outside = tmp_path_factory.mktemp("outside-out")  # exists, outside the project
     pytester.makeini("[pytest]\naddopts = -k keep -p no:cacheprovider\nmarkers =\n    slow: a slow test\n")
-    pytester.makepyfile(test_a="import pytest\n\n@pytest.mark.slow\ndef test_keep():\n    pass\n\ndef test_drop():\n    pass\n")
+    pytester.makepyfile(
+        test_a="import pytest\n\n@pytest.mark.slow\ndef test_keep():\n    pass\n\ndef test_drop():\n    pass\n"
+    )
     extra = ["-n", "2"] if xdist else []
     result = pytester.runpytest_subprocess(*extra, "--faildiag", "--faildiag-out", str(outside), "--strict-markers")
     result.stdout.fnmatch_lines([f"rootdir: {pytester.path}*"])
