@@ -28,6 +28,9 @@ from typing import Any
 import pytest
 
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+from .pytest_rerun import register as register_rerun
+from .pytest_rerun import test_timeout
+from .pytest_threads import ThreadEvidence, name_dead_thread
 
 SESSION_SCHEMA = "faildiag.session/1"
 HANG_PLUGIN = "faildiag-hang"
@@ -86,6 +89,8 @@ class FaildiagSession:
         self.journal: Journal | None = None
         self._lock: Any = _UNSET
         self.dumper: Any = None
+        self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
+        self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
         timeout = _timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
             from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
@@ -99,6 +104,7 @@ class FaildiagSession:
     # ------------------------------------------------------------------ session
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.threads.install()
         try:
             self.distributed = self.controller and self.config.pluginmanager.hasplugin("dsession")
             if self.controller:
@@ -139,6 +145,11 @@ class FaildiagSession:
         """Outermost wrapper: the session index is written before any other plugin's session end; the
         GitHub annotations come after the terminal reporter printed its summaries and the final line."""
         try:
+            if self.controller and self.rerun is not None:
+                self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
+        except Exception as exc:
+            warn(f"faildiag: reruns stopped: {type(exc).__name__}: {exc}")
+        try:
             if self.controller:
                 self._write_session_index()
             if self.journal is not None:
@@ -155,6 +166,7 @@ class FaildiagSession:
                 self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.threads.start(nodeid)
         if self.journal is not None and not self.distributed:
             self.journal.mark("start", nodeid)
 
@@ -192,6 +204,7 @@ class FaildiagSession:
 
     def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
         texts = _report_texts(rep)
+        texts.update(self.threads.texts_for(item.nodeid))
         excinfo = call.excinfo
         if excinfo is not None:
             try:
@@ -296,6 +309,7 @@ class FaildiagSession:
             context["last_green_lock"] = green
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
                         stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
+        name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
         slug = slugify(nodeid, when)
         snap = self.out / slug
@@ -365,6 +379,7 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ session end
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.threads.uninstall()
         if self.dumper is not None:
             self.dumper.close()
         if self.journal is not None:
