@@ -17,6 +17,15 @@ def corpus_cases() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if (p / "label.json").is_file())
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_reruns_unless_asked():
+    """The inner pytest sessions of this suite fail on purpose; rerunning each of them twice (the plugin's
+    default) would only slow the suite. tests/plugin/test_rerun.py turns the default back on."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FAILDIAG_RERUN", "0")
+        yield
+
+
 @pytest.fixture
 def run_cli():
     """Run the real `faildiag` CLI in a subprocess (as users and CI do)."""

@@ -67,14 +67,22 @@ PASS_ON = {
 }
 
 
+RERUN_ENV = "FAILDIAG_RERUN"
+
+
 def rerun_count(config: pytest.Config) -> int:
+    """Reruns per failed test: ``--faildiag-rerun``, else ``$FAILDIAG_RERUN`` (so a CI job can turn reruns off
+    or up without editing the project's config), else the ``faildiag_rerun`` ini value, else the default."""
     value = config.getoption("faildiag_rerun", None)
-    if value is None:
+    for source in (lambda: os.environ.get(RERUN_ENV), lambda: config.getini("faildiag_rerun")):
+        if value is not None:
+            break
         try:
-            value = int(str(config.getini("faildiag_rerun")).strip() or DEFAULT_RUNS)
+            raw = str(source() or "").strip()
+            value = int(raw) if raw else None
         except (ValueError, KeyError):
-            value = DEFAULT_RUNS
-    return max(0, int(value))
+            value = None
+    return max(0, int(DEFAULT_RUNS if value is None else value))
 
 
 def test_timeout(item: pytest.Item, config: pytest.Config) -> float | None:

@@ -38,6 +38,12 @@ def _props(junit: Path, name: str) -> dict[str, str]:
     raise AssertionError(f"{name} not in {junit}")
 
 
+@pytest.fixture(autouse=True)
+def _plugin_default_reruns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Here the plugin's own default applies (the suite's conftest turns reruns off elsewhere)."""
+    monkeypatch.delenv("FAILDIAG_RERUN", raising=False)
+
+
 def test_a_deterministic_regression_is_named_with_the_changed_line_it_ran(pytester: pytest.Pytester) -> None:
     pytester.mkpydir("shop")
     cart = pytester.path / "shop" / "cart.py"
@@ -203,6 +209,19 @@ def test_a_marked_test_is_never_rerun_and_zero_turns_reruns_off(pytester: pytest
     result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0")
     assert "faildiag reruns" not in result.stdout.str()
     assert "rerun" not in entry_for(session_index(pytester.path), "test_charges_the_card")
+
+
+def test_the_environment_variable_sets_reruns_and_the_option_wins(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_env="def test_broken():\n    assert 1 == 2\n")
+    monkeypatch.setenv("FAILDIAG_RERUN", "0")
+    result = pytester.runpytest("--faildiag")
+    assert "faildiag reruns" not in result.stdout.str()
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "1")
+    assert "faildiag reruns" in result.stdout.str()
+    report = _report(pytester.path, entry_for(session_index(pytester.path), "test_broken"))
+    assert report["rerun"]["verdict"] == "deterministic"
 
 
 def test_a_hung_rerun_is_killed_with_its_process_group(pytester: pytest.Pytester) -> None:
