@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import threading
 import traceback
@@ -295,7 +296,7 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
+                        stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}", cwd=str(self.config.rootpath))
         top = diag.top
         slug = slugify(nodeid, when)
         snap = self.out / slug
