@@ -117,7 +117,9 @@ def write_seal(snapshot: str | os.PathLike[str], command: str | None, cwd: str |
         key = _key(create=True)
         if key is None:
             return
-        body = json.dumps({"schema": "faildiag.command-seal/1", "hmac": _digest(key, command, cwd or os.getcwd(), snapshot)})
+        body = json.dumps(
+            {"schema": "faildiag.command-seal/1", "hmac": _digest(key, command, cwd or os.getcwd(), snapshot)}
+        )
         atomic_write(path, body + "\n", mode=0o600)
     except (OSError, ValueError):
         return

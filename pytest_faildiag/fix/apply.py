@@ -111,7 +111,7 @@ def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
 def _target(ctx: FixContext, name: str, shown: str | None) -> Path:
     """The file to write for a change: checked again now, and the same file the proposal showed."""
     try:
-        path = project_file(ctx.cwd, name)
+        path = project_file(ctx.cwd, name, allow_home=ctx.folder_chosen_here)
     except PathRefused as exc:
         raise FixError(visible(str(exc))) from None
     if shown is not None and str(path) != shown:

@@ -74,12 +74,13 @@ class FixContext:
     notes: list[str] = field(default_factory=list)
     command_origin: str = "report"  # "option" (--command) | "report"
     command_recorded_here: bool = False  # sealed by this user's faildiag for this snapshot and folder
+    folder_chosen_here: bool = True  # --cwd, the current folder, or a sealed report's: not a foreign report's
 
     def project_file(self, path: str | os.PathLike[str]) -> Path | None:
         """``path`` resolved when fix mode may edit it (a regular file inside the run's folder), else None
         with the reason added to ``notes`` once."""
         try:
-            return project_file(self.cwd, path)
+            return project_file(self.cwd, path, allow_home=self.folder_chosen_here)
         except PathRefused as exc:
             note = f"not edited: {exc}"
             if note not in self.notes:
@@ -244,10 +245,6 @@ def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str
     folder = Path(str(where))
     if not folder.is_dir():
         raise SnapshotError(f"{visible(folder)}: the run's working folder does not exist (pass --cwd)")
-    try:
-        check_root(folder)
-    except PathRefused as exc:
-        notes.append(f"not edited: {exc}")
     recorded = report["profile"].get("command")
     cmd = command or (recorded if isinstance(recorded, str) and recorded.strip() else None)
     ctx = FixContext(snapshot=snap, report=report, cwd=folder, command=cmd, notes=notes)
@@ -255,6 +252,11 @@ def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str
         ctx.command_origin, ctx.command_recorded_here = "option", False
     elif cmd:
         ctx.command_recorded_here = check_seal(snap, cmd, folder)
+    ctx.folder_chosen_here = not (cwd is None and report.get("cwd")) or ctx.command_recorded_here
+    try:
+        check_root(folder, allow_home=ctx.folder_chosen_here)
+    except PathRefused as exc:
+        notes.append(f"not edited: {exc}")
     ctx.evidence_text = _evidence_text(ctx)
     ctx.frames = parse_frames(ctx.evidence_text, folder)
     return ctx

@@ -33,22 +33,25 @@ def _home() -> Path | None:
         return None
 
 
-def check_root(root: Path) -> Path:
-    """The resolved project folder. Raises PathRefused for the file system root or the home folder itself:
-    a project is never the whole machine or the whole home (where ``.bashrc`` and ``.ssh`` live)."""
+def check_root(root: Path, *, allow_home: bool = False) -> Path:
+    """The resolved project folder. Raises PathRefused for the file system root, and for the home folder
+    itself unless ``allow_home`` (the user chose that folder, or this machine's faildiag recorded it): a
+    snapshot from elsewhere never makes the whole home (``.bashrc``, ``bin/``) the project."""
     resolved = Path(os.path.realpath(root))
-    if resolved == Path(resolved.anchor) or resolved == _home():
-        raise PathRefused(f"the run's folder {resolved} is not a project folder: fix mode edits nothing there "
-                          "(pass --cwd with the project's folder)")
+    if resolved == Path(resolved.anchor) or (resolved == _home() and not allow_home):
+        raise PathRefused(
+            f"the run's folder {resolved} is not a project folder: fix mode edits nothing there "
+            "(pass --cwd with the project's folder)"
+        )
     return resolved
 
 
-def project_file(root: Path, name: str | os.PathLike[str]) -> Path:
+def project_file(root: Path, name: str | os.PathLike[str], *, allow_home: bool = False) -> Path:
     """The resolved path of ``name`` (relative names are taken from ``root``) when it is a regular file
     inside the resolved ``root``, outside hidden, cache and environment folders. Raises PathRefused
     with the reason otherwise."""
     text = str(name)
-    base = check_root(root)
+    base = check_root(root, allow_home=allow_home)
     if text.startswith("~"):
         raise PathRefused(f"{text}: a home-folder path; fix mode edits only files inside the project {base}")
     candidate = Path(text) if os.path.isabs(text) else base / text
@@ -58,11 +61,14 @@ def project_file(root: Path, name: str | os.PathLike[str]) -> Path:
     parts = resolved.relative_to(base).parts
     hidden = next((p for p in parts if p.startswith(".") or p in NOT_PROJECT_DIRS), None)
     if hidden is None:  # a virtual environment under any name (venv/, env/, py311/) holds pyvenv.cfg
-        hidden = next((p for i, p in enumerate(parts[:-1]) if (base.joinpath(*parts[:i + 1]) / "pyvenv.cfg").exists()),
-                      None)
+        hidden = next(
+            (p for i, p in enumerate(parts[:-1]) if (base.joinpath(*parts[: i + 1]) / "pyvenv.cfg").exists()), None
+        )
     if hidden is not None:
-        raise PathRefused(f"{text}: inside {hidden}/ (a hidden, cache or environment folder); fix mode edits only "
-                          "the project's own files")
+        raise PathRefused(
+            f"{text}: inside {hidden}/ (a hidden, cache or environment folder); fix mode edits only "
+            "the project's own files"
+        )
     try:
         st = os.stat(resolved, follow_symlinks=False)
     except OSError as exc:

@@ -535,7 +535,7 @@ def _from_template(ctx: FixContext, cause: dict[str, Any]) -> Proposal | None:
 def propose(ctx: FixContext) -> Proposal:
     """One proposal for the snapshot in ``ctx``, with its verification rerun and its id; never touches a file."""
     p = _choose(ctx)
-    p.rerun = Rerun(ctx.command, str(ctx.cwd), ctx.command_recorded_here, ctx.command_origin)
+    p.rerun = Rerun(ctx.command, os.path.realpath(ctx.cwd), ctx.command_recorded_here, ctx.command_origin)
     p.id = proposal_id(p)
     return p
 
