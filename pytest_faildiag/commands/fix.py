@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         if not _ask(f"apply fix {proposal.id}? [y/N] "):
             sys.stdout.write("nothing changed\n")
             return 0
-        if not run_ok and proposal.rerun is not None:
+        if not run_ok and proposal.rerun is not None and args.confirm_command != proposal.rerun.id:
             run_ok = _ask(redact_text(f"the verification reruns `{visible(proposal.rerun.command)}` in "
                                       f"{visible(proposal.rerun.cwd)}, a command faildiag on this machine did not "
                                       "record: run it? [y/N] "))

@@ -432,3 +432,54 @@ def test_a_test_id_with_shell_syntax_is_quoted_in_the_rerun_command(pytester: py
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads((snap / "report.json").read_text())["fix"]["verification"] == "passed"
     assert not (pytester.path / "PWNED").exists()
+
+
+def _tty(project: Project, answers: list[str]) -> tuple[int, str]:
+    """`faildiag fix` on a real pseudo-terminal, answering each `[y/N]` question in turn."""
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        project.fix_argv(), cwd=project.root, env=project.env(), stdin=slave, stdout=slave, stderr=slave
+    )
+    os.close(slave)
+    out, asked = b"", 0
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if asked < len(answers) and out.count(b"[y/N]") > asked:
+                    os.write(master, answers[asked].encode() + b"\n")
+                    asked += 1
+            elif proc.poll() is not None:
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        os.close(master)
+    return proc.returncode, out.decode(errors="replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_a_foreign_command_gets_its_own_question(project):
+    _data_dir_project(project, "python train.py; touch PWNED")
+    before = project.user_hashes()
+    rc, out = _tty(project, ["y", "n"])
+    assert "apply fix " in out and "a command faildiag on this machine did not record: run it? [y/N]" in out
+    assert "`python train.py; touch PWNED`" in out
+    assert rc == 2 and "--confirm-command" in out
+    assert not (project.root / "PWNED").exists() and project.user_hashes() == before
+
+    rc, out = _tty(project, ["y", "y"])
+    assert rc == 0, out
+    assert (project.root / "PWNED").exists() and project.report()["fix"]["verification"] == "passed"
