@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     for d in dead:
         texts = dead_test_texts(out, d)
         try:
-            diag = diagnose(texts=texts, stack="pytest", command=f"pytest {d.nodeid}")
+            diag = diagnose(texts=texts, stack="pytest", command=f"pytest {shlex.quote(d.nodeid)}")
         except InputError as exc:  # pragma: no cover - the journal text is always there
             raise UsageError(str(exc)) from None
         slug = slugify(d.nodeid, "killed")

@@ -17,6 +17,7 @@ from filelock import FileLock, Timeout
 from ..fsio import atomic_write
 from ..model import Diagnosis
 from ..redact import redact_obj
+from ..seal import write_seal
 from .report import render_markdown
 
 
@@ -58,3 +59,4 @@ def _write_all(out: Path, diag: Diagnosis, lock: dict[str, Any] | None, extra: d
     atomic_write(out / "meta" / "root-causes.json", dump_json(rep["root_causes"]))
     atomic_write(out / "report.md", render_markdown(diag))
     atomic_write(out / "report.json", dump_json(rep))  # last: its presence means the snapshot is whole
+    write_seal(out, rep["profile"].get("command"), rep.get("cwd"))  # fix mode reruns only sealed commands unasked

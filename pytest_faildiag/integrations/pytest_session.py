@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import threading
 import traceback
@@ -308,7 +309,8 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
+                        stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
+                        cwd=str(self.config.rootpath))
         name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
         slug = slugify(nodeid, when)
