@@ -149,10 +149,13 @@ def dead_tests(events: list[dict[str, Any]]) -> list[DeadTest]:
 
 
 def slugify(nodeid: str, when: str = "call") -> str:
-    """A file-system-safe folder name, unique per node id (a short hash of it) and phase."""
+    """A file-system-safe folder name, unique per node id (a short hash of it) and phase. Built from the
+    redacted id: a token in a parametrised test's id (``test_x[ghp_...]``) must not become a folder name."""
     import hashlib
 
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
+    from ..redact import redact_text
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(nodeid)).strip("._") or "test"
     if len(safe) > 80:
         safe = safe[:40] + "_" + safe[-39:]
     digest = hashlib.sha1(nodeid.encode("utf-8", errors="replace")).hexdigest()[:8]
