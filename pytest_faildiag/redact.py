@@ -66,10 +66,11 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # user:password@host in URLs. The password may hold "/" or "@" (written unencoded, as people do): it runs to
-# the "@" that is followed by a host and the end of the authority. ``user:8080/path@ref`` is a port.
+# the last "@" that is followed by a host and the end of the authority (greedy: in ``u:pw@host/x@v1`` the
+# host goes too, rather than part of a password). ``host:8080/path@ref`` is a port, not a password.
 _URL_CREDS = re.compile(
-    r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s]{1,256}?)"
-    r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;]|$))")
+    r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s\"'<>`]{1,256})"
+    r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;`]|$))")
 _PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # NAME=value / NAME: value / "name": "value" where NAME looks secret. No bare-whitespace separator: prose
 # such as "Token indices sequence length is longer ..." (a transformers warning) must stay readable.
@@ -88,11 +89,12 @@ _USER_PASS = re.compile(
 # The tools whose short option is the password: mysql's family takes it attached (-pSECRET; "-p SECRET"
 # prompts and SECRET is the database), sshpass -p, docker/podman login -p, redis-cli -a. Elsewhere -p is a
 # port, a path or a flag and is left alone.
+_PW_ARG = r"""(?P<q>["'])?(?P<pw>(?(q)[^"'\n]+|[^\s"'-][^\s"']*))"""  # 'quoted words' or one word
 _TOOL_PASSWORDS = [
-    re.compile(r"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p(?P<pw>[^\s"']+)"""),
-    re.compile(r"""\bsshpass\b[^\n|;&]{0,400}?\s-p\s*(?P<pw>[^\s"'-][^\s"']*)"""),
-    re.compile(r"""\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n|;&]{0,400}?\s-p\s+(?P<pw>[^\s"'-][^\s"']*)"""),
-    re.compile(r"""\bredis-cli\b[^\n|;&]{0,400}?\s-a\s+(?P<pw>[^\s"'-][^\s"']*)"""),
+    re.compile(r"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p""" + _PW_ARG),
+    re.compile(r"""\bsshpass\b[^\n|;&]{0,400}?\s-p\s*""" + _PW_ARG),
+    re.compile(r"""\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n|;&]{0,400}?\s-p\s+""" + _PW_ARG),
+    re.compile(r"""\bredis-cli\b[^\n|;&]{0,400}?\s-a\s+""" + _PW_ARG),
 ]
 # netrc: "machine HOST login USER password SECRET"
 _NETRC = re.compile(r"(?i)\b(machine\s+\S{1,255}.{0,400}?\bpassword\s+)(\S+)")
@@ -137,7 +139,14 @@ def redact_text(text: str) -> str:
             return _redact_bulk(text)
         except Exception:  # pragma: no cover
             return MASK
+    if not _may_hold_secret(text):
+        return text  # most short texts (test ids, summaries, file names): a few substring checks, no regex pass
     return _redact_line(text)
+
+
+def _may_hold_secret(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _TRIGGERS) or _AWS_SECRET.search(text) is not None
 
 
 def _redact_bulk(text: str) -> str:

@@ -57,12 +57,17 @@ def _diagnosis(report: dict[str, Any]):
 
 
 def _demote(md: str) -> str:
-    """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone."""
-    out, fenced = [], False
+    """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone. A fence
+    closes only on a backtick-only line at least as long as it opened with (CommonMark), so a shorter one
+    quoted inside (``md_fence`` outgrows them) does not end it."""
+    out, fence = [], ""
     for ln in md.split("\n"):
-        if ln.startswith("```"):
-            fenced = not fenced
-        out.append("#" + ln if ln.startswith("#") and not fenced else ln)
+        run = len(ln) - len(ln.lstrip("`"))
+        if not fence and run >= 3:
+            fence = "`" * run
+        elif fence and run >= len(fence) and not ln.strip("`").strip():
+            fence = ""
+        out.append("#" + ln if ln.startswith("#") and not fence else ln)
     return "\n".join(out)
 
 

@@ -280,7 +280,10 @@ class FaildiagSession:
         """A pytest-xdist worker died running this test: diagnose from xdist's message and whatever the
         worker journaled (the output files of its commands, a stack dump)."""
         texts = {"longrepr.txt": report.longreprtext}
-        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == report.nodeid]
+        from ..redact import redact_text
+
+        journaled = redact_text(report.nodeid)  # the journal keeps redacted ids
+        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == journaled]
         if dead:
             texts.update(dead_test_texts(self.out, dead[-1]))
         path = report.location[0] if report.location else report.nodeid.split("::")[0]
