@@ -74,7 +74,7 @@ def md_text(text: object, *, limit: int | None = None) -> str:
     s = " ".join(display(text).split())
     s = _cut(s, limit)
     s = _MD_SPECIAL.sub(r"\\\1", s)
-    return _MD_URL.sub(lambda m: "www\\." if m[1] else "\\://", s)
+    return _MD_URL.sub(lambda m: f"{m[1]}\\." if m[1] else "\\://", s)
 
 
 def md_code(text: object, *, limit: int | None = None, table: bool = False) -> str:
@@ -89,13 +89,13 @@ def md_code(text: object, *, limit: int | None = None, table: bool = False) -> s
     return out.replace("|", "\\|") if table else out
 
 
-def md_fence(text: object, info: str = "") -> list[str]:
+def md_fence(text: object) -> list[str]:
     """A fenced code block for multi-line text (redacted, controls visible), as lines: its fence is longer
     than any backtick run inside, so the text cannot close it and go on as Markdown."""
     body = display(text)
     longest = max((len(r) for r in _BACKTICKS.findall(body)), default=0)
     fence = "`" * max(3, longest + 1)
-    return [fence + re.sub(r"[^A-Za-z0-9_+.-]", "", info), *body.split("\n"), fence]
+    return [fence, *body.split("\n"), fence]
 
 
 def json_safe(text: str) -> str:
