@@ -60,15 +60,23 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(args._module.run(args) or 0)
     except UsageError as exc:
-        print(f"faildiag: {exc}", file=sys.stderr)
+        print(f"faildiag: {_shown(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: one line, never a traceback
-        print(f"faildiag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"faildiag: internal error: {type(exc).__name__}: {_shown(exc)}", file=sys.stderr)
         return 2
+
+
+def _shown(exc: BaseException) -> str:
+    """An error message on one line, redacted, control characters shown: it often quotes a file name or a
+    field of the input, and the input may be hostile."""
+    from .sanitize import display
+
+    return display(exc, one_line=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..redact import redact_text
+from ..sanitize import display
 from ._load import CauseGroup, Failure, ReportInputError, Session, load, read_lock_diff, read_timeline
 
 MAX_CAUSES_PER_TEST = 4
@@ -60,8 +60,9 @@ figure{margin:10px 0}figcaption{font-size:13px;margin-bottom:2px}.pictures{margi
 
 
 def esc(value: object) -> str:
-    """HTML-escape (quotes too) after redaction: every string from a log goes through here."""
-    return html.escape(redact_text(str(value)), quote=True)
+    """HTML-escape (quotes too) after redaction: every string from a log goes through here. Control and
+    bidi characters are shown as ``\\x1b``/``\\u202e`` first: a page must not read differently than it is."""
+    return html.escape(display(value), quote=True)
 
 
 # ------------------------------------------------------------------------------------------------ charts

@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"faildiag: warning: snapshot not written to {args.out}: {exc.strerror or exc}", file=sys.stderr)
     if args.format == "json":
-        sys.stdout.write(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str) + "\n")
+        from ..sanitize import json_safe
+
+        sys.stdout.write(json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n")
     elif args.format == "md":
         sys.stdout.write(render_markdown(diag))
     else:

@@ -56,9 +56,11 @@ def run(args: argparse.Namespace) -> int:
     if not results:
         print(f"faildiag: {journal}: every test that started also finished; nothing to recover")
         return 0
-    for r in results:
+    from ..sanitize import display
+
+    for r in results:  # the node id comes from the journal, a file in the output folder
         who = f"process {r['pid']}" + (f" ({r['worker']})" if r["worker"] else "")
-        print(f"faildiag: {who} died while running {r['nodeid']}")
+        print(display(f"faildiag: {who} died while running {r['nodeid']}", one_line=True))
         print(r["_text"])
         print(f"  snapshot: {out / r['slug']}")
     return 0

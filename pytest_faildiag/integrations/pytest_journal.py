@@ -41,6 +41,8 @@ class Journal:
         if self.worker:
             rec["worker"] = self.worker
         rec.update(fields)
+        if isinstance(rec.get("nodeid"), str):
+            rec["nodeid"] = _redacted_id(rec["nodeid"])
         line = json.dumps(rec, ensure_ascii=False, default=str)
         if len(line) > MAX_LINE:
             line = json.dumps({k: (v[-4096:] if isinstance(v, str) else v) for k, v in rec.items()}, default=str)
@@ -55,7 +57,8 @@ class Journal:
         if self._fd is None:
             return
         worker = f', "worker": "{self.worker}"' if self.worker else ""
-        line = f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, "nodeid": {json.dumps(nodeid)}}}\n'
+        line = (f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, '
+                f'"nodeid": {json.dumps(_redacted_id(nodeid))}}}\n')
         try:
             os.write(self._fd, line.encode("utf-8", errors="replace"))
         except OSError as exc:
@@ -69,6 +72,14 @@ class Journal:
             except OSError:
                 pass
             self._fd = None
+
+
+def _redacted_id(nodeid: str) -> str:
+    """Test ids as the journal keeps them: a parametrised id can carry a token (``test_x[ghp_...]``), and the
+    journal sits in the output folder CI uploads. Every event is redacted alike, so they still match."""
+    from ..redact import redact_text
+
+    return redact_text(nodeid)
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -149,10 +160,13 @@ def dead_tests(events: list[dict[str, Any]]) -> list[DeadTest]:
 
 
 def slugify(nodeid: str, when: str = "call") -> str:
-    """A file-system-safe folder name, unique per node id (a short hash of it) and phase."""
+    """A file-system-safe folder name, unique per node id (a short hash of it) and phase. Built from the
+    redacted id: a token in a parametrised test's id (``test_x[ghp_...]``) must not become a folder name."""
     import hashlib
 
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
+    from ..redact import redact_text
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", redact_text(nodeid)).strip("._") or "test"
     if len(safe) > 80:
         safe = safe[:40] + "_" + safe[-39:]
     digest = hashlib.sha1(nodeid.encode("utf-8", errors="replace")).hexdigest()[:8]

@@ -46,7 +46,14 @@ class PytestFaildiagWarning(pytest.PytestWarning):
 
 def warn(msg: str, config: pytest.Config | None = None) -> None:
     """Emit a faildiag warning; never raises (``-W error`` turns warnings into exceptions). Outside a test
-    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it."""
+    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it. The
+    message names tests, files and errors of the run: redacted, control characters made visible."""
+    try:
+        from ..sanitize import display
+
+        msg = display(msg)
+    except Exception:
+        pass
     try:
         if config is not None:
             config.issue_config_time_warning(PytestFaildiagWarning(msg), stacklevel=2)
@@ -287,7 +294,10 @@ class FaildiagSession:
         """A pytest-xdist worker died running this test: diagnose from xdist's message and whatever the
         worker journaled (the output files of its commands, a stack dump)."""
         texts = {"longrepr.txt": report.longreprtext}
-        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == report.nodeid]
+        from ..redact import redact_text
+
+        journaled = redact_text(report.nodeid)  # the journal keeps redacted ids
+        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == journaled]
         if dead:
             texts.update(dead_test_texts(self.out, dead[-1]))
         path = report.location[0] if report.location else report.nodeid.split("::")[0]
@@ -340,8 +350,10 @@ class FaildiagSession:
         return entry
 
     def _attach(self, rep: pytest.TestReport | pytest.CollectReport, entry: dict[str, Any]) -> None:
+        from ..sanitize import display
+
         text = entry.pop("_text", "")
-        rep.sections.append(("faildiag", text))
+        rep.sections.append(("faildiag", display(text)))  # pytest prints it in the failure's report
         if isinstance(getattr(rep, "user_properties", None), list):  # a CollectReport has none
             rep.user_properties.extend(_props(entry))
         rep.faildiag = entry  # type: ignore[attr-defined]  # plain JSON: travels with xdist reports
@@ -388,11 +400,13 @@ class FaildiagSession:
             self.journal.close()
 
     def _write_session_index(self) -> None:
+        from ..redact import redact_obj
+
         index = {"schema": SESSION_SCHEMA, "tests": [_public(e) for e in self.entries],
                  "groups": group_entries(self.entries)}
         if self.recovered:
             index["recovered"] = [_public(e) for e in self.recovered]
-        _atomic_json(self.out / "session.json", index)
+        _atomic_json(self.out / "session.json", redact_obj(index))  # test ids and file names can hold tokens
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if not self.controller:
@@ -400,7 +414,7 @@ class FaildiagSession:
         try:
             self._summary(terminalreporter)
         except Exception as exc:
-            terminalreporter.write_line(f"faildiag: warning: summary failed: {type(exc).__name__}: {exc}")
+            _write(terminalreporter, f"faildiag: warning: summary failed: {type(exc).__name__}: {exc}")
         self._ci_hooks(terminalreporter)
 
     def _summary(self, tr: Any) -> None:
@@ -408,20 +422,20 @@ class FaildiagSession:
             return
         tr.write_sep("=", "faildiag")
         for e in self.recovered:
-            tr.write_line(f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
+            _write(tr, f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
         if self.entries:
             groups = group_entries(self.entries)
             n = len(self.entries)
-            tr.write_line(f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
+            _write(tr, f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
             for g in groups:
-                tr.write_line(f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
+                _write(tr, f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
                 for e in [x for x in self.entries if _group_key(x) == g["key"]][:5]:
                     where = f" ({e['file']}:{e['line']})" if e.get("file") and e.get("line") else ""
                     phase = f" [{e['when']}]" if e.get("when") not in ("call", None) else ""
-                    tr.write_line(f"      {e['nodeid']}{phase}{where}")
+                    _write(tr, f"      {e['nodeid']}{phase}{where}")
                 if g["count"] > 5:
-                    tr.write_line(f"      ... and {g['count'] - 5} more")
-        tr.write_line(f"snapshots and session index: {self.out}{os.sep}session.json")
+                    _write(tr, f"      ... and {g['count'] - 5} more")
+        _write(tr, f"snapshots and session index: {self.out}{os.sep}session.json")
 
     def _ci_hooks(self, tr: Any) -> None:
         opt = self.config.getoption
@@ -452,11 +466,20 @@ class FaildiagSession:
         except ImportError:
             return
         except Exception as exc:
-            tr.write_line(f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+            _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
             warn(f"faildiag: {module_name}.{func} failed: {exc}")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _write(tr: Any, text: str, **markup: bool) -> None:
+    """One terminal line of faildiag's own: what it names (test ids, file names, causes, errors) comes from
+    the run, so it is redacted and its control characters are shown, not obeyed; a newline in a test id
+    cannot start a forged line either."""
+    from ..sanitize import display
+
+    tr.write_line(display(text, one_line=True), **markup)
 
 
 def _timeout_option(config: pytest.Config) -> float | None:
@@ -556,8 +579,11 @@ def _safe_name(name: str) -> str:
 
 
 def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
-    return [("faildiag.category", str(entry["category"])), ("faildiag.type", str(entry["type"])),
-            ("faildiag.summary", str(entry["summary"]))]
+    """The JUnit ``<property>`` values (CI test reports show them): redacted, controls made visible."""
+    from ..sanitize import display
+
+    return [("faildiag.category", display(entry["category"])), ("faildiag.type", display(entry["type"])),
+            ("faildiag.summary", display(entry["summary"]))]
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:
