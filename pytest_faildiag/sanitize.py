@@ -21,19 +21,25 @@ redacts secrets first (``redact.redact_text``): showing and hiding are decided i
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .redact import redact_text
 
-# C0 except tab and newline (layout), DEL and C1; then the Unicode format characters that reorder or break
-# lines (bidi embeddings/overrides/isolates, the Arabic letter mark, line/paragraph separators): "Trojan
-# Source" text reads differently on screen than it is.
-_C0_C1 = [c for c in range(0x20) if c not in (0x09, 0x0A)] + list(range(0x7F, 0xA0))
-_FORMAT = [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_SHOWN: dict[int, str] = {c: f"\\x{c:02x}" for c in _C0_C1} | {c: f"\\u{c:04x}" for c in _FORMAT}
-_SHOWN_ONE_LINE: dict[int, str] = _SHOWN | {0x0A: "\\n"}
-_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in [*_C0_C1, *_FORMAT]) + "]")
-_UNSAFE_ONE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\n]")
-_JSON_RAW = re.compile("[" + "".join(re.escape(chr(c)) for c in [*range(0x7F, 0xA0), *_FORMAT]) + "]")
+# Shown as escapes: every control (C0 except tab and newline, which are layout; DEL; C1), format (bidi
+# embeddings/overrides/isolates, zero-width and tag characters), surrogate, private-use and line/paragraph
+# separator character. "Trojan Source" text reads differently on screen than it is; by Unicode category, so a
+# new invisible character is covered without a list to keep up to date.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+# Where such characters live (a superset, checked against ``unicodedata`` by the tests): text in other
+# scripts (CJK, Cyrillic, Devanagari logs) never reaches the per-character check.
+_HIDDEN_RANGES = (
+    "\x00-\x08\x0b-\x1f\x7f-\xad\u0600-\u061c\u06dd-\u070f\u0890-\u0891\u08e2\u180e\u200b-\u206f"
+    "\ud800-\uf8ff\ufeff\ufff9-\ufffb\U000110bd-\U000110cd\U00013430-\U0001345f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001-\U000e007f\U000f0000-\U0010ffff"
+)
+_CANDIDATE = re.compile(f"[{_HIDDEN_RANGES}]")
+_CANDIDATE_ONE_LINE = re.compile(f"[{_HIDDEN_RANGES}\t\n]")
+_JSON_CANDIDATE = re.compile(f"[{_HIDDEN_RANGES}]")
 
 # Markdown: ASCII punctuation that starts an inline construct (code, emphasis, strike-through, link, image,
 # raw HTML, autolink, entity, table cell, math, heading); a backslash makes each literal (CommonMark 2.4).
@@ -45,16 +51,31 @@ _BACKTICKS = re.compile(r"`+")
 ELLIPSIS = "…"
 
 
-def visible(text: str, *, one_line: bool = False) -> str:
-    """``text`` with every control character shown as an escape (``\\x1b``, ``\\u202e``); a newline stays a
-    newline unless ``one_line``. Not redacted: use ``display`` for text from a run."""
+def _escape(ch: str) -> str:
+    if ch == "\n":
+        return "\\n"
+    if ch == "\t":
+        return "\\t"
+    if unicodedata.category(ch) not in _HIDDEN_CATEGORIES:
+        return ch  # an ordinary letter or symbol (é, …, “)
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def visible(text: object, *, one_line: bool = False) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\u202e``); newlines and tabs
+    stay as layout unless ``one_line`` (a command, a path, a message: one line on the screen is then one
+    line of the value). Not redacted: use ``display`` for text from a run; fix mode uses this one directly,
+    because what it shows must be exactly what it applies."""
+    if not isinstance(text, str):
+        text = str(text)
     if not text:
         return text
-    if "\r\n" in text:
+    if "\r\n" in text and not one_line:
         text = text.replace("\r\n", "\n")
-    if (_UNSAFE_ONE_LINE if one_line else _UNSAFE).search(text) is None:
-        return text
-    return text.translate(_SHOWN_ONE_LINE if one_line else _SHOWN)
+    return (_CANDIDATE_ONE_LINE if one_line else _CANDIDATE).sub(lambda m: _escape(m[0]), text)
 
 
 def display(text: object, *, one_line: bool = False, limit: int | None = None) -> str:
@@ -99,6 +120,18 @@ def md_fence(text: object) -> list[str]:
 
 
 def json_safe(text: str) -> str:
-    """JSON text with C1 and bidi characters written as ``\\u`` escapes (the same value; ``json.dumps``
-    already escapes C0), for printing JSON to a terminal."""
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+    """JSON text with the characters ``json.dumps(..., ensure_ascii=False)`` leaves raw but a terminal acts
+    on (DEL, C1 controls such as U+009B, bidi and other format characters) written as ``\\u`` escapes: the
+    same JSON value, as these characters only ever occur inside strings."""
+
+    def repl(m: re.Match[str]) -> str:
+        ch = m[0]
+        if unicodedata.category(ch) not in _HIDDEN_CATEGORIES:
+            return ch
+        code = ord(ch)
+        if code <= 0xFFFF:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+    return _JSON_CANDIDATE.sub(repl, text)

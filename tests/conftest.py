@@ -18,11 +18,13 @@ def corpus_cases() -> list[Path]:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _no_reruns_unless_asked():
+def _suite_environment(tmp_path_factory: pytest.TempPathFactory):
     """The inner pytest sessions of this suite fail on purpose; rerunning each of them twice (the plugin's
-    default) would only slow the suite. tests/plugin/test_rerun.py turns the default back on."""
+    default) would only slow the suite (tests/plugin/test_rerun.py turns the default back on). The key that
+    seals recorded commands (fix mode) lives in a throw-away state folder, not in the real home."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAILDIAG_RERUN", "0")
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
         yield
 
 

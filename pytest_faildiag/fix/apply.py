@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import atomic_write
+from ..sanitize import visible
 from .context import FixContext
-from .display import visible
 from .paths import PathRefused, private_dir, project_file, read_regular
 from .propose import Proposal, env_text
 
@@ -82,20 +82,20 @@ def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
             path = _target(ctx, change.path, change.resolved_path)
             before = read_regular(path)
             if before is None:
-                raise FixError(f"{visible(change.path)}: cannot read it as a regular file")
+                raise FixError(f"{visible(change.path, one_line=True)}: cannot read it as a regular file")
             mode = stat.S_IMODE(path.stat().st_mode)
             if _sha(before) != change.before_sha256:
-                raise FixError(f"{visible(change.path)} changed since the proposal was made: run `faildiag fix` again")
+                raise FixError(f"{visible(change.path, one_line=True)} changed since the proposal was made: run `faildiag fix` again")
             backup_dir = _fix_dir(ctx, "backup")
             backup = backup_dir / f"{i}-{path.name}"
             replace_file(backup, before)
             new = change.new_text.encode("utf-8")
             if change.after_sha256 is not None and _sha(new) != change.after_sha256:
-                raise FixError(f"{visible(change.path)}: the new content differs from the proposal's")
+                raise FixError(f"{visible(change.path, one_line=True)}: the new content differs from the proposal's")
             try:
                 replace_file(path, new, mode)
             except OSError as exc:
-                raise FixError(f"{visible(change.path)}: cannot write ({exc.strerror or exc})") from None
+                raise FixError(f"{visible(change.path, one_line=True)}: cannot write ({exc.strerror or exc})") from None
             done.append(Applied(change.kind, path, backup, change.before_sha256, _sha(new)))
         if any(c.kind == "env" for c in proposal.changes):
             env_path = _fix_dir(ctx) / "fix.env"
@@ -113,9 +113,9 @@ def _target(ctx: FixContext, name: str, shown: str | None) -> Path:
     try:
         path = project_file(ctx.cwd, name, allow_home=ctx.folder_chosen_here)
     except PathRefused as exc:
-        raise FixError(visible(str(exc))) from None
+        raise FixError(visible(str(exc), one_line=True)) from None
     if shown is not None and str(path) != shown:
-        raise FixError(f"{visible(name)} now resolves to {visible(path)}, not to {visible(shown)} as proposed: "
+        raise FixError(f"{visible(name, one_line=True)} now resolves to {visible(path, one_line=True)}, not to {visible(shown, one_line=True)} as proposed: "
                        "run `faildiag fix` again")
     return path
 
@@ -127,7 +127,7 @@ def _fix_dir(ctx: FixContext, *sub: str) -> Path:
         for name in sub:
             folder = private_dir(folder / name)
     except PathRefused as exc:
-        raise FixError(visible(str(exc))) from None
+        raise FixError(visible(str(exc), one_line=True)) from None
     return folder
 
 

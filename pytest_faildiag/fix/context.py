@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..sanitize import visible
 from ..seal import check_seal
-from .display import visible
 from .paths import PathRefused, check_root, project_file, read_tail
 
 MAX_LOG_BYTES = 4 * 1024 * 1024
@@ -244,7 +244,7 @@ def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str
         notes.append("the snapshot records no working folder: using the current one (pass --cwd to change it)")
     folder = Path(str(where))
     if not folder.is_dir():
-        raise SnapshotError(f"{visible(folder)}: the run's working folder does not exist (pass --cwd)")
+        raise SnapshotError(f"{visible(folder, one_line=True)}: the run's working folder does not exist (pass --cwd)")
     recorded = report["profile"].get("command")
     cmd = command or (recorded if isinstance(recorded, str) and recorded.strip() else None)
     ctx = FixContext(snapshot=snap, report=report, cwd=folder, command=cmd, notes=notes)

@@ -26,8 +26,8 @@ from typing import Any
 
 from ..engine.snapshot import atomic_write, dump_json
 from ..redact import redact_obj, redact_text
+from ..sanitize import visible
 from .context import FixContext, Frame, parse_frames, read_report
-from .display import visible
 from .paths import PathRefused, not_a_link, private_dir, read_regular
 from .probe import start_probe
 
@@ -157,7 +157,7 @@ def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout
         fix_dir = private_dir(ctx.snapshot / "fix")
         not_a_link(fix_dir / "rerun.log")
     except PathRefused as exc:
-        return Verification("not_run", "not_run", None, 0.0, {"reason": visible(str(exc))})
+        return Verification("not_run", "not_run", None, 0.0, {"reason": visible(str(exc), one_line=True)})
     point = original_point(ctx)
     probe = start_probe(Path(point.file), point.line, fix_dir) if point.file and point.line else None
     nodeid = _nodeid(ctx)
@@ -234,23 +234,23 @@ def _update_markdown(ctx: FixContext, fix: dict[str, Any]) -> None:
         return
     text = text.split(MD_HEADING, 1)[0].rstrip("\n") + "\n"
     lines = [MD_HEADING.strip("\n"), "",
-             f"- fix `{visible(fix.get('id'))}`: {visible(fix.get('summary'))}",
-             f"- applied: {fix.get('applied')}; verification: **{fix.get('verification')}** ({visible(fix.get('outcome'))}); "
+             f"- fix `{visible(fix.get('id'), one_line=True)}`: {visible(fix.get('summary'), one_line=True)}",
+             f"- applied: {fix.get('applied')}; verification: **{fix.get('verification')}** ({visible(fix.get('outcome'), one_line=True)}); "
              f"rolled back: {fix.get('rolled_back')}"]
     if fix.get("command"):
-        lines.append(f"- rerun: `{visible(fix.get('command'))}` in `{visible(fix.get('cwd'))}`")
+        lines.append(f"- rerun: `{visible(fix.get('command'), one_line=True)}` in `{visible(fix.get('cwd'), one_line=True)}`")
     for c in fix.get("changes") or []:
         if c.get("diff"):
-            diff = visible(str(c["diff"]).rstrip("\n"), layout=True)
+            diff = visible(str(c["diff"]).rstrip("\n"))
             fence = "```"
             while fence in diff:  # a fence longer than any backtick run in the diff: it cannot end early
                 fence += "`"
             lines += ["", f"{fence}diff", diff, fence]
         else:
-            lines.append(f"- change: {visible(c.get('description'))}")
+            lines.append(f"- change: {visible(c.get('description'), one_line=True)}")
     after = fix.get("after") or {}
     if isinstance(after.get("first_failure"), dict):
-        lines.append(f"- after the fix the run fails at: `{visible(after['first_failure'].get('excerpt', ''))}`")
+        lines.append(f"- after the fix the run fails at: `{visible(after['first_failure'].get('excerpt', ''), one_line=True)}`")
     atomic_write(path, text + "\n" + "\n".join(lines) + "\n")
 
 

@@ -19,8 +19,8 @@ import pytest
 
 from pytest_faildiag.fix.apply import FixError, apply_proposal
 from pytest_faildiag.fix.context import load_context
-from pytest_faildiag.fix.display import visible, visible_json
 from pytest_faildiag.fix.propose import propose
+from pytest_faildiag.sanitize import json_safe, visible
 
 from .conftest import FAILDIAG, Project, run_env
 
@@ -216,13 +216,13 @@ def test_escape_sequences_in_a_diff_and_a_command_are_shown_not_interpreted(proj
 
 
 def test_visible_escapes_controls_and_keeps_layout_only_when_asked():
-    assert visible(f"a{ERASE}b\r\tc\n\x9b\u2028") == "a\\x1b[2K\\x1b[1Gb\\r\\tc\\n\\x9b\\u2028"
-    assert visible("x\ty\nz\x07", layout=True) == "x\ty\nz\\x07"
-    assert visible("café “quoted” … 数据") == "café “quoted” … 数据"
-    assert visible("tag\U000e0041") == "tag\\U000e0041"
+    assert visible(f"a{ERASE}b\r\tc\n\x9b\u2028", one_line=True) == "a\\x1b[2K\\x1b[1Gb\\x0d\\tc\\n\\x9b\\u2028"
+    assert visible("x\ty\nz\x07") == "x\ty\nz\\x07"
+    assert visible("café “quoted” … 数据", one_line=True) == "café “quoted” … 数据"
+    assert visible("tag\U000e0041", one_line=True) == "tag\\U000e0041"
     dumped = json.dumps({"k": "\x9b31m\u202e\U000e0041é"}, ensure_ascii=False)
-    assert json.loads(visible_json(dumped)) == json.loads(dumped)
-    assert "\x9b" not in visible_json(dumped) and "é" in visible_json(dumped)
+    assert json.loads(json_safe(dumped)) == json.loads(dumped)
+    assert "\x9b" not in json_safe(dumped) and "é" in json_safe(dumped)
 
 
 # ------------------------------------------------------------------------------------- where edits land

@@ -131,6 +131,21 @@ def test_every_control_character_is_shown_as_an_escape(raw: str) -> None:
     assert out.startswith("a\\") and out.endswith("b") and len(out) > 3
 
 
+def test_every_invisible_character_of_this_pythons_unicode_is_shown() -> None:
+    """The sanitiser's fast character class must cover every control, format, surrogate, private-use and
+    separator character Unicode defines (this Python's tables); ordinary letters of any script stay."""
+    import unicodedata
+
+    hidden = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+    shown_raw = [
+        hex(c) for c in range(0x110000)
+        if unicodedata.category(chr(c)) in hidden and chr(c) not in "\t\n" and visible(chr(c)) == chr(c)
+    ]
+    assert shown_raw == []
+    for text in ("训练失败：设备内存不足", "ошибка", "é…“”", "प्रशिक्षण"):
+        assert visible(text) == text
+
+
 def test_newlines_stay_layout_unless_one_line_and_crlf_is_a_newline() -> None:
     assert visible("a\r\nb\tc\nd") == "a\nb\tc\nd"
     assert visible("a\nb", one_line=True) == "a\\nb"
