@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..capture.runner import LockBuilder, RunOptions, finish_run, run_command, warm_imports
     from ..cli import UsageError
+    from ..fsio import OutputFolderRefused, ensure_output_root
 
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
@@ -43,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
     out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    try:  # a symlink, or a folder someone else can write into, is refused before the command starts
+        ensure_output_root(out)
+    except OutputFolderRefused as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot create {out}: {exc.strerror or exc}") from None
     for w in args.watch:
@@ -57,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
     locker = LockBuilder(out)
     locker.begin()
     warm_imports()
-    result = run_command(opts)
+    try:
+        result = run_command(opts)
+    except OutputFolderRefused as exc:  # a subfolder someone else controls: raised before the command started
+        locker.cancel()
+        raise UsageError(str(exc)) from None
     if result.start_error:
         locker.cancel()
         say(f"faildiag: {result.start_error}")

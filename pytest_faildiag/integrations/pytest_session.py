@@ -87,6 +87,9 @@ class FaildiagSession:
         self.config = config
         base = Path(config.invocation_params.dir)
         out = config.getoption("faildiag_out", None) or config.getini("faildiag_out") or "faildiag-out"
+        from ..fsio import check_output_root  # a symlink, or a folder others can write into, is refused (a warning)
+
+        check_output_root(base / out)  # before resolve() would follow it
         self.out = (base / out).resolve()
         workerinput = getattr(config, "workerinput", None)
         self.worker: str | None = workerinput.get("workerid") if isinstance(workerinput, dict) else None
