@@ -141,6 +141,27 @@ def _run(command: str, cwd: str, env: dict[str, str], timeout: float) -> tuple[i
     return proc.returncode, text, timed_out
 
 
+# A foreign command keeps what a Python project needs to find its interpreter and packages, nothing more.
+_FOREIGN_KEEP_ENV = ("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYTHONPATH")
+
+
+def _run_foreign(command: str, cwd: str, env: dict[str, str],
+                 timeout: float) -> tuple[int | None, str, bool, dict[str, Any]]:
+    """A command recorded on another machine (or changed since this machine recorded it) runs, after its own
+    confirmation, as untrusted code: allow-listed environment, throw-away HOME, no network, limits, the
+    whole process tree killed (``pytest_faildiag.sandbox``). It runs in the project itself, not a copy, since
+    it must see the fix. Returns what ``_run`` does plus which protections held."""
+    from ..sandbox import run_untrusted
+
+    res = run_untrusted(["/bin/sh", "-c", command], cwd=cwd, timeout_s=timeout, env=env, keep_env=_FOREIGN_KEEP_ENV)
+    held = {"held": res.protections_held, "not_held": {k: v for k, v in res.notes.items() if not res.held.get(k)}}
+    if res.timed_out:
+        return -signal.SIGKILL, res.output, True, held
+    if res.error and res.returncode == 127 and not res.output:
+        return None, f"cannot start: {res.error}", False, held
+    return res.returncode, res.output, False, held
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -168,8 +189,13 @@ def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout
     if nodeid:  # pytest lists each passed test by id: proof that the failed test ran
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -rA".strip()
     t0 = time.monotonic()
+    sandbox: dict[str, Any] | None = None
     try:
-        rc, output, timed_out = _run(ctx.command, os.path.realpath(ctx.cwd), env, timeout)
+        if ctx.command_recorded_here or ctx.command_origin == "option":  # typed by the user or sealed here
+            rc, output, timed_out = _run(ctx.command, os.path.realpath(ctx.cwd), env, timeout)
+        else:  # confirmed by the user, but written elsewhere: run as untrusted code
+            changed = {k: v for k, v in env.items() if os.environ.get(k) != v}
+            rc, output, timed_out, sandbox = _run_foreign(ctx.command, os.path.realpath(ctx.cwd), changed, timeout)
         reached = probe is not None and probe.reached()
     finally:
         if probe is not None:
@@ -179,6 +205,8 @@ def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout
     reached = reached or _pytest_passed(output, nodeid)
     after: dict[str, Any] = {"exit_code": rc, "log": RERUN_LOG, "duration_s": duration,
                              "failure_point": point.to_dict(), "reached_failure_point": reached}
+    if sandbox is not None:
+        after["sandbox"] = sandbox
     if rc is None:
         after["reason"] = output
         return Verification("not_run", "not_run", None, duration, after)

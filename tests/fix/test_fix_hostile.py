@@ -90,13 +90,21 @@ def test_an_injected_command_is_shown_and_never_run_by_yes_or_the_fix_id(project
     assert "not recorded by faildiag on this machine" in fix["outcome"]
 
 
-def test_the_command_runs_only_with_its_own_confirmation(project):
-    _data_dir_project(project, "python train.py; touch CONFIRMED")
+def test_the_command_runs_only_with_its_own_confirmation_and_then_sandboxed(project):
+    _data_dir_project(project, "python train.py; env > seen-env.txt; touch CONFIRMED")
     proposal = project.propose()
-    res = project.fix("--confirm", proposal["id"], "--confirm-command", proposal["rerun"]["command_id"])
+    token = "ghp_" + "Z9" * 18
+    res = project.fix("--confirm", proposal["id"], "--confirm-command", proposal["rerun"]["command_id"],
+                      GITHUB_TOKEN=token, AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
     assert res.returncode == 0, res.stdout + res.stderr
     assert (project.root / "CONFIRMED").exists()
-    assert project.report()["fix"]["verification"] == "passed"
+    fix = project.report()["fix"]
+    assert fix["verification"] == "passed"
+    # a command this machine did not record runs as untrusted code: no operator secrets, a throw-away HOME
+    seen = (project.root / "seen-env.txt").read_text()
+    assert token not in seen and "AWS_SECRET_ACCESS_KEY" not in seen
+    assert "DATA_DIR=" in seen  # the fix itself still reaches the command
+    assert "env allow-list" in fix["after"]["sandbox"]["held"]
 
 
 def test_a_snapshot_written_with_another_machines_key_or_moved_is_foreign(project, tmp_path):
