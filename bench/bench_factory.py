@@ -28,8 +28,28 @@ from pathlib import Path
 
 TARGET = 1.5
 
-_WORDS = ["storage", "scheduler", "gateway", "volume", "shard", "bucket", "queue", "fabric", "switch", "mount",
-          "cache", "tokenizer", "loader", "ckpt", "broker", "lease", "quota", "ingest", "mirror", "index"]
+_WORDS = [
+    "storage",
+    "scheduler",
+    "gateway",
+    "volume",
+    "shard",
+    "bucket",
+    "queue",
+    "fabric",
+    "switch",
+    "mount",
+    "cache",
+    "tokenizer",
+    "loader",
+    "ckpt",
+    "broker",
+    "lease",
+    "quota",
+    "ingest",
+    "mirror",
+    "index",
+]
 _HOSTS = ["dgx", "gpu", "npu", "node", "trn", "a100", "h100", "ascend", "worker", "login"]
 TEMPLATES = [
     "NFS server {host}-{n}:/export/{word} not responding, still trying",
@@ -52,10 +72,16 @@ TEMPLATES = [
 def _fill(rnd: random.Random, template: str) -> str:
     word, word2 = rnd.sample(_WORDS, 2)
     return template.format(
-        host=rnd.choice(_HOSTS), n=rnd.randrange(10_000), n2=rnd.randrange(1000), word=word, word2=word2,
+        host=rnd.choice(_HOSTS),
+        n=rnd.randrange(10_000),
+        n2=rnd.randrange(1000),
+        word=word,
+        word2=word2,
         code=f"{rnd.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rnd.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rnd.randrange(10_000):04d}",
-        upper=rnd.choice(_WORDS).upper(), upper2=rnd.choice(_WORDS).upper(),
-        camel=rnd.choice(_WORDS).capitalize() + rnd.choice(_WORDS).capitalize() + str(rnd.randrange(100)))
+        upper=rnd.choice(_WORDS).upper(),
+        upper2=rnd.choice(_WORDS).upper(),
+        camel=rnd.choice(_WORDS).capitalize() + rnd.choice(_WORDS).capitalize() + str(rnd.randrange(100)),
+    )
 
 
 def make_factory(root: Path, count: int, seed: int = 1) -> None:
@@ -65,10 +91,18 @@ def make_factory(root: Path, count: int, seed: int = 1) -> None:
         sigs = [_fill(rnd, rnd.choice(TEMPLATES)) for _ in range(rnd.choice((1, 1, 2, 3)))]
         folder = root / rnd.choice(["infra", "storage", "comms", "data", "drivers"])
         folder.mkdir(parents=True, exist_ok=True)
-        lines = ["+++", f'id = "team-{i:05d}"', f"title = {json.dumps(f'known issue {i}: ' + sigs[0][:40])}",
-                 "signatures = [" + ", ".join(json.dumps(s) for s in sigs) + "]",
-                 f'category = "{rnd.choice(cats)}"', f'fix_hints = ["see runbook {i}", "page the on-call"]',
-                 f'links = ["https://wiki.example/issues/{i}"]', "+++", "", f"## What happened\n\nWrite-up {i}.\n" * 3]
+        lines = [
+            "+++",
+            f'id = "team-{i:05d}"',
+            f"title = {json.dumps(f'known issue {i}: ' + sigs[0][:40])}",
+            "signatures = [" + ", ".join(json.dumps(s) for s in sigs) + "]",
+            f'category = "{rnd.choice(cats)}"',
+            f'fix_hints = ["see runbook {i}", "page the on-call"]',
+            f'links = ["https://wiki.example/issues/{i}"]',
+            "+++",
+            "",
+            f"## What happened\n\nWrite-up {i}.\n" * 3,
+        ]
         (folder / f"issue-{i:05d}.md").write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -94,8 +128,13 @@ def cpu() -> float:
 
 def cold(log: Path, root: Path | None) -> tuple[float, float, str]:
     """The first diagnosis in a fresh interpreter (imports excluded): rule packs, cards, scan, report."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(log), str(root) if root else "-"],
-                         capture_output=True, text=True, check=True, timeout=600).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(log), str(root) if root else "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.split()
     return float(out[0]), float(out[1]), f"top={out[2]}, cards matched={out[3]}"
 
 
@@ -136,9 +175,13 @@ def main() -> int:
         with_cards(base, fac.rules)
         t_index = time.perf_counter() - t0
         kws = sum(len(r.keywords) for r in fac.rules)
-        print(f"cards read in {t_read:.3f} s ({len(fac.cards)} cards, {kws} keywords, {len(fac.problems)} problems); "
-              f"joined to the built-in rules in {t_index:.3f} s")
-        runs: dict[str, list[tuple[float, float]]] = {k: [] for k in ("cold without", "cold with", "warm without", "warm with")}
+        print(
+            f"cards read in {t_read:.3f} s ({len(fac.cards)} cards, {kws} keywords, {len(fac.problems)} problems); "
+            f"joined to the built-in rules in {t_index:.3f} s"
+        )
+        runs: dict[str, list[tuple[float, float]]] = {
+            k: [] for k in ("cold without", "cold with", "warm without", "warm with")
+        }
         for i in range(a.repeat):  # alternate, so the machine's load hits both alike
             for label, r in (("without", None), ("with", root)):
                 wall, cpu_s, what = cold(log, r)
@@ -158,8 +201,10 @@ def main() -> int:
                 with_ = statistics.median(x[j] for x in runs[f"{name} with"])
                 ratio = with_ / without
                 ok = ok and (ratio <= TARGET or unit == "wall")
-                print(f"{name} {unit}: median {without:.3f} s without, {with_:.3f} s with -> {ratio:.2f}x "
-                      f"(target <= {TARGET}x: {'OK' if ratio <= TARGET else 'OVER'})")
+                print(
+                    f"{name} {unit}: median {without:.3f} s without, {with_:.3f} s with -> {ratio:.2f}x "
+                    f"(target <= {TARGET}x: {'OK' if ratio <= TARGET else 'OVER'})"
+                )
     return 0 if ok else 1
 
 

@@ -95,8 +95,13 @@ class Factory:
 # discovery
 # ----------------------------------------------------------------------------------------------------
 
-def resolve_root(explicit: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> tuple[Path | None, str | None]:
+
+def resolve_root(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[Path | None, str | None]:
     """The factory root to read and, when a named root is unusable, why (one line).
 
     Order (contract): an explicit root (``--factory-root`` / ``--faildiag-factory``), the variable
@@ -160,6 +165,7 @@ def _folders(root: Path) -> tuple[tuple[str, int], ...] | None:
 # one card
 # ----------------------------------------------------------------------------------------------------
 
+
 def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
     """(front matter TOML, the write-up's first bytes) of a card, read-only, the write-up never in full."""
     with open(path, "rb") as f:  # read-only: a card is never written, and its atime is the OS's business
@@ -169,7 +175,7 @@ def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
     except UnicodeDecodeError as exc:
         if len(head) < MAX_FRONT_MATTER or exc.start < MAX_FRONT_MATTER - 4:
             raise CardError("not UTF-8 text") from None
-        text = head[:exc.start].decode("utf-8")
+        text = head[: exc.start].decode("utf-8")
     text = text.lstrip("\ufeff")
     lines = text.split("\n")
     first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
@@ -177,7 +183,7 @@ def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
         raise CardError("no front matter (the card must start with a +++ line)")
     for i in range(first + 1, len(lines)):
         if lines[i].strip() == "+++":
-            return "\n".join(lines[first + 1:i]), "\n".join(lines[i + 1:])
+            return "\n".join(lines[first + 1 : i]), "\n".join(lines[i + 1 :])
     raise CardError("front matter not closed by a +++ line", first + 1)
 
 
@@ -209,7 +215,8 @@ _STRING = rf"(?:{_BASIC}|{_LITERAL})"
 _GAP = rf"(?:[ \t\r\n]|{_COMMENT})*"
 _LINE = re.compile(
     rf"[ \t]*(?:(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>{_STRING}|\[{_GAP}(?:{_STRING}{_GAP},{_GAP})*"
-    rf"(?:{_STRING}{_GAP})?\])[ \t]*)?(?:{_COMMENT})?\r?(?:\n|\Z)")
+    rf"(?:{_STRING}{_GAP})?\])[ \t]*)?(?:{_COMMENT})?\r?(?:\n|\Z)"
+)
 _ITEM = re.compile(rf"{_STRING}")
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
@@ -271,9 +278,18 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise CardError(f"{key} must be a list of strings")
         lists[key] = tuple(value)
-    return Card(id=cid, title=str(data["title"]), signatures=tuple(sigs), category=data["category"], path=path,
-                rel=rel, stack=data.get("stack"), type=data.get("type"), fix_hints=lists["fix_hints"],
-                links=lists["links"])
+    return Card(
+        id=cid,
+        title=str(data["title"]),
+        signatures=tuple(sigs),
+        category=data["category"],
+        path=path,
+        rel=rel,
+        stack=data.get("stack"),
+        type=data.get("type"),
+        fix_hints=lists["fix_hints"],
+        links=lists["links"],
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -301,7 +317,7 @@ def signature_keywords(pattern: str) -> Keywords:
     m = _FLAGS.match(body)
     while m:  # leading global flags: (?i) folds the keyword, (?x) makes whitespace meaningless
         flags += m[1]
-        body = body[m.end():]
+        body = body[m.end() :]
         m = _FLAGS.match(body)
     if "x" in flags:
         raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
@@ -309,8 +325,10 @@ def signature_keywords(pattern: str) -> Keywords:
     for runs in _required_runs(body, pattern):
         best = max(runs, key=len, default="")
         if len(best) < MIN_KEYWORD:
-            raise CardError(f"signature {pattern!r}: needs {MIN_KEYWORD}+ characters of literal text"
-                            + (" in each alternative" if len(words) or "|" in body else ""))
+            raise CardError(
+                f"signature {pattern!r}: needs {MIN_KEYWORD}+ characters of literal text"
+                + (" in each alternative" if len(words) or "|" in body else "")
+            )
         words.append(_keyword_of(best))
     ci = "i" in flags
     return Keywords(tuple(w.lower() if ci else w for w in words), ci)
@@ -325,12 +343,13 @@ def _keyword_of(run: str) -> str:
     kw = run[:MAX_KEYWORD]
     for m in _STR_WORD.finditer(run):
         if m.start() > 0 and m.end() < len(run):
-            return kw if m.end() < len(kw) else run[:m.end() + 1]
+            return kw if m.end() < len(kw) else run[: m.end() + 1]
     return kw
 
 
 # one regex atom per token, so a signature costs a few tokens rather than a Python step per character
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
  (?P<lit>(?:[^\\.^$*+?{\[\]()|]|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
 |(?P<esc>\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-9]{1,3}|.))
 |(?P<cls>\[\^?\]?(?:\\.|[^\]\\])*\])
@@ -340,7 +359,9 @@ _TOKEN = re.compile(r"""
 |(?P<alt>\|)
 |(?P<any>[.^$])
 |(?P<bad>[\[\\])
-""", re.X | re.S)
+""",
+    re.X | re.S,
+)
 _UNESCAPE = re.compile(r"\\(.)", re.S)
 
 
@@ -421,6 +442,7 @@ _NEVER = re.compile(r"(?!)")
 # a factory: cards → rules → one rule set with the built-in rules
 # ----------------------------------------------------------------------------------------------------
 
+
 def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
     """The card as a rule: its signatures, their keywords, and one hypothesis cause with its category.
     A signature that cannot be prefiltered is dropped (a problem line); none left → CardError."""
@@ -444,12 +466,28 @@ def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
     if folded:  # one rule, one case mode: the folded prefilter is a superset; each regex keeps its own flags
         keywords = list(dict.fromkeys(k.lower() for k in keywords))
     hints = [*card.fix_hints, f"read the team's write-up: {card.source}"]
-    cause = CauseSpec(id=f"{CAUSE_PREFIX}{card.id}", category=card.category, confidence=CARD_PRIOR,
-                      summary=f"known issue {card.id}: {card.title}", fix_hints=hints, kind="hypothesis",
-                      reason=f"{card.id}: {card.title}")
-    return Rule(id=f"{RULE_PREFIX}{card.id}", title=card.title, keywords=keywords, patterns=patterns,
-                causes=[cause], type=card.type, stack=card.stack, priority=CARD_PRIORITY, ignore_case=folded,
-                requires_failure=True, pack=card.source)
+    cause = CauseSpec(
+        id=f"{CAUSE_PREFIX}{card.id}",
+        category=card.category,
+        confidence=CARD_PRIOR,
+        summary=f"known issue {card.id}: {card.title}",
+        fix_hints=hints,
+        kind="hypothesis",
+        reason=f"{card.id}: {card.title}",
+    )
+    return Rule(
+        id=f"{RULE_PREFIX}{card.id}",
+        title=card.title,
+        keywords=keywords,
+        patterns=patterns,
+        causes=[cause],
+        type=card.type,
+        stack=card.stack,
+        priority=CARD_PRIORITY,
+        ignore_case=folded,
+        requires_failure=True,
+        pack=card.source,
+    )
 
 
 def read_factory(root: Path, files: list[str] | None = None) -> Factory:
@@ -480,7 +518,7 @@ def _rel(path: str, root: str) -> str:
     """``path`` relative to ``root``, "/" separated (what a report cites; no machine path in it)."""
     prefix = root.rstrip(os.sep) + os.sep
     if path.startswith(prefix):
-        return path[len(prefix):].replace(os.sep, "/")
+        return path[len(prefix) :].replace(os.sep, "/")
     return os.path.basename(path)
 
 
@@ -499,9 +537,11 @@ def with_cards(base: RuleSet, rules: list[Rule]) -> RuleSet:
 
 
 _WORD = re.compile(rb"[A-Za-z0-9_]+")
-_COMMON = frozenset(b"""error errors failed failure fatal warning warn info debug exception the and for with from not
+_COMMON = frozenset(
+    b"""error errors failed failure fatal warning warn info debug exception the and for with from not
 this that was were has have rank node step loss epoch time timeout data file line process python torch cuda true
-false none process worker job""".split())
+false none process worker job""".split()
+)
 
 
 class _Hit:
@@ -601,7 +641,7 @@ class CardKeywords:
                 for kw in self.folded[w]:
                     at = low.find(kw)
                     while at >= 0:
-                        out.append(_Hit(raw[at:at + len(kw)], at))
+                        out.append(_Hit(raw[at : at + len(kw)], at))
                         at = low.find(kw, at + 1)
         out.sort(key=lambda h: (h.at, -len(h.text)))
         self._last = (raw, out)
@@ -666,8 +706,9 @@ def _forget(ruleset: RuleSet) -> None:
 _MEMO = _Memo()
 
 
-def attach(base: RuleSet, root: str | os.PathLike[str] | None = None, *,
-           cwd: str | os.PathLike[str] | None = None) -> tuple[RuleSet, Factory | None, list[str]]:
+def attach(
+    base: RuleSet, root: str | os.PathLike[str] | None = None, *, cwd: str | os.PathLike[str] | None = None
+) -> tuple[RuleSet, Factory | None, list[str]]:
     """The rule set to scan with, the factory found (or None) and problems to note (one line each).
     ``root`` None = the variable, then ``./.faildiag/factory/``. Never raises for a bad card."""
     found, problem = resolve_root(root, cwd=cwd)
@@ -692,6 +733,7 @@ def _warn_line(line: str) -> None:
 # ----------------------------------------------------------------------------------------------------
 # a match: supporting evidence for the ranking
 # ----------------------------------------------------------------------------------------------------
+
 
 def is_card_rule(rule: Rule) -> bool:
     return rule.id.startswith(RULE_PREFIX)
@@ -720,7 +762,7 @@ def support(causes: dict[str, RootCause], findings: Iterable[Any]) -> list[dict[
     for f in sorted(firsts.values(), key=lambda f: f.seq):
         rule: Rule = f.rule
         spec = rule.causes[0]
-        cid, title = rule.id[len(RULE_PREFIX):], rule.title
+        cid, title = rule.id[len(RULE_PREFIX) :], rule.title
         cite = Evidence("hypothesis", rule.pack, f"{cid}: {title}")
         seen = Evidence("direct", f.source, f.text[:500], f.line or None)
         target = _supported(causes, spec.category)
@@ -735,13 +777,21 @@ def support(causes: dict[str, RootCause], findings: Iterable[Any]) -> list[dict[
             effect = "raised"
         else:
             conf = min(spec.confidence, _ceiling(causes, spec.category))
-            target = RootCause(spec.id, spec.category, conf, spec.summary, [seen, cite],
-                               fix_hints=list(spec.fix_hints), rule=rule.id)
+            target = RootCause(
+                spec.id, spec.category, conf, spec.summary, [seen, cite], fix_hints=list(spec.fix_hints), rule=rule.id
+            )
             causes[spec.id] = target
             effect = "candidate"
-        entries.append({"id": cid, "path": rule.pack[len("factory:"):], "title": title,
-                        "matched": {"source": f.source, "line": f.line or None, "excerpt": f.text[:300]},
-                        "cause": target.id, "effect": effect})
+        entries.append(
+            {
+                "id": cid,
+                "path": rule.pack[len("factory:") :],
+                "title": title,
+                "matched": {"source": f.source, "line": f.line or None, "excerpt": f.text[:300]},
+                "cause": target.id,
+                "effect": effect,
+            }
+        )
     return entries
 
 

@@ -34,6 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="emit GitHub Actions annotations even outside GITHUB_ACTIONS")
     group.addoption("--faildiag-fix", action="store_true", default=False,
                     help="propose a fix for each diagnosed failure at session end (never applied)")
+    group.addoption("--faildiag-factory", default=None, metavar="DIR",
+                    help="the team's known-issue cards, cited as supporting evidence (docs/factory.md)")
     parser.addini("faildiag", "turn faildiag on (like --faildiag)", type="bool", default=False)
     parser.addini("faildiag_out", "output folder for faildiag (like --faildiag-out)", default="faildiag-out")
     parser.addini("faildiag_timeout", "hang timeout in seconds (like --faildiag-timeout)", default="")

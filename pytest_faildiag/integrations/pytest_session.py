@@ -294,8 +294,10 @@ class FaildiagSession:
         green = _last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
+        factory = self.config.getoption("faildiag_factory", None)
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
+                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath),
+                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None)
         top = diag.top
         slug = slugify(nodeid, when)
         snap = self.out / slug
