@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pytest_faildiag.commands.report", "re-render a snapshot folder"),
     "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
     "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
+    "card": ("pytest_faildiag.commands.card", "draft a known-issue card from a snapshot, or lint a factory (--check)"),
 }
 
 

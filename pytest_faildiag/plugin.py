@@ -37,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faildiag-rerun", type=int, default=None, metavar="N",
                     help="rerun each failed test N times alone at session end: deterministic, intermittent or "
                          "order-dependent (default 2, 0 = off)")
+    group.addoption("--faildiag-factory", default=None, metavar="DIR",
+                    help="the team's known-issue cards, cited as supporting evidence (docs/factory.md)")
     parser.addini("faildiag", "turn faildiag on (like --faildiag)", type="bool", default=False)
     parser.addini("faildiag_rerun", "reruns of each failed test (like --faildiag-rerun)", default="2")
     parser.addini("faildiag_rerun_budget", "seconds all reruns of a session may take", default="120")

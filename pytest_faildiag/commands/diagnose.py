@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -16,6 +17,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="append", default=[], metavar="TOML", help="an extra rule pack")
     p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
     p.add_argument("--cwd", default=None, help="the folder the command ran in (recorded for `faildiag fix`)")
+    p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
         ruleset = load_ruleset(packs) if packs else None
         lock = _read_lock(args.lock) if args.lock else None
         diag = diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
-                        stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd)
+                        stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
+                        factory_root=_factory_root(args.factory_root))
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -53,6 +56,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(diag) + "\n")
     return 0
+
+
+def _factory_root(value: str | None) -> str | None:
+    from ..cli import UsageError
+
+    if value is not None and not os.path.isdir(value):
+        raise UsageError(f"--factory-root {value}: not a folder")
+    return value
 
 
 def _read_lock(path: str) -> dict:

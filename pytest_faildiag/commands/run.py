@@ -23,6 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grace", type=float, default=5.0, metavar="S", help="seconds between SIGTERM and SIGKILL when stopping a hung run")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="resource sampling period (default 1 s)")
     p.add_argument("--no-diagnose", action="store_true", help="keep logs and timeline, skip the diagnosis")
+    p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
     p.add_argument("--quiet", action="store_true", help="print nothing of faildiag's own (the command's output still passes through)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
@@ -50,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot create {out}: {exc.strerror or exc}") from None
+    if args.factory_root is not None and not Path(args.factory_root).is_dir():
+        raise UsageError(f"--factory-root {args.factory_root}: not a folder")
     for w in args.watch:
         if not Path(w).is_dir():
             raise UsageError(f"--watch {w}: not a folder")
@@ -68,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
     if result.start_error:
         locker.cancel()
         say(f"faildiag: {result.start_error}")
+    if args.factory_root is not None:  # read by the engine's factory discovery; set after the command ran
+        import os
+
+        os.environ["FAILDIAG_FACTORY_ROOT"] = str(Path(args.factory_root).resolve())
     try:
         lock = None if result.start_error else locker.result(1.0)
         if locker.note:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .. import factory as _factory
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
 from ..parse.logread import InputError, check_readable, sniff_binary
@@ -157,6 +158,7 @@ def diagnose(
     stream: BinaryIO | None = None,
     stream_name: str = "stdin",
     cwd: str | None = None,
+    factory_root: str | os.PathLike[str] | None | bool = None,
 ) -> Diagnosis:
     """Diagnose a failed or hung run from its evidence.
 
@@ -164,9 +166,14 @@ def diagnose(
     (Evidence items to attach to the top cause) and anything a check reads. ``probe_machine`` says the
     failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
     ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
+    ``factory_root``: the team's known-issue cards (None: ``FAILDIAG_FACTORY_ROOT``, then
+    ``./.faildiag/factory/``; False: none); see ``pytest_faildiag.factory``.
     Raises InputError when no usable evidence was given.
     """
     rs = ruleset or load_ruleset(_plugin_packs())
+    factory_notes: list[str] = []
+    if factory_root is not False:
+        rs, _, factory_notes = _factory.attach(rs, None if factory_root is True else factory_root)
     inp = collect(paths)
     for name, text in (texts or {}).items():
         if text:
@@ -206,6 +213,9 @@ def diagnose(
             causes[0].evidence.append(ev)
     diag = finish(analysis, causes, scan, rs, ctx_data)
     diag.notes.extend(inp.notes)
+    diag.notes.extend(factory_notes)
+    if ctx_data.get("factory"):  # the cards that matched: which card said what
+        diag.extra["factory"] = ctx_data["factory"]
     if cwd:  # where the command ran: fix mode reruns it there
         diag.extra["cwd"] = cwd
     diag.sources = list(scan.sources)

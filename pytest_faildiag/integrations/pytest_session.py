@@ -321,9 +321,11 @@ class FaildiagSession:
         green = _last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
+        factory = self.config.getoption("faildiag_factory", None)
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
                         stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
-                        cwd=str(self.config.rootpath))
+                        cwd=str(self.config.rootpath),
+                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None)
         name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
         slug = slugify(nodeid, when)

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from .logread import MAX_LINE
 
+MAX_ARG_PATTERN = 100_000  # Linux refuses one argument over 128 KiB (MAX_ARG_STRLEN)
 _ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
 
 
@@ -73,17 +74,44 @@ def grep_lines(path: str | None, keywords: list[str], data: bytes | None = None)
     exe = _grep()
     if exe is None or not keywords:
         return None
-    pattern = "|".join(ere_escape(k) for k in keywords)
+    escaped = _escaped(tuple(keywords))
+    pattern = "|".join(escaped)
     env = dict(os.environ, LC_ALL="C")
     argv = [exe, "-a", "-n", "-b", "-E", "-e", pattern, "--", path if path is not None else "-"]
+    fds: tuple[int, ...] = ()
+    if len(pattern) > MAX_ARG_PATTERN and os.path.isdir("/dev/fd"):  # beyond one argument's size limit
+        read_end, write_end = os.pipe()  # (thousands of team cards): one pattern a line, through a pipe
+        fds = (read_end,)
+        argv[5:7] = ["-f", f"/dev/fd/{read_end}"]
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds,
                                 stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL, env=env)
     except OSError:
+        for fd in fds:
+            os.close(fd)
+            os.close(write_end)
         return None
+    if fds:
+        os.close(fds[0])
+        lines = "\n".join(escaped).encode() + b"\n"
+        threading.Thread(target=_write_patterns, args=(write_end, lines), daemon=True).start()
     if data is not None:
         threading.Thread(target=_feed, args=(proc, data), daemon=True).start()
     return GrepHits(proc)
+
+
+@lru_cache(maxsize=8)
+def _escaped(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """The keywords ERE-escaped, once per keyword set (not per file scanned)."""
+    return tuple(ere_escape(k) for k in keywords if k)
+
+
+def _write_patterns(fd: int, lines: bytes) -> None:
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(lines)
+    except OSError:
+        pass
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
