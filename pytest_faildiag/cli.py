@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pytest_faildiag.commands.report", "re-render a snapshot folder"),
     "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
     "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
+    "job": ("pytest_faildiag.commands.job", "per-node table of a multi-node job folder (--job-dir)"),
 }
 
 
