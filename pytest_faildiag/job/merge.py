@@ -151,7 +151,7 @@ def _read_record(folder: Path, view: JobView) -> Record | None:
         if claim is not None:
             view.unfinished.append({"folder": folder.name, "name": str(claim.get("name") or folder.name),
                                     "host": claim.get("host"), "start_time": claim.get("start_time"),
-                                    "job_id": claim.get("job_id")})
+                                    "job_id": claim.get("job_id"), "expected": claim.get("expected")})
         else:
             view.skipped.append({"folder": folder.name, "reason": f"{rel} absent: not a node folder"})
         return None
@@ -221,8 +221,12 @@ def _flag_duplicates(view: JobView) -> None:
 def _expected(view: JobView) -> None:
     count, source, names = None, None, []
     ranks: set[int] = set()
+    views = [r.data.get("expected") for r in view.records] + [u.get("expected") for u in view.unfinished]
     for r in view.records:
-        exp = r.data.get("expected") or {}
+        if isinstance(r.data.get("node_rank"), int):
+            ranks.add(r.data["node_rank"])
+    for exp in views:
+        exp = exp if isinstance(exp, dict) else {}
         per = exp.get("writers_per_node") or 1
         n = exp.get("nodes")
         if isinstance(n, int) and (count is None or n * per > count):
@@ -230,8 +234,6 @@ def _expected(view: JobView) -> None:
         for h in exp.get("names") or []:
             if isinstance(h, str) and h not in names:
                 names.append(h)
-        if isinstance(r.data.get("node_rank"), int):
-            ranks.add(r.data["node_rank"])
     view.expected, view.expected_source = count, source
     present = {r.name for r in view.records} | {r.host for r in view.records} | {u["name"] for u in view.unfinished}
     short = {p.split(".")[0] for p in present}

@@ -242,9 +242,14 @@ class NodeRecorder:
             except OSError:
                 pass
             atomic_write(folder / CLAIM_FILE, json.dumps({"name": self.name, "writer": self.writer, "job_id": self.facts.job_id,
-                                                         "start_time": self.start_time, "host": socket.gethostname()}) + "\n")
+                                                         "start_time": self.start_time, "host": socket.gethostname(),
+                                                         "expected": self._expected_json()}) + "\n")
             return folder
         raise OSError(f"more than 999 writers claim the node name {self.name!r}")
+
+    def _expected_json(self) -> dict[str, Any]:
+        return {"nodes": self.facts.nodes, "names": self.facts.names, "source": self.facts.nodes_source,
+                "writers_per_node": self.facts.writers_per_node}
 
     def _is_duplicate(self, claim: dict[str, Any], folder: Path) -> bool:
         """Another writer of THIS job holds the name (same job id), or one whose run has not finished yet."""
@@ -297,8 +302,7 @@ class NodeRecorder:
             "host": socket.gethostname(),
             "writer": self.writer,
             "job": {"id": self.facts.job_id, "id_source": self.facts.job_id_source, "launcher": self.facts.launcher},
-            "expected": {"nodes": self.facts.nodes, "names": self.facts.names, "source": self.facts.nodes_source,
-                         "writers_per_node": self.facts.writers_per_node},
+            "expected": self._expected_json(),
             "node_rank": self.facts.node_rank,
             "start_time": round(self.start_time, 6),
             "end_time": round(end, 6),
