@@ -45,8 +45,9 @@ _XID = re.compile(r"Xid \((?:PCI:)?[^)]*\): (?P<xid>\d+)")
 def _run(argv: list[str], timeout: float = _PROBE_TIMEOUT_S) -> tuple[str | None, str]:
     """(stdout, "") or (None, why it gave nothing)."""
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace",
-                            stdin=subprocess.DEVNULL)
+        cp = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, errors="replace", stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         return None, f"{argv[0]} not installed"
     except subprocess.TimeoutExpired:
@@ -118,8 +119,16 @@ def classify(line: str, t: float | None, source: str) -> dict[str, Any]:
 
 def gpu_counters() -> dict[str, Any]:
     """Per-GPU error counters from ``nvidia-smi`` (uncorrected ECC, pending/failed row remaps, PCIe link)."""
-    fields = ["index", "pci.bus_id", "ecc.errors.uncorrected.volatile.total", "ecc.errors.corrected.volatile.total",
-              "remapped_rows.failure", "remapped_rows.pending", "pcie.link.gen.current", "pcie.link.width.current"]
+    fields = [
+        "index",
+        "pci.bus_id",
+        "ecc.errors.uncorrected.volatile.total",
+        "ecc.errors.corrected.volatile.total",
+        "remapped_rows.failure",
+        "remapped_rows.pending",
+        "pcie.link.gen.current",
+        "pcie.link.width.current",
+    ]
     out, why = _run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])
     if out is None:
         return {"status": "unavailable", "detail": why}
@@ -128,9 +137,12 @@ def gpu_counters() -> dict[str, Any]:
         vals = [v.strip() for v in row.split(",")]
         if len(vals) == len(fields):
             devices.append(dict(zip(fields, vals, strict=True)))
-    faults = [f"GPU {d['index']} ({d['pci.bus_id']}): {k} = {d[k]}" for d in devices
-              for k in ("ecc.errors.uncorrected.volatile.total", "remapped_rows.failure")
-              if d.get(k) not in (None, "", "0", "No", "[N/A]", "N/A", "[Not Supported]")]
+    faults = [
+        f"GPU {d['index']} ({d['pci.bus_id']}): {k} = {d[k]}"
+        for d in devices
+        for k in ("ecc.errors.uncorrected.volatile.total", "remapped_rows.failure")
+        if d.get(k) not in (None, "", "0", "No", "[N/A]", "N/A", "[Not Supported]")
+    ]
     return {"status": "ok", "devices": devices, "faults": faults}
 
 
@@ -139,8 +151,11 @@ def npu_health() -> dict[str, Any]:
     out, why = _run(["npu-smi", "info"])
     if out is None:
         return {"status": "unavailable", "detail": why}
-    faults = [line.strip()[:200] for line in out.splitlines()
-              if re.search(r"\|\s*\d+\s+\S+.*\|\s*(Warning|Alarm|Critical|Abnormal)\b", line)]
+    faults = [
+        line.strip()[:200]
+        for line in out.splitlines()
+        if re.search(r"\|\s*\d+\s+\S+.*\|\s*(Warning|Alarm|Critical|Abnormal)\b", line)
+    ]
     return {"status": "ok", "faults": faults, "text": out[:4000]}
 
 
@@ -155,7 +170,10 @@ def link_state() -> dict[str, dict[str, Any]]:
     for name in names:
         if not (net / name / "device").exists():  # virtual (lo, bridges, veth): not a link that can fail
             continue
-        links[name] = {"state": _read(net / name / "operstate"), "carrier_changes": _int(_read(net / name / "carrier_changes"))}
+        links[name] = {
+            "state": _read(net / name / "operstate"),
+            "carrier_changes": _int(_read(net / name / "carrier_changes")),
+        }
     ib = Path("/sys/class/infiniband")
     try:
         devs = sorted(ib.iterdir())
@@ -168,8 +186,10 @@ def link_state() -> dict[str, dict[str, Any]]:
             continue
         for port in ports:
             state = _read(port / "state")  # "4: ACTIVE"
-            links[f"{dev.name}/{port.name}"] = {"state": state.split(":", 1)[-1].strip().lower() if state else None,
-                                                "phys_state": _read(port / "phys_state")}
+            links[f"{dev.name}/{port.name}"] = {
+                "state": state.split(":", 1)[-1].strip().lower() if state else None,
+                "phys_state": _read(port / "phys_state"),
+            }
     return links
 
 

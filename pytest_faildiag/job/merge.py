@@ -118,6 +118,7 @@ def is_job_dir(path: str | Path) -> bool:
 # reading
 # --------------------------------------------------------------------------------------------------
 
+
 def read_job(job_dir: str | Path) -> JobView:
     """Read and check every node record; correct clocks; find the first failure. Never raises for bad records."""
     view = JobView(Path(job_dir))
@@ -149,9 +150,16 @@ def _read_record(folder: Path, view: JobView) -> Record | None:
     except FileNotFoundError:
         claim = _json(folder / CLAIM_FILE)
         if claim is not None:
-            view.unfinished.append({"folder": folder.name, "name": str(claim.get("name") or folder.name),
-                                    "host": claim.get("host"), "start_time": claim.get("start_time"),
-                                    "job_id": claim.get("job_id"), "expected": claim.get("expected")})
+            view.unfinished.append(
+                {
+                    "folder": folder.name,
+                    "name": str(claim.get("name") or folder.name),
+                    "host": claim.get("host"),
+                    "start_time": claim.get("start_time"),
+                    "job_id": claim.get("job_id"),
+                    "expected": claim.get("expected"),
+                }
+            )
         else:
             view.skipped.append({"folder": folder.name, "reason": f"{rel} absent: not a node folder"})
         return None
@@ -169,7 +177,9 @@ def _read_record(folder: Path, view: JobView) -> Record | None:
         return None
     schema = data.get("schema")
     if schema != NODE_SCHEMA:
-        view.skipped.append({"folder": folder.name, "reason": f"{rel} has schema {schema!r}, this faildiag reads {NODE_SCHEMA}"})
+        view.skipped.append(
+            {"folder": folder.name, "reason": f"{rel} has schema {schema!r}, this faildiag reads {NODE_SCHEMA}"}
+        )
         return None
     if not isinstance(data.get("start_time"), int | float) or not isinstance(data.get("events", []), list):
         view.skipped.append({"folder": folder.name, "reason": f"{rel} is incomplete (no start time or events)"})
@@ -198,8 +208,12 @@ def _keep_one_job(raw: list[Record], view: JobView) -> None:
     for r in raw:
         j = _job_id(r)
         if view.job_id is not None and j is not None and j != view.job_id:
-            view.skipped.append({"folder": r.folder, "reason": f"nodes/{r.folder}/{NODE_FILE} is from another job "
-                                                              f"(id {j}; this job is {view.job_id})"})
+            view.skipped.append(
+                {
+                    "folder": r.folder,
+                    "reason": f"nodes/{r.folder}/{NODE_FILE} is from another job (id {j}; this job is {view.job_id})",
+                }
+            )
         else:
             view.records.append(r)
     view.unfinished = [u for u in view.unfinished if u.get("job_id") is None or str(u["job_id"]) == view.job_id]
@@ -214,8 +228,10 @@ def _flag_duplicates(view: JobView) -> None:
             hosts = ", ".join(f"{r.folder} (host {r.host})" for r in recs)
             for r in recs:
                 r.flags.append(f"duplicate name: {len(recs)} writers claim {name!r}: {hosts}")
-            view.notes.append(f"{len(recs)} node records claim the name {name!r} ({hosts}); all kept — give each "
-                              "node its own --node NAME")
+            view.notes.append(
+                f"{len(recs)} node records claim the name {name!r} ({hosts}); all kept — give each "
+                "node its own --node NAME"
+            )
 
 
 def _expected(view: JobView) -> None:
@@ -239,18 +255,23 @@ def _expected(view: JobView) -> None:
     short = {p.split(".")[0] for p in present}
     for h in names:
         if h not in present and h.split(".")[0] not in short:
-            view.missing.append({"name": h, "why": f"expected from {source or 'the launcher'} and never wrote a record"})
+            view.missing.append(
+                {"name": h, "why": f"expected from {source or 'the launcher'} and never wrote a record"}
+            )
     have = len({r.name for r in view.records}) + len(view.unfinished) + len(view.missing)
     if count is not None and have < count:
         free_ranks = [i for i in range(count) if i not in ranks] if ranks else []
         for i in range(count - have):
             label = f"node_rank {free_ranks[i]}" if i < len(free_ranks) else f"unnamed-{i + 1}"
-            view.missing.append({"name": label, "why": f"{count} nodes expected ({source}); this one never wrote a record"})
+            view.missing.append(
+                {"name": label, "why": f"{count} nodes expected ({source}); this one never wrote a record"}
+            )
 
 
 # --------------------------------------------------------------------------------------------------
 # clocks
 # --------------------------------------------------------------------------------------------------
+
 
 def _correct_clocks(view: JobView) -> None:
     per_key: dict[str, dict[str, float]] = {}
@@ -290,6 +311,7 @@ def _correct_clocks(view: JobView) -> None:
 # the first failure
 # --------------------------------------------------------------------------------------------------
 
+
 def _events(view: JobView) -> list[Event]:
     out: list[Event] = []
     for r in view.records:
@@ -316,8 +338,9 @@ def _first_failure(view: JobView) -> None:
         view.firsts.setdefault(e.record.folder, e)
     first = initiating[0] if initiating else None
     lost = bool(view.missing or view.unfinished)
-    if lost and (first is None or (view.first_symptom is not None
-                                   and first.time > view.first_symptom.time + LATE_INITIATOR_S)):
+    if lost and (
+        first is None or (view.first_symptom is not None and first.time > view.first_symptom.time + LATE_INITIATOR_S)
+    ):
         view.lost_node_first = True
     view.first = first or view.first_symptom
 
@@ -325,6 +348,7 @@ def _first_failure(view: JobView) -> None:
 # --------------------------------------------------------------------------------------------------
 # environment
 # --------------------------------------------------------------------------------------------------
+
 
 def _env_majority(view: JobView) -> None:
     facts = {r.folder: ((r.data.get("env") or {}).get("facts") or {}) for r in view.records}
@@ -334,7 +358,7 @@ def _env_majority(view: JobView) -> None:
     keys = sorted({k for f in facts.values() for k in f})
     for key in keys:
         values = Counter(f.get(key) for f in facts.values())
-        (major, n), = values.most_common(1)
+        ((major, n),) = values.most_common(1)
         if len(values) < 2 or n * 2 <= len(facts):
             continue
         for folder, f in facts.items():
@@ -345,6 +369,7 @@ def _env_majority(view: JobView) -> None:
 # --------------------------------------------------------------------------------------------------
 # the merged diagnosis
 # --------------------------------------------------------------------------------------------------
+
 
 def iso(t: float | None) -> str | None:
     if t is None:
@@ -364,15 +389,24 @@ def nodes_table(view: JobView) -> list[dict[str, Any]]:
         summary = str(r.data.get("summary") or "")
         if first is not None:
             role = "symptom" if first.symptom else "failure"
-            summary = f"{role} on rank {first.ev.get('rank')}: {first.ev.get('excerpt', '')[:200]}" if first.ev.get("rank") is not None \
+            summary = (
+                f"{role} on rank {first.ev.get('rank')}: {first.ev.get('excerpt', '')[:200]}"
+                if first.ev.get("rank") is not None
                 else f"{role}: {first.ev.get('excerpt', '')[:200]}"
+            )
         elif status == "ok":
             summary = summary or "exited cleanly"
-        row = {"name": r.name, "status": status,
-               "first_failure_time": iso(first.time) if first is not None and status == "failed" else None,
-               "summary": summary, "host": r.host, "folder": r.folder,
-               "rank": first.ev.get("rank") if first is not None else None,
-               "clock_offset_s": round(r.offset, 3), "clock_source": r.offset_source}
+        row = {
+            "name": r.name,
+            "status": status,
+            "first_failure_time": iso(first.time) if first is not None and status == "failed" else None,
+            "summary": summary,
+            "host": r.host,
+            "folder": r.folder,
+            "rank": first.ev.get("rank") if first is not None else None,
+            "clock_offset_s": round(r.offset, 3),
+            "clock_source": r.offset_source,
+        }
         flags = list(r.flags)
         if diffs.get(r.folder):
             flags.append(f"environment differs: {', '.join(diffs[r.folder][:4])}")
@@ -382,16 +416,41 @@ def nodes_table(view: JobView) -> list[dict[str, Any]]:
             row["flags"] = flags
         rows.append(row)
     for u in view.unfinished:
-        rows.append({"name": u["name"], "status": "missing", "first_failure_time": None, "folder": u["folder"],
-                     "summary": f"started{' on ' + str(u['host']) if u.get('host') else ''} at {iso(u.get('start_time'))} "
-                                "and never wrote its record: its run died with the node, was killed, or is still running",
-                     "host": u.get("host"), "rank": None})
+        rows.append(
+            {
+                "name": u["name"],
+                "status": "missing",
+                "first_failure_time": None,
+                "folder": u["folder"],
+                "summary": f"started{' on ' + str(u['host']) if u.get('host') else ''} at {iso(u.get('start_time'))} "
+                "and never wrote its record: its run died with the node, was killed, or is still running",
+                "host": u.get("host"),
+                "rank": None,
+            }
+        )
     for m in view.missing:
-        rows.append({"name": m["name"], "status": "missing", "first_failure_time": None, "summary": m["why"],
-                     "host": None, "rank": None})
+        rows.append(
+            {
+                "name": m["name"],
+                "status": "missing",
+                "first_failure_time": None,
+                "summary": m["why"],
+                "host": None,
+                "rank": None,
+            }
+        )
     for s in view.skipped:
-        rows.append({"name": s["folder"], "status": "missing", "first_failure_time": None,
-                     "summary": f"record skipped: {s['reason']}", "host": None, "rank": None, "folder": s["folder"]})
+        rows.append(
+            {
+                "name": s["folder"],
+                "status": "missing",
+                "first_failure_time": None,
+                "summary": f"record skipped: {s['reason']}",
+                "host": None,
+                "rank": None,
+                "folder": s["folder"],
+            }
+        )
     return rows
 
 
@@ -407,7 +466,9 @@ def merge(job_dir: str | Path) -> Diagnosis:
     elif view.first is not None:
         diag = _from_first_node(view)
     else:
-        diag = Diagnosis(summary=f"no failure recorded on any of the {len(view.records)} nodes", profile=FailureProfile())
+        diag = Diagnosis(
+            summary=f"no failure recorded on any of the {len(view.records)} nodes", profile=FailureProfile()
+        )
     _add_job_context(diag, view)
     return diag
 
@@ -420,13 +481,21 @@ def _from_first_node(view: JobView) -> Diagnosis:
     diag = _diagnosis_from_report(report)
     ev = first.ev
     src = f"nodes/{rec.folder}/{ev.get('source')}"
-    diag.profile.first_failure = NodeFailurePoint(src, ev.get("line"), str(ev.get("excerpt", ""))[:1000],
-                                                  host=rec.name, rank=ev.get("rank"))
+    diag.profile.first_failure = NodeFailurePoint(
+        src, ev.get("line"), str(ev.get("excerpt", ""))[:1000], host=rec.name, rank=ev.get("rank")
+    )
     _demote_symptom_causes(diag)
     if ev.get("category") == "hardware" and (not diag.root_causes or diag.root_causes[0].category != "hardware"):
-        diag.root_causes.insert(0, RootCause("hardware.node_fault", "hardware", 0.7,
-                                             f"a hardware fault on {rec.name}: {str(ev.get('excerpt', ''))[:200]}",
-                                             [Evidence("direct", src, str(ev.get("excerpt", ""))[:400])]))
+        diag.root_causes.insert(
+            0,
+            RootCause(
+                "hardware.node_fault",
+                "hardware",
+                0.7,
+                f"a hardware fault on {rec.name}: {str(ev.get('excerpt', ''))[:200]}",
+                [Evidence("direct", src, str(ev.get("excerpt", ""))[:400])],
+            ),
+        )
     where = f"host {rec.name}" + (f" rank {ev.get('rank')}" if ev.get("rank") is not None else "")
     when = f" at {iso(first.time)}" if first.time_source != "run end" else ""
     n_sym = len({e.record.folder for e in view.firsts.values() if e.symptom and e.record is not rec})
@@ -435,13 +504,20 @@ def _from_first_node(view: JobView) -> Diagnosis:
     tail = f"; {n_sym} other node(s) show only the cascade" if n_sym else ""
     diag.summary = f"{head} — first {kind} on {where}{when}{tail}"
     if diag.root_causes:
-        diag.root_causes[0].evidence.insert(0, Evidence(
-            "direct", f"nodes/{rec.folder}/{NODE_FILE}",
-            f"{where} failed first{when} (time from the {first.time_source}; clock corrected by {-rec.offset:+.2f} s "
-            f"from its {rec.offset_source})"))
+        diag.root_causes[0].evidence.insert(
+            0,
+            Evidence(
+                "direct",
+                f"nodes/{rec.folder}/{NODE_FILE}",
+                f"{where} failed first{when} (time from the {first.time_source}; clock corrected by {-rec.offset:+.2f} s "
+                f"from its {rec.offset_source})",
+            ),
+        )
     if first.symptom:
-        diag.notes.append("no initiating event was recorded on any node: the first failure shown is itself a symptom; "
-                          "collect the kernel logs of the nodes and the stderr of the ranks that exited first")
+        diag.notes.append(
+            "no initiating event was recorded on any node: the first failure shown is itself a symptom; "
+            "collect the kernel logs of the nodes and the stderr of the ranks that exited first"
+        )
     return diag
 
 
@@ -449,57 +525,124 @@ def _lost_node_diagnosis(view: JobView) -> Diagnosis:
     lost = [u["name"] for u in view.unfinished] + [m["name"] for m in view.missing]
     host = lost[0]
     first_sym = view.first_symptom
-    ev = [Evidence("direct", "nodes/", f"{name}: no node record (expected {view.expected or '?'} nodes, "
-                                       f"{len(view.records)} wrote one)") for name in lost[:8]]
+    ev = [
+        Evidence(
+            "direct",
+            "nodes/",
+            f"{name}: no node record (expected {view.expected or '?'} nodes, {len(view.records)} wrote one)",
+        )
+        for name in lost[:8]
+    ]
     if first_sym is not None:
-        ev.append(Evidence("direct", f"nodes/{first_sym.record.folder}/{first_sym.ev.get('source')}",
-                           f"first symptom elsewhere: {str(first_sym.ev.get('excerpt', ''))[:300]}", first_sym.ev.get("line")))
+        ev.append(
+            Evidence(
+                "direct",
+                f"nodes/{first_sym.record.folder}/{first_sym.ev.get('source')}",
+                f"first symptom elsewhere: {str(first_sym.ev.get('excerpt', ''))[:300]}",
+                first_sym.ev.get("line"),
+            )
+        )
     causes = [
-        RootCause("hardware.node_lost", "hardware", 0.55,
-                  f"node {host} went down during the job (power, kernel panic, hardware fault): it never wrote its record "
-                  "while every other node shows only the cascade", ev,
-                  [ValidationCheck("node-records", "passed", f"{len(view.records)} of {view.expected or len(view.records) + len(lost)} "
-                                                            "nodes wrote a record; the others are named as missing")],
-                  [_actions().get("lost", "").format(host=host)]),
-        RootCause("communication.node_unreachable", "communication", 0.25,
-                  f"node {host} lost its network: its ranks could not reach the others nor the shared folder", list(ev[:2]),
-                  fix_hints=["check the node's links and switch port counters (ip -s link, ibstat)"]),
-        RootCause("resource.host_oom", "resource", 0.15,
-                  f"the host OOM killer or a hung file system took down node {host}'s whole run", list(ev[:1]),
-                  fix_hints=["look for 'Out of memory: Killed process' in that node's kernel log"]),
+        RootCause(
+            "hardware.node_lost",
+            "hardware",
+            0.55,
+            f"node {host} went down during the job (power, kernel panic, hardware fault): it never wrote its record "
+            "while every other node shows only the cascade",
+            ev,
+            [
+                ValidationCheck(
+                    "node-records",
+                    "passed",
+                    f"{len(view.records)} of {view.expected or len(view.records) + len(lost)} "
+                    "nodes wrote a record; the others are named as missing",
+                )
+            ],
+            [_actions().get("lost", "").format(host=host)],
+        ),
+        RootCause(
+            "communication.node_unreachable",
+            "communication",
+            0.25,
+            f"node {host} lost its network: its ranks could not reach the others nor the shared folder",
+            list(ev[:2]),
+            fix_hints=["check the node's links and switch port counters (ip -s link, ibstat)"],
+        ),
+        RootCause(
+            "resource.host_oom",
+            "resource",
+            0.15,
+            f"the host OOM killer or a hung file system took down node {host}'s whole run",
+            list(ev[:1]),
+            fix_hints=["look for 'Out of memory: Killed process' in that node's kernel log"],
+        ),
     ]
     excerpt = f"node {host} never wrote its record"
-    prof = FailureProfile(stage="runtime", type="crash", stack="other", domains=["hardware", "communication"],
-                          confidence=0.55, first_failure=NodeFailurePoint("nodes/", None, excerpt, host=host, rank=None))
-    summary = (f"crash at runtime: node {host} went away without writing its record; the other "
-               f"{len(view.records)} node(s) show only the cascade [hardware, 55%]")
+    prof = FailureProfile(
+        stage="runtime",
+        type="crash",
+        stack="other",
+        domains=["hardware", "communication"],
+        confidence=0.55,
+        first_failure=NodeFailurePoint("nodes/", None, excerpt, host=host, rank=None),
+    )
+    summary = (
+        f"crash at runtime: node {host} went away without writing its record; the other "
+        f"{len(view.records)} node(s) show only the cascade [hardware, 55%]"
+    )
     return Diagnosis(summary=summary, profile=prof, root_causes=causes)
 
 
 def _diagnosis_from_report(rep: dict[str, Any]) -> Diagnosis:
     """The initiating node's own diagnosis (its ``report.json``), back into the model."""
     p = rep.get("profile") or {}
-    prof = FailureProfile(stage=p.get("stage", "unknown"), type=p.get("type", "unknown"), stack=p.get("stack", "other"),
-                          backend=p.get("backend"), domains=list(p.get("domains") or []), confidence=float(p.get("confidence") or 0),
-                          command=p.get("command"), exit_code=p.get("exit_code"), signal=p.get("signal"),
-                          ranks=dict(p.get("ranks") or {}))
+    prof = FailureProfile(
+        stage=p.get("stage", "unknown"),
+        type=p.get("type", "unknown"),
+        stack=p.get("stack", "other"),
+        backend=p.get("backend"),
+        domains=list(p.get("domains") or []),
+        confidence=float(p.get("confidence") or 0),
+        command=p.get("command"),
+        exit_code=p.get("exit_code"),
+        signal=p.get("signal"),
+        ranks=dict(p.get("ranks") or {}),
+    )
     causes = []
     for c in rep.get("root_causes") or []:
         if not isinstance(c, dict):
             continue
-        causes.append(RootCause(
-            str(c.get("id")), str(c.get("category")), float(c.get("confidence") or 0), str(c.get("summary", "")),
-            [Evidence(e.get("kind", "direct"), e.get("source", ""), e.get("excerpt", ""), e.get("line"))
-             for e in c.get("evidence") or [] if isinstance(e, dict)],
-            [ValidationCheck(v.get("name", ""), v.get("status", "skipped"), v.get("detail", ""))
-             for v in c.get("validation_checks") or [] if isinstance(v, dict)],
-            list(c.get("fix_hints") or [])))
-    return Diagnosis(summary=str(rep.get("summary") or "no diagnosis on the first failing node"), profile=prof,
-                     root_causes=causes, next_actions=list(rep.get("next_actions") or []), notes=list(rep.get("notes") or []))
+        causes.append(
+            RootCause(
+                str(c.get("id")),
+                str(c.get("category")),
+                float(c.get("confidence") or 0),
+                str(c.get("summary", "")),
+                [
+                    Evidence(e.get("kind", "direct"), e.get("source", ""), e.get("excerpt", ""), e.get("line"))
+                    for e in c.get("evidence") or []
+                    if isinstance(e, dict)
+                ],
+                [
+                    ValidationCheck(v.get("name", ""), v.get("status", "skipped"), v.get("detail", ""))
+                    for v in c.get("validation_checks") or []
+                    if isinstance(v, dict)
+                ],
+                list(c.get("fix_hints") or []),
+            )
+        )
+    return Diagnosis(
+        summary=str(rep.get("summary") or "no diagnosis on the first failing node"),
+        profile=prof,
+        root_causes=causes,
+        next_actions=list(rep.get("next_actions") or []),
+        notes=list(rep.get("notes") or []),
+    )
 
 
 def _demote_symptom_causes(diag: Diagnosis) -> None:
     """A cause whose every piece of direct evidence is a symptom line (a collective timeout) goes last."""
+
     def symptom_only(c: RootCause) -> bool:
         direct = [e for e in c.evidence if e.kind == "direct"]
         return bool(direct) and all(is_symptom(e.excerpt) for e in direct)
@@ -528,15 +671,30 @@ def _add_job_context(diag: Diagnosis, view: JobView) -> None:
         hosts = sorted({d["node"] for d in view.env_diffs})
         keys = sorted({d["key"] for d in view.env_diffs})
         extra_actions.append(acts.get("environment", "").format(keys=", ".join(keys[:4]), hosts=", ".join(hosts[:6])))
-        ev = [Evidence("direct", f"nodes/{d['node']}/{NODE_FILE}", f"{d['node']}: {d['key']} = {d['value']} "
-                                                                    f"(majority: {d['majority']})") for d in view.env_diffs[:8]]
-        on_first = host is not None and any(d["node"] == first.record.folder for d in view.env_diffs) if first else False
-        cause = RootCause("environment.differs_across_nodes", "environment", 0.45 if on_first else 0.2,
-                          f"{len(hosts)} node(s) run a different environment from the majority: {', '.join(hosts[:6])}",
-                          ev, fix_hints=[acts.get("environment", "").format(keys=", ".join(keys[:4]), hosts=", ".join(hosts[:6]))])
+        ev = [
+            Evidence(
+                "direct",
+                f"nodes/{d['node']}/{NODE_FILE}",
+                f"{d['node']}: {d['key']} = {d['value']} (majority: {d['majority']})",
+            )
+            for d in view.env_diffs[:8]
+        ]
+        on_first = (
+            host is not None and any(d["node"] == first.record.folder for d in view.env_diffs) if first else False
+        )
+        cause = RootCause(
+            "environment.differs_across_nodes",
+            "environment",
+            0.45 if on_first else 0.2,
+            f"{len(hosts)} node(s) run a different environment from the majority: {', '.join(hosts[:6])}",
+            ev,
+            fix_hints=[acts.get("environment", "").format(keys=", ".join(keys[:4]), hosts=", ".join(hosts[:6]))],
+        )
         diag.root_causes.append(cause)
-        diag.notes.append(f"environment differs from the majority on {', '.join(hosts[:10])}: " +
-                          "; ".join(f"{d['node']} {d['key']}={d['value']}" for d in view.env_diffs[:6]))
+        diag.notes.append(
+            f"environment differs from the majority on {', '.join(hosts[:10])}: "
+            + "; ".join(f"{d['node']} {d['key']}={d['value']}" for d in view.env_diffs[:6])
+        )
     diag.next_actions = [a for a in extra_actions if a] + [a for a in diag.next_actions if a not in extra_actions]
     diag.next_actions = diag.next_actions[:6]
     for s in view.skipped:
@@ -546,9 +704,13 @@ def _add_job_context(diag: Diagnosis, view: JobView) -> None:
     nodes = nodes_table(view)
     diag.extra["nodes"] = nodes
     diag.extra["job"] = {
-        "dir": str(view.job_dir), "id": view.job_id, "expected_nodes": view.expected, "expected_source": view.expected_source,
-        "records": len(view.records), "missing": sum(1 for n in nodes if n["status"] == "missing"),
-        "first_failing_host": (None if view.lost_node_first else host) or (diag.profile.first_failure.host
-                                                                           if isinstance(diag.profile.first_failure, NodeFailurePoint) else None),
+        "dir": str(view.job_dir),
+        "id": view.job_id,
+        "expected_nodes": view.expected,
+        "expected_source": view.expected_source,
+        "records": len(view.records),
+        "missing": sum(1 for n in nodes if n["status"] == "missing"),
+        "first_failing_host": (None if view.lost_node_first else host)
+        or (diag.profile.first_failure.host if isinstance(diag.profile.first_failure, NodeFailurePoint) else None),
         "skipped": view.skipped,
     }

@@ -46,6 +46,7 @@ _NAME_OK = re.compile(r"[^A-Za-z0-9._-]+")
 # who this node is, which job, how many nodes
 # --------------------------------------------------------------------------------------------------
 
+
 def expand_hostlist(spec: str) -> list[str]:
     """Slurm's compressed host list: ``gpu[01-03,07],login1`` → gpu01 gpu02 gpu03 gpu07 login1."""
     out: list[str] = []
@@ -77,7 +78,7 @@ def _arg(command: list[str], *names: str) -> str | None:
             if a == n and i + 1 < len(command):
                 return command[i + 1]
             if a.startswith(n + "="):
-                return a[len(n) + 1:]
+                return a[len(n) + 1 :]
     return None
 
 
@@ -130,7 +131,9 @@ def launcher_facts(command: list[str], env: dict[str, str] | None = None) -> Lau
         per_node = ntasks // nn if ntasks and nn and ntasks % nn == 0 else None
     if per_node and per_node > 1:
         f.writers_per_node = per_node
-        f.local_index = _int(env.get("SLURM_LOCALID") or env.get("OMPI_COMM_WORLD_LOCAL_RANK") or env.get("MPI_LOCALRANKID"))
+        f.local_index = _int(
+            env.get("SLURM_LOCALID") or env.get("OMPI_COMM_WORLD_LOCAL_RANK") or env.get("MPI_LOCALRANKID")
+        )
     # the node count and names
     if env.get("FAILDIAG_JOB_NODES"):
         v = env["FAILDIAG_JOB_NODES"]
@@ -143,7 +146,9 @@ def launcher_facts(command: list[str], env: dict[str, str] | None = None) -> Lau
     elif env.get("SLURM_JOB_NODELIST") or env.get("SLURM_STEP_NODELIST") or env.get("SLURM_NNODES"):
         key = "SLURM_STEP_NODELIST" if env.get("SLURM_STEP_NODELIST") else "SLURM_JOB_NODELIST"
         f.names = expand_hostlist(env.get(key, "")) or None
-        f.nodes = _int(env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES")) or (len(f.names) if f.names else None)
+        f.nodes = _int(env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES")) or (
+            len(f.names) if f.names else None
+        )
         f.nodes_source = key if f.names else "SLURM_NNODES"
         f.node_rank = _int(env.get("SLURM_NODEID"))
     elif env.get("OMPI_COMM_WORLD_SIZE"):
@@ -167,7 +172,9 @@ def launcher_facts(command: list[str], env: dict[str, str] | None = None) -> Lau
             f.nodes = ws // lws if ws and lws else None
             f.nodes_source = "WORLD_SIZE/LOCAL_WORLD_SIZE"
     if f.node_rank is None:
-        f.node_rank = _int(_arg(command, "--node_rank", "--node-rank") or env.get("PET_NODE_RANK") or env.get("GROUP_RANK"))
+        f.node_rank = _int(
+            _arg(command, "--node_rank", "--node-rank") or env.get("PET_NODE_RANK") or env.get("GROUP_RANK")
+        )
     return f
 
 
@@ -189,6 +196,7 @@ def safe_name(name: str) -> str:
 # claiming a folder, recording the run
 # --------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class NodeRecorder:
     """Records one node's run into ``DIR/nodes/<folder>/``: ``begin`` before the command starts,
@@ -204,6 +212,7 @@ class NodeRecorder:
     kernel: list[dict[str, Any]] = field(default_factory=list)
     kernel_source: str = ""
     probes: dict[str, Any] = field(default_factory=dict)
+    spent_s: float = 0.0  # time the node record added after the command ended (kernel log, rank scan, probes)
     _threads: list[threading.Thread] = field(default_factory=list)
 
     @classmethod
@@ -241,15 +250,30 @@ class NodeRecorder:
                 (folder / NODE_FILE).unlink()  # a previous job's record must not outlive this claim
             except OSError:
                 pass
-            atomic_write(folder / CLAIM_FILE, json.dumps({"name": self.name, "writer": self.writer, "job_id": self.facts.job_id,
-                                                         "start_time": self.start_time, "host": socket.gethostname(),
-                                                         "expected": self._expected_json()}) + "\n")
+            atomic_write(
+                folder / CLAIM_FILE,
+                json.dumps(
+                    {
+                        "name": self.name,
+                        "writer": self.writer,
+                        "job_id": self.facts.job_id,
+                        "start_time": self.start_time,
+                        "host": socket.gethostname(),
+                        "expected": self._expected_json(),
+                    }
+                )
+                + "\n",
+            )
             return folder
         raise OSError(f"more than 999 writers claim the node name {self.name!r}")
 
     def _expected_json(self) -> dict[str, Any]:
-        return {"nodes": self.facts.nodes, "names": self.facts.names, "source": self.facts.nodes_source,
-                "writers_per_node": self.facts.writers_per_node}
+        return {
+            "nodes": self.facts.nodes,
+            "names": self.facts.names,
+            "source": self.facts.nodes_source,
+            "writers_per_node": self.facts.writers_per_node,
+        }
 
     def _is_duplicate(self, claim: dict[str, Any], folder: Path) -> bool:
         """Another writer of THIS job holds the name (same job id), or one whose run has not finished yet."""
@@ -265,23 +289,27 @@ class NodeRecorder:
         """Right after the command ended: the kernel log's hardware lines (written to ``hardware/kernel.log``
         and returned as a path for the node's own diagnosis) and, in the background, the GPU/NPU counters."""
         end = time.time()
+        t0 = time.perf_counter()
         if result.failed:
             for name, fn in (("gpu", hardware.gpu_counters), ("npu", hardware.npu_health)):
                 t = threading.Thread(target=lambda n=name, f=fn: self.probes.__setitem__(n, f()), daemon=True)
                 t.start()
                 self._threads.append(t)
         self.kernel, self.kernel_source = hardware.kernel_events(self.start_time, end)
-        if not self.kernel:
-            return []
-        path = self.folder / "hardware" / "kernel.log"
-        atomic_write(path, "".join(k["line"] + "\n" for k in self.kernel))
-        return [str(path)]
+        paths: list[str] = []
+        if self.kernel:
+            path = self.folder / "hardware" / "kernel.log"
+            atomic_write(path, "".join(k["line"] + "\n" for k in self.kernel))
+            paths.append(str(path))
+        self.spent_s += time.perf_counter() - t0
+        return paths
 
     def write(self, result: Any, diag: Any, lock: dict[str, Any] | None) -> Path:
         """Write ``node.json`` (atomically). The rank scan runs only after a failure."""
         from .ranks import read_rank_events
 
         end = time.time()
+        t0 = time.perf_counter()
         events, anchors = [], []
         if result.failed:
             files = _node_logs(self.folder)
@@ -289,8 +317,18 @@ class NodeRecorder:
         for k in self.kernel:
             from .ranks import RankEvent, is_symptom
 
-            events.append(RankEvent(None, k["time"], "kernel log", "hardware/kernel.log", None, k["line"],
-                                    is_symptom(k["line"]), category="hardware" if k["kind"] != "oom_kill" else "resource"))
+            events.append(
+                RankEvent(
+                    None,
+                    k["time"],
+                    "kernel log",
+                    "hardware/kernel.log",
+                    None,
+                    k["line"],
+                    is_symptom(k["line"]),
+                    category="hardware" if k["kind"] != "oom_kill" else "resource",
+                )
+            )
         for t in self._threads:
             t.join(timeout=3.5)
         links_after = hardware.link_state()
@@ -314,10 +352,16 @@ class NodeRecorder:
             "summary": getattr(diag, "summary", "") if diag is not None else "",
             "events": [e.to_json() for e in events],
             "anchors": [a.to_json() for a in anchors],
-            "hardware": {"kernel_source": self.kernel_source, "gpu": self.probes.get("gpu"), "npu": self.probes.get("npu"),
-                         "links": link_notes, "host_oom": result.oom},
+            "hardware": {
+                "kernel_source": self.kernel_source,
+                "gpu": self.probes.get("gpu"),
+                "npu": self.probes.get("npu"),
+                "links": link_notes,
+                "host_oom": result.oom,
+            },
             "env": env_digest(lock, self.name),
         }
+        record["record_s"] = round(self.spent_s + time.perf_counter() - t0, 3)
         from ..redact import redact_obj
 
         atomic_write(self.folder / NODE_FILE, json.dumps(redact_obj(record), ensure_ascii=False, default=str) + "\n")
@@ -344,10 +388,26 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 # the environment lock, reduced to what must agree across nodes
 # --------------------------------------------------------------------------------------------------
 
-_ENV_KEEP = re.compile(r"^(?:NCCL_|CUDA_|CUDNN_|TORCH_|PYTORCH_|HCCL_|ASCEND_|GLOO_|OMP_NUM_THREADS$|LD_LIBRARY_PATH$|LD_PRELOAD$|MS_|NVIDIA_|UCX_|FI_)")
+_ENV_KEEP = re.compile(
+    r"^(?:NCCL_|CUDA_|CUDNN_|TORCH_|PYTORCH_|HCCL_|ASCEND_|GLOO_|OMP_NUM_THREADS$|LD_LIBRARY_PATH$|LD_PRELOAD$|MS_|NVIDIA_|UCX_|FI_)"
+)
 _ENV_PER_NODE = re.compile(r"RANK|NODE|HOST|LOCAL|VISIBLE_DEVICES|_FILE$|TEMP_FILE|_DIR$|PORT|ADDR|SOCKET|TASK|PID")
-_KEY_PACKAGES = ("torch", "torch-npu", "torch_npu", "deepspeed", "mindspore", "jax", "jaxlib", "transformers",
-                 "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nvidia-cudnn-cu12", "triton", "apex", "megatron-core")
+_KEY_PACKAGES = (
+    "torch",
+    "torch-npu",
+    "torch_npu",
+    "deepspeed",
+    "mindspore",
+    "jax",
+    "jaxlib",
+    "transformers",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu11",
+    "nvidia-cudnn-cu12",
+    "triton",
+    "apex",
+    "megatron-core",
+)
 
 
 def env_digest(lock: dict[str, Any] | None, node_name: str) -> dict[str, Any]:
@@ -388,6 +448,8 @@ def env_digest(lock: dict[str, Any] | None, node_name: str) -> dict[str, Any]:
         for k, v in env.items():
             if _ENV_KEEP.match(k) and not _ENV_PER_NODE.search(k) and node_name not in str(v):
                 facts[f"env.{k}"] = str(v)[:300]
-    digest = hashlib.sha256(json.dumps(sorted(pkgs.items()) if isinstance(pkgs, dict) else [], default=str).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        json.dumps(sorted(pkgs.items()) if isinstance(pkgs, dict) else [], default=str).encode()
+    ).hexdigest()[:16]
     facts["packages.digest"] = digest
     return {"facts": facts, "digest": hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]}

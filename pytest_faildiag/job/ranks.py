@@ -39,6 +39,7 @@ _FATAL_SIGNALS = {-9: "SIGKILL", -11: "SIGSEGV", -6: "SIGABRT", -7: "SIGBUS", -4
 MAX_EVENTS_PER_RANK = 4
 MAX_ANCHORS = 64
 PRECEDING_LINES = 200  # how far back a line without a time may borrow another rank's timestamp
+WINDOW_LINES = 5000  # how far back a line without a time looks for its own rank's last timestamp
 
 
 @dataclass
@@ -118,14 +119,30 @@ def read_rank_events(files: list[tuple[str, Path]], ref: float) -> tuple[list[Ra
         if f.rule.noise or not f.rule.causes or f.source not in paths:
             continue
         symptom = f.rule.downstream or is_symptom(f.text)
-        raw.append(RankEvent(f.rank, None, "", f.source, f.line, f.text[:400], symptom, f.rule.id,
-                             f.rule.causes[0].category, seq=f.seq))
+        raw.append(
+            RankEvent(
+                f.rank,
+                None,
+                "",
+                f.source,
+                f.line,
+                f.text[:400],
+                symptom,
+                f.rule.id,
+                f.rule.causes[0].category,
+                seq=f.seq,
+            )
+        )
     for tb in primary_tracebacks(scan):
         if tb.source not in paths or tb.chained:
             continue
         text = f"{tb.exc_type}: {tb.message}".strip(": ")[:400]
         raw.append(RankEvent(tb.rank, None, "", tb.source, tb.exc_line or tb.line, text, is_symptom(text), seq=tb.seq))
-    times = {name: _read_times(path, ref) for name, path in paths.items()}
+    lines: dict[str, list[int]] = {}
+    for ev in raw:
+        if ev.line is not None:
+            lines.setdefault(ev.source, []).append(ev.line)
+    times = {name: _read_times(path, ref, lines.get(name)) for name, path in paths.items()}
     anchors = [a for t in times.values() for a in t.anchors][:MAX_ANCHORS]
     for ev in raw:
         _date(ev, times[ev.source], ref)
@@ -141,7 +158,9 @@ def _date(ev: RankEvent, ft: _FileTimes, ref: float) -> None:
     if ev.line is not None:
         # the rank's own last timestamped line before it; else any line of the file just before it
         for rank, reach in ((ev.rank, None), ("*", PRECEDING_LINES)):
-            before = [p for p in ft.points.get(rank, []) if p[0] <= ev.line and (reach is None or ev.line - p[0] <= reach)]
+            before = [
+                p for p in ft.points.get(rank, []) if p[0] <= ev.line and (reach is None or ev.line - p[0] <= reach)
+            ]
             if before:
                 ev.time, ev.time_source = before[-1][1], "preceding line"
                 return
@@ -167,8 +186,19 @@ def _launcher_exits(times: dict[str, _FileTimes], seen: set[str | None]) -> list
             sig = _FATAL_SIGNALS.get(code)
             text = f"rank {rank} (local rank {info.get('local')}) exited with " + (sig or f"exit code {code}")
             symptom = code in (-15, -2, -1)  # SIGTERM/SIGINT/SIGHUP: stopped, not failed
-            out.append(RankEvent(rank, info.get("time"), "launcher summary", name, info.get("line"), text, symptom,
-                                 local_rank=info.get("local"), seq=10**9))
+            out.append(
+                RankEvent(
+                    rank,
+                    info.get("time"),
+                    "launcher summary",
+                    name,
+                    info.get("line"),
+                    text,
+                    symptom,
+                    local_rank=info.get("local"),
+                    seq=10**9,
+                )
+            )
     return out
 
 
@@ -188,36 +218,67 @@ def _firsts(events: list[RankEvent]) -> list[RankEvent]:
     return out
 
 
-def _read_times(path: Path, ref: float) -> _FileTimes:
-    """One pass over a log: timestamped lines per rank, torchrun's exit records, collective-timeout anchors."""
+def _read_times(path: Path, ref: float, event_lines: list[int] | None = None) -> _FileTimes:
+    """One pass over a log: timestamped lines per rank (only in the windows before ``event_lines``: parsing every
+    timestamp of a 16 MB log costs a second), torchrun's exit records, collective-timeout anchors."""
     ft = _FileTimes()
     _, anchor_pats = cascade()
     pending: dict[str, Any] = {}
+    windows = _windows(event_lines)
+    w = 0
     try:
         f = open(path, "rb")
     except OSError:
         return ft
     with f:
         for number, raw in enumerate(f, 1):
+            while w < len(windows) and number > windows[w][1]:
+                w += 1
+            in_window = w < len(windows) and number >= windows[w][0]
+            special = (
+                b"imeout" in raw
+                or b"Timed out" in raw
+                or b"local_rank" in raw
+                or b"exitcode" in raw
+                or raw.lstrip()[:4] == b"time"
+            )
+            if not in_window and not special:
+                continue
             quick = _TS_QUICK.search(raw)
-            if quick is None and b"rank" not in raw and b"exitcode" not in raw:
+            if quick is None and not special:
                 continue
             rank: str | None = None
             body = raw
             while (m := _RANK_PREFIX.match(body)) is not None:
                 rank = m["rank"].decode()
-                body = body[m.end():]
+                body = body[m.end() :]
             text = body.decode("utf-8", "replace").rstrip("\r\n")
             if quick is not None:
                 t = parse_line_time(text, ref)
                 if t is not None:
-                    ft.points.setdefault(rank, []).append((number, t))
-                    ft.points.setdefault("*", []).append((number, t))
-                    _agent_line(ft, text, t)
-                    _anchor_line(ft, text, rank, t, anchor_pats)
-                _summary_time(pending, text, ref)
-            _summary_rank(ft, pending, text, number)
+                    if in_window:
+                        ft.points.setdefault(rank, []).append((number, t))
+                        ft.points.setdefault("*", []).append((number, t))
+                    if special:
+                        _agent_line(ft, text, t)
+                        _anchor_line(ft, text, rank, t, anchor_pats)
+                if special:
+                    _summary_time(pending, text, ref)
+            if special:
+                _summary_rank(ft, pending, text, number)
     return ft
+
+
+def _windows(lines: list[int] | None) -> list[tuple[int, int]]:
+    """Merged line ranges ``[line - WINDOW_LINES, line]`` before each event line."""
+    out: list[tuple[int, int]] = []
+    for ln in sorted(set(lines or [])):
+        lo = max(1, ln - WINDOW_LINES)
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], ln)
+        else:
+            out.append((lo, ln))
+    return out
 
 
 def _agent_line(ft: _FileTimes, text: str, t: float) -> None:
@@ -226,7 +287,9 @@ def _agent_line(ft: _FileTimes, text: str, t: float) -> None:
         ft.agent_exit.setdefault(m["local"], (t, int(m["code"])))
 
 
-def _anchor_line(ft: _FileTimes, text: str, rank: str | None, t: float, pats: list[tuple[str, re.Pattern[str]]]) -> None:
+def _anchor_line(
+    ft: _FileTimes, text: str, rank: str | None, t: float, pats: list[tuple[str, re.Pattern[str]]]
+) -> None:
     if "imeout" not in text and "Timed out" not in text:
         return
     for aid, pat in pats:
@@ -258,6 +321,8 @@ def _summary_rank(ft: _FileTimes, pending: dict[str, Any], text: str, number: in
         return
     m = _SUMMARY_EXIT.match(text)
     if m and "rank" in pending:
-        ft.summary.setdefault(pending["rank"], {"time": pending.get("time"), "local": pending["local"],
-                                                "exit": int(m["code"]), "line": pending["line"]})
+        ft.summary.setdefault(
+            pending["rank"],
+            {"time": pending.get("time"), "local": pending["local"], "exit": int(m["code"]), "line": pending["line"]},
+        )
         pending.clear()

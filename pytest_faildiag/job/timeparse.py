@@ -19,8 +19,10 @@ _ISO = re.compile(
     r"\b(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d(?:[.,]\d+)?)"
     r"(?P<z>Z|[+-]\d\d:?\d\d)?"
 )
-_SYSLOG = re.compile(r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<d>\d{1,2}) "
-                     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\b")
+_SYSLOG = re.compile(
+    r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<d>\d{1,2}) "
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)\b"
+)
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 

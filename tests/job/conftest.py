@@ -20,7 +20,7 @@ import pytest
 # A stand-in node: prints its ranks' lines at the right true moments, stamped with a skewed clock.
 # ROLE=oom: its rank RANK_BAD hits a CUDA OOM at T_FAIL; every other rank of every node times out in the
 # next collective (SeqNum 42) 2 s after entering it; ROLE=late: additionally logs a late, non-symptom error.
-STANDIN = textwrap.dedent('''\
+STANDIN = textwrap.dedent("""\
     import os, sys, time
     skew = float(os.environ["SKEW"]); t_fail = float(os.environ["T_FAIL"])
     ranks = [int(r) for r in os.environ["RANKS"].split(",")]
@@ -65,7 +65,7 @@ STANDIN = textwrap.dedent('''\
         say(r, f"{iso(t_fail + 3.0)} ERROR train: emergency checkpoint failed")
         say(r, "OSError: [Errno 28] No space left on device: '/ckpt/emergency.pt'")
     sys.exit(1)
-''')
+""")
 
 
 def faildiag(*args: str) -> list[str]:
@@ -82,14 +82,23 @@ def standin(tmp_path: Path) -> Path:
 def start_node(job_dir: Path, name: str | None, cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
     """`faildiag run --job-dir DIR --node NAME -- CMD` in its own session (a process group of its own)."""
     node = ["--node", name] if name else []
-    return subprocess.Popen(faildiag("run", "--quiet", "--job-dir", str(job_dir), *node, "--", *cmd),
-                            env={**os.environ, **env}, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    return subprocess.Popen(
+        faildiag("run", "--quiet", "--job-dir", str(job_dir), *node, "--", *cmd),
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def diagnose_job(job_dir: Path, out: Path) -> dict:
-    cp = subprocess.run(faildiag("diagnose", str(job_dir), "--out", str(out), "--format", "json"),
-                        capture_output=True, text=True, timeout=60)
+    cp = subprocess.run(
+        faildiag("diagnose", str(job_dir), "--out", str(out), "--format", "json"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert cp.returncode == 0, cp.stderr
     rep = json.loads(cp.stdout)
     assert json.loads((out / "report.json").read_text()) == rep

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import psutil
 
-
 SLURM = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "gpu[01-04]", "SLURM_NNODES": "4"}
 # host clocks: gpu02 runs 37 s ahead, gpu03 23 s behind; gpu04 never starts (lost before it could write)
 NODES = {
@@ -20,11 +19,15 @@ NODES = {
 }
 
 
-def run_job(kit, tmp_path: Path, standin: Path, nodes: dict[str, dict[str, str]], slurm: dict[str, str] = SLURM) -> Path:
+def run_job(
+    kit, tmp_path: Path, standin: Path, nodes: dict[str, dict[str, str]], slurm: dict[str, str] = SLURM
+) -> Path:
     job = tmp_path / "job"
     t_fail = time.time() + 2.5  # after every stand-in has started
-    procs = [kit.start_node(job, name, [sys.executable, str(standin)], {**slurm, **env, "T_FAIL": str(t_fail)}, tmp_path)
-             for name, env in nodes.items()]
+    procs = [
+        kit.start_node(job, name, [sys.executable, str(standin)], {**slurm, **env, "T_FAIL": str(t_fail)}, tmp_path)
+        for name, env in nodes.items()
+    ]
     for p in procs:
         out, err = p.communicate(timeout=90)
         assert p.returncode == 1, err.decode()  # faildiag run exits with the command's status
@@ -33,7 +36,11 @@ def run_job(kit, tmp_path: Path, standin: Path, nodes: dict[str, dict[str, str]]
 
 def test_it_names_the_first_failing_host_and_rank_despite_skewed_clocks(kit, tmp_path, standin):
     job = run_job(kit, tmp_path, standin, NODES)
-    assert sorted(p.name for p in (job / "nodes").iterdir() if not p.name.startswith(".")) == ["gpu01", "gpu02", "gpu03"]
+    assert sorted(p.name for p in (job / "nodes").iterdir() if not p.name.startswith(".")) == [
+        "gpu01",
+        "gpu02",
+        "gpu03",
+    ]
     rep = kit.diagnose_job(job, tmp_path / "merged")
     first = rep["profile"]["first_failure"]
     assert first["host"] == "gpu02" and first["rank"] == "3"
@@ -106,7 +113,9 @@ def test_a_node_killed_mid_run_is_reported_as_started_but_never_finished(kit, tm
         proc.kill()
     psutil.wait_procs(procs, timeout=30)
     p.wait(timeout=30)
-    table = subprocess.run(kit.faildiag("job", str(job), "--format", "json"), capture_output=True, text=True, timeout=30)
+    table = subprocess.run(
+        kit.faildiag("job", str(job), "--format", "json"), capture_output=True, text=True, timeout=30
+    )
     rows = {r["name"]: r for r in json.loads(table.stdout)["nodes"]}
     assert rows["gpu09"]["status"] == "missing" and "never wrote its record" in rows["gpu09"]["summary"]
     assert {r["status"] for n, r in rows.items() if n != "gpu09"} == {"missing"}  # gpu01..04 expected, absent

@@ -41,9 +41,18 @@ def test_the_merged_diagnosis_names_the_host_and_rank_that_raised(kit, tmp_path)
     port = free_port()
     procs = []
     for node_rank, name in enumerate(["hostA", "hostB"]):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={node_rank}",
-               "--nproc_per_node=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=localhost:{port}", "--rdzv_id=pair1",
-               str(script)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node_rank={node_rank}",
+            "--nproc_per_node=1",
+            "--rdzv_backend=c10d",
+            f"--rdzv_endpoint=localhost:{port}",
+            "--rdzv_id=pair1",
+            str(script),
+        ]
         procs.append(kit.start_node(job, name, cmd, {"STANDIN_NODE": name, "RAISED_FILE": str(raised)}, tmp_path))
     codes = [p.wait(timeout=240) for p in procs]
     assert codes == [1, 1], [p.stderr.read().decode()[-2000:] for p in procs]
@@ -54,6 +63,8 @@ def test_the_merged_diagnosis_names_the_host_and_rank_that_raised(kit, tmp_path)
     assert "ValueError: bad batch shape" in first["excerpt"]
     assert rep["profile"]["type"] == "runtime_error"
     nodes = {n["name"]: n for n in rep["nodes"]}
-    assert nodes["hostA"]["status"] == "failed" and nodes["hostA"]["summary"].startswith("symptom")  # its peer went away
+    assert nodes["hostA"]["status"] == "failed" and nodes["hostA"]["summary"].startswith(
+        "symptom"
+    )  # its peer went away
     assert rep["job"]["id"] == "pair1" and rep["job"]["expected_nodes"] == 2
     assert not [n for n in rep["nodes"] if n["status"] == "missing"]
