@@ -60,21 +60,24 @@ def _run(argv: list[str], timeout: float = _PROBE_TIMEOUT_S) -> tuple[str | None
 
 
 def kernel_events(start: float, end: float) -> tuple[list[dict[str, Any]], str]:
-    """Hardware lines of the kernel log within the run's window, and where they came from (or why none)."""
+    """Hardware lines of the kernel log within the run's window, and where they came from (or why none).
+    Files named in ``FAILDIAG_KERNEL_LOG`` are read in addition to the first of dmesg / journalctl that answers."""
     since = start - KERNEL_WINDOW_BEFORE_S
     tried: list[str] = []
-    out, why = _run(["dmesg", "--time-format", "iso"])
-    if out:
-        return _pick(out.splitlines(), since, end, "dmesg"), "dmesg"
-    tried.append(why)
-    out, why = _run(["journalctl", "-k", "-o", "short-iso-precise", "--no-pager", "--since", f"@{int(since)}"])
-    if out and "No entries" not in out[:200] and "No journal files" not in out[:200]:
-        return _pick(out.splitlines(), since, end, "journalctl -k"), "journalctl -k"
-    tried.append(why or "journalctl -k: no entries")
-    files = [p for p in os.environ.get("FAILDIAG_KERNEL_LOG", "").split(os.pathsep) if p] or ["/var/log/kern.log"]
     events: list[dict[str, Any]] = []
     used: list[str] = []
-    for name in files:
+    out, why = _run(["dmesg", "--time-format", "iso"])
+    if out:
+        events, used = _pick(out.splitlines(), since, end, "dmesg"), ["dmesg"]
+    else:
+        tried.append(why)
+        out, why = _run(["journalctl", "-k", "-o", "short-iso-precise", "--no-pager", "--since", f"@{int(since)}"])
+        if out and "No entries" not in out[:200] and "No journal files" not in out[:200]:
+            events, used = _pick(out.splitlines(), since, end, "journalctl -k"), ["journalctl -k"]
+        else:
+            tried.append(why or "journalctl -k: no entries")
+    named = [p for p in os.environ.get("FAILDIAG_KERNEL_LOG", "").split(os.pathsep) if p]
+    for name in named or ([] if used else ["/var/log/kern.log"]):
         lines = _tail_lines(Path(name))
         if lines is None:
             tried.append(f"{name}: not readable")

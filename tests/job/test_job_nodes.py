@@ -183,3 +183,47 @@ def test_a_node_with_a_different_environment_is_named(kit, tmp_path):
     row = next(n for n in rep["nodes"] if n["name"] == "n3")
     assert any("environment differs" in f for f in row["flags"])
     assert any(c["id"] == "environment.differs_across_nodes" for c in rep["root_causes"])
+
+
+KERNEL_XID = """\
+import os, sys, time
+t = time.time()
+with open(os.environ["KERNEL_FILE"], "w") as f:  # where this cluster's syslog puts kern.*
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".000000+00:00"
+    f.write(f"{stamp} gpu07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus.\\n")
+time.sleep(0.5)
+print("[rank13]:RuntimeError: CUDA error: unspecified launch failure", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def test_a_gpu_that_fell_off_the_bus_names_its_node_and_says_to_exclude_it(kit, tmp_path, standin):
+    """gpu07's kernel log has the Xid 79 (read from the file FAILDIAG_KERNEL_LOG names); gpu01 only times out."""
+    job = tmp_path / "job"
+    env = {"FAILDIAG_JOB_ID": "x79", "FAILDIAG_JOB_NODES": "gpu01,gpu07"}
+    kernel = tmp_path / "kern.log"
+    script = tmp_path / "xid.py"
+    script.write_text(KERNEL_XID)
+    a = kit.start_node(
+        job,
+        "gpu07",
+        [sys.executable, str(script)],
+        {**env, "KERNEL_FILE": str(kernel), "FAILDIAG_KERNEL_LOG": str(kernel)},
+        tmp_path,
+    )
+    b = kit.start_node(
+        job,
+        "gpu01",
+        [sys.executable, str(standin)],
+        {**env, **NODES["gpu01"], "T_FAIL": str(time.time() + 1.0)},
+        tmp_path,
+    )
+    assert a.wait(timeout=90) == 1 and b.wait(timeout=90) == 1
+    rec = json.loads((job / "nodes" / "gpu07" / "node.json").read_text())
+    assert any(e["rank"] is None and "Xid" in e["excerpt"] and e["time_source"] == "kernel log" for e in rec["events"])
+    rep = kit.diagnose_job(job, tmp_path / "merged")
+    first = rep["profile"]["first_failure"]
+    assert first["host"] == "gpu07" and "fallen off the bus" in first["excerpt"]
+    top = rep["root_causes"][0]
+    assert top["category"] == "hardware"
+    assert "--exclude=gpu07" in rep["next_actions"][0]
