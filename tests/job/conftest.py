@@ -102,6 +102,9 @@ def diagnose_job(job_dir: Path, out: Path) -> dict:
     assert cp.returncode == 0, cp.stderr
     rep = json.loads(cp.stdout)
     assert json.loads((out / "report.json").read_text()) == rep
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[2] / "pytest_faildiag" / "schemas" / "report.schema.json").read_text())
+    jsonschema.validate(rep, schema)  # the merged report keeps the contract (nodes, first_failure.host/rank)
     return rep
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 
@@ -59,7 +60,7 @@ def test_the_merged_diagnosis_names_the_host_and_rank_that_raised(kit, tmp_path)
     rank = raised.read_text()
     rep = kit.diagnose_job(job, tmp_path / "merged")
     first = rep["profile"]["first_failure"]
-    assert first["host"] == "hostB" and first["rank"] == rank
+    assert first["host"] == "hostB" and first["rank"] == rank, json.dumps(rep["nodes"], indent=1)
     assert "ValueError: bad batch shape" in first["excerpt"]
     assert rep["profile"]["type"] == "runtime_error"
     nodes = {n["name"]: n for n in rep["nodes"]}
