@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
     "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
     "card": ("pytest_faildiag.commands.card", "draft a known-issue card from a snapshot, or lint a factory (--check)"),
+    "job": ("pytest_faildiag.commands.job", "per-node table of a multi-node job folder (--job-dir)"),
 }
 
 

@@ -32,13 +32,14 @@ def run(args: argparse.Namespace) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("give log files or folders, or '-' to read stdin")
         use_stdin = True
+    job = _merge_job(paths[0]) if len(paths) == 1 and not use_stdin and _is_job_dir(paths[0]) else None
     try:
         packs = [read_pack_file(r) for r in args.rules]
         ruleset = load_ruleset(packs) if packs else None
         lock = _read_lock(args.lock) if args.lock else None
-        diag = diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
-                        stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
-                        factory_root=_factory_root(args.factory_root))
+        diag = job or diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
+                               stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
+                               factory_root=_factory_root(args.factory_root))
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -64,6 +65,23 @@ def _factory_root(value: str | None) -> str | None:
     if value is not None and not os.path.isdir(value):
         raise UsageError(f"--factory-root {value}: not a folder")
     return value
+
+
+def _is_job_dir(path: str) -> bool:
+    """A multi-node job folder (``DIR/nodes/<NAME>/``, written by ``faildiag run --job-dir``): merged, not searched."""
+    from ..job.merge import is_job_dir
+
+    return is_job_dir(path)
+
+
+def _merge_job(path: str):
+    from ..cli import UsageError
+    from ..job.merge import merge
+
+    try:
+        return merge(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _read_lock(path: str) -> dict:
