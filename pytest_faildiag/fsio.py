@@ -16,10 +16,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import IO, Any
 
 try:
@@ -309,12 +310,6 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, mode: int |
 # Paths are still used after the check (the child, faulthandler and tempfile need paths): that is sound
 # because no other user can write into a checked folder, so nobody else can swap a component between the
 # check and the use. Folders above the root are the user's choice and are not checked.
-
-import errno  # noqa: E402 - kept with the helpers that use it (this section is self-contained)
-import shutil  # noqa: E402
-import stat  # noqa: E402
-from pathlib import PurePath  # noqa: E402
-from typing import IO, Any  # noqa: E402
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
