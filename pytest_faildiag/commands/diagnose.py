@@ -85,13 +85,16 @@ def _merge_job(path: str):
 
 
 def _read_lock(path: str) -> dict:
+    """``--lock FILE`` within fsio's bounds (a regular file, size, value count, depth): one line otherwise."""
     from ..cli import UsageError
+    from ..fsio import ReadRefused, load_json
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: not a readable environment lock ({exc})") from None
+        data = load_json(path)
+    except ReadRefused as exc:
+        raise UsageError(f"not a readable environment lock: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable environment lock ({exc.strerror if isinstance(exc, OSError) else exc})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not an environment lock")
     return data

@@ -131,10 +131,12 @@ def _json(session) -> str:
 
 
 def _read_raw(path) -> Any:
+    """report.json as written, within fsio's bounds (regular file, size, value count, depth); None otherwise."""
+    from ..fsio import load_json
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError, RecursionError):
+        return load_json(path)
+    except (OSError, ValueError):
         return None
 
 
