@@ -18,6 +18,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
     p.add_argument("--cwd", default=None, help="the folder the command ran in (recorded for `faildiag fix`)")
     p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
+    p.add_argument("--max-chars", type=_positive, default=None, metavar="N",
+                   help="print at most N characters: the first failure, the ranked causes and their direct "
+                        "evidence are kept, the rest is dropped first (the snapshot stays whole)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +51,11 @@ def run(args: argparse.Namespace) -> int:
         write_snapshot(diag, args.out)
     except OSError as exc:
         print(f"faildiag: warning: snapshot not written to {args.out}: {exc.strerror or exc}", file=sys.stderr)
-    if args.format == "json":
+    if args.max_chars is not None:
+        from ..agents.budget import render_report
+
+        sys.stdout.write(render_report(report_dict(diag), args.format, args.max_chars))
+    elif args.format == "json":
         from ..sanitize import json_safe
 
         sys.stdout.write(json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n")
@@ -57,6 +64,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(diag) + "\n")
     return 0
+
+
+def _positive(value: str) -> int:
+    from ..cli import UsageError
+
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UsageError(f"--max-chars {value}: give a positive number of characters")
+    return n
 
 
 def _factory_root(value: str | None) -> str | None:
