@@ -195,13 +195,13 @@ STEPS: tuple[Callable[[Report, Dropped], None], ...] = (
     _drop_checks_and_hints(0, 1),
     _keep_next_actions(0),
     # the core: long excerpts cut, direct evidence limited, lesser causes dropped, the top cause last
-    _cutter(400, 800),
+    _cutter(400, 1000),
     _evidence_per_cause(3, 2),
     _keep_causes(5),
-    _cutter(160, 400),
+    _cutter(160, 600),
     _evidence_per_cause(2, 1),
     _keep_causes(3),
-    _cutter(100, 240),
+    _cutter(100, 300),
     _evidence_per_cause(1, 1),
     _keep_causes(1),
     _last_cuts,
@@ -228,7 +228,7 @@ def cut_text(text: str, max_chars: int) -> str:
     """``text`` within ``max_chars``, cut at a line end where one is near, with a last line saying so."""
     if len(text) <= max_chars:
         return text
-    note = f"\n… cut to {max_chars} characters (--max-chars)\n"
+    note = f"\n… cut to {max_chars} characters\n"
     room = max(0, max_chars - len(note))
     head = text[:room]
     if "\n" in head[room // 2 :]:

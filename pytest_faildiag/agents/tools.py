@@ -359,8 +359,10 @@ class Toolbox:
         new = self.roots.resolve(a["new"], what="new")
         new_lock = new / "artifacts" / "failure.lock.json" if new.is_dir() else new
         if not os.path.lexists(new_lock):
-            raise ToolFailure(f"new {_one_line(a['new'])}: a folder without artifacts/failure.lock.json "
-                              "(give a lock file or a snapshot folder)")
+            raise ToolFailure(
+                f"new {_one_line(a['new'])}: a folder without artifacts/failure.lock.json "
+                "(give a lock file or a snapshot folder)"
+            )
         new_lock = self.roots.resolve(str(new_lock), what="new")
         if a.get("old"):
             old = self.roots.resolve(a["old"], what="old")

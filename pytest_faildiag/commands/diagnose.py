@@ -51,18 +51,19 @@ def run(args: argparse.Namespace) -> int:
         write_snapshot(diag, args.out)
     except OSError as exc:
         print(f"faildiag: warning: snapshot not written to {args.out}: {exc.strerror or exc}", file=sys.stderr)
-    if args.max_chars is not None:
-        from ..agents.budget import render_report
-
-        sys.stdout.write(render_report(report_dict(diag), args.format, args.max_chars))
-    elif args.format == "json":
+    if args.format == "json":
         from ..sanitize import json_safe
 
-        sys.stdout.write(json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n")
+        text = json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n"
     elif args.format == "md":
-        sys.stdout.write(render_markdown(diag))
+        text = render_markdown(diag)
     else:
-        sys.stdout.write(render_text(diag) + "\n")
+        text = render_text(diag) + "\n"
+    if args.max_chars is not None and len(text) > args.max_chars:  # the rest goes first: agents/budget.py
+        from ..agents.budget import render_report
+
+        text = render_report(report_dict(diag), args.format, args.max_chars)
+    sys.stdout.write(text)
     return 0
 
 
