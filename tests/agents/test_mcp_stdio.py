@@ -341,3 +341,12 @@ def test_the_working_folder_is_the_default_root(tmp_path):
         os.unlink(outside)
     assert "DATA_DIR" in ok["summary"] and (tmp_path / "faildiag-out" / "report.json").is_file()
     assert "outside the server's roots" in refused
+
+
+def test_it_survives_garbage_on_the_wire_and_exits_quietly_when_the_client_goes(tmp_path):
+    res = cli(
+        "mcp", "--root", str(tmp_path), cwd=tmp_path, stdin=b'not json\n\xff\xfe\n{"jsonrpc": "2.0"}\n', timeout=60
+    )
+    assert res.returncode == 0 and b"Traceback" not in res.stderr
+    for line in res.stdout.splitlines():  # whatever it answered is JSON-RPC, nothing else
+        assert json.loads(line)["jsonrpc"] == "2.0"

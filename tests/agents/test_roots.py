@@ -103,3 +103,16 @@ def test_a_report_whose_run_folder_is_outside_the_roots_gets_no_proposal(tree):
     assert str(outside) in report.read_text()
     with pytest.raises(ToolFailure, match="the run's folder .*outside the server's roots"):
         box.call("fix_propose", {"snapshot": "faildiag-out"})
+
+
+def test_diagnose_takes_log_text_in_hand_and_needs_some_evidence(tree):
+    a, _, _ = tree
+    box = Toolbox(Roots.of([a]))
+    report = box.call(
+        "diagnose",
+        {"paths": [], "text": "Traceback (most recent call last):\nKeyError: 'MASTER_ADDR'\n", "out": "from-text"},
+    )
+    assert "MASTER_ADDR" in report["summary"] and report["snapshot"] == "from-text"
+    assert (a / "from-text" / "report.json").is_file()
+    with pytest.raises(ToolFailure, match="give paths"):
+        box.call("diagnose", {"paths": []})
