@@ -300,7 +300,7 @@ class Toolbox:
         if not paths and not a.get("text") and a.get("exit_code") is None:
             raise ToolFailure("give paths (log files or folders), text, or an exit_code")
         try:
-            diag = diagnose(
+            diag = _merged_job(paths, a) or diagnose(
                 [str(p) for p in paths],
                 texts={"text": a["text"]} if a.get("text") else None,
                 exit_code=a.get("exit_code"),
@@ -536,6 +536,18 @@ class Toolbox:
                 raise ToolFailure(f"{_one_line(rel)}: not a readable report") from None
             return json.dumps(redact_obj(report), indent=2, ensure_ascii=False), "application/json"
         return redact_text(data), "text/markdown"
+
+
+def _merged_job(paths: list[Path], a: dict[str, Any]) -> Any:
+    """A multi-node job folder (``DIR/nodes/<NAME>/``) given alone is merged, as ``faildiag diagnose DIR`` does."""
+    from ..job.merge import is_job_dir, merge
+
+    if len(paths) != 1 or a.get("text") or not is_job_dir(str(paths[0])):
+        return None
+    try:
+        return merge(str(paths[0]))
+    except ValueError as exc:
+        raise ToolFailure(_one_line(exc)) from None
 
 
 def _read_bounded(path: Path) -> str:

@@ -350,3 +350,17 @@ def test_it_survives_garbage_on_the_wire_and_exits_quietly_when_the_client_goes(
     assert res.returncode == 0 and b"Traceback" not in res.stderr
     for line in res.stdout.splitlines():  # whatever it answered is JSON-RPC, nothing else
         assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+def test_a_job_folder_written_by_several_nodes_is_merged_as_the_cli_merges_it(tmp_path):
+    failing = "import os; print(os.environ['DATA_DIR'])"
+    for node, code in (("node-a", failing), ("node-b", "print('ok')")):
+        res = cli("run", "--job-dir", "job", "--node", node, "--", sys.executable, "-c", code, cwd=tmp_path)
+        assert res.returncode == (1 if node == "node-a" else 0), res.stderr
+
+    async def scenario(session):
+        return structured(await session.call_tool("diagnose", {"paths": ["job"]}))
+
+    report = with_server(tmp_path, scenario=scenario)
+    assert {n["name"]: n["status"] for n in report["nodes"]} == {"node-a": "failed", "node-b": "ok"}
+    assert report["profile"]["first_failure"]["host"] == "node-a" and "DATA_DIR" in report["summary"]
