@@ -37,7 +37,13 @@ class GroupScore:
 
     @property
     def agrees(self) -> bool:
+        """On the verdict (the cause group: harness, environment, genuine)."""
         return self.labelled > 0 and self.agree * 2 > self.labelled
+
+    @property
+    def agrees_strictly(self) -> bool:
+        """On the verdict and, where the write-up names one, the subtype."""
+        return self.labelled > 0 and self.subtype_agree * 2 > self.labelled
 
 
 def _cell_has(cell: str, key: str, value: str) -> bool:
@@ -85,7 +91,7 @@ def score(runs: list[dict[str, Any]], groups: list[dict[str, Any]]) -> list[Grou
                 g["id"],
                 len(picked),
                 labelled,
-                len(sub_ok) if g.get("subtype") else len(ok),
+                len(ok),
                 len(sub_ok),
                 [f"{r['verdict']}/{r['subtype']}" for r in picked],
             )
@@ -137,8 +143,13 @@ def report(scores: list[GroupScore], title: str) -> str:
     groups = sum(1 for s in scores if s.agrees)
     runs = sum(s.agree for s in scores)
     labelled = sum(s.labelled for s in scores)
+    strict = sum(1 for s in scores if s.agrees_strictly)
     lines.append(
-        f"  groups agreeing: {groups}/{len(scores)} ({groups / max(len(scores), 1):.0%}); "
+        f"  groups agreeing on verdict and documented subtype: {strict}/{len(scores)}; runs: "
+        f"{sum(s.subtype_agree for s in scores)}/{labelled}"
+    )
+    lines.append(
+        f"  groups agreeing on the verdict: {groups}/{len(scores)} ({groups / max(len(scores), 1):.0%}); "
         f"runs agreeing: {runs}/{labelled}"
     )
     return "\n".join(lines)

@@ -213,13 +213,13 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
                 return _done(rec, claims, _Verdict("environment", "agent_start_failure",
                                                    "not a model result; keep the agent's stderr (faildiag_capture) "
                                                    "to name the cause next time"), tc)
-        if crashed and not logs.present and not rec.capture:
+        if crashed and not logs.present and not live_cap:
             claims.append(Claim("the agent exited non-zero and left no code and no logs; the cause is not recorded",
                                 "hypothesis", rec.rel))
             return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
                                                "re-run this cell with the faildiag retort plugin enabled to capture "
                                                "agent output"), tc)
-        if not logs.present and not rec.capture:
+        if not logs.present and not live_cap:
             claims.append(Claim("a blocked file-write tool leaves the same empty workspace; the agent logs that "
                                 "would tell the two apart were not archived", "hypothesis", rec.rel))
         return _done(rec, claims, _Verdict("genuine", "no_code",
@@ -263,6 +263,12 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
                                            "tests pass and no recorded gate explains the failure; read evaluation.md"),
                      tc, tr)
+    if tr.status == "undeclared_deps" and not (set(inv.sources) - set(inv.tests)):
+        claims.append(Claim(f"the tests import '{tr.missing_module}', and the run folder holds no code besides its "
+                            "tests: the module under test was never written (not a missing package)", "direct",
+                            rec.rel))
+        return _done(rec, claims, _Verdict("genuine", "no_code",
+                                           "count as a genuine miss: only tests were written"), tc, tr)
     if tr.status == "undeclared_deps":
         return _done(rec, claims, _Verdict("infra_false_fail", "undeclared_deps",
                                            f"declare '{tr.missing_module}' (or have the scorer install test deps) and "
