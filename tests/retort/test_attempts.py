@@ -94,6 +94,7 @@ def test_a_working_unittest_suite_in_tests_py_is_not_no_tests(experiment: Experi
     (d,) = diagnose(experiment.root).values()
     assert d.test_run is not None and (d.test_run.status, d.test_run.passed) == ("passed", 1)
     assert d.verdict == "infra_false_fail"
+    assert any("1 passed, 0 failed" in c.text for c in d.claims)  # the count survives redaction
 
 
 def test_one_collection_error_counts_once(experiment: Experiment) -> None:
@@ -187,3 +188,11 @@ def test_a_second_pass_with_the_same_out_reuses_the_reruns(experiment: Experimen
     (next((copy / "runs").glob("*/rep1")) / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     fourth = run_cli("diagnose", "--experiment-dir", str(copy), "--format", "json", "--out", str(out))
     assert "rerun reused" not in fourth.stdout and '"tests_fail"' in fourth.stdout
+
+
+def test_a_missing_toolchain_in_the_agents_stderr_is_an_environment_cause(experiment: Experiment) -> None:
+    experiment.add_run({**PY, "language": "rust"}, status="crashed", error="agent exited 127",
+                       files={"_agent_stderr.log": "running tests\nbash: cargo: command not found\n"})
+    (d,) = diagnose(experiment.root, run_tests=False).values()
+    assert (d.verdict, d.subtype) == ("environment", "missing_toolchain")
+    assert any(c.source.endswith("_agent_stderr.log") and "cargo: command not found" in c.text for c in d.claims)

@@ -18,7 +18,7 @@ VERDICT_SUBTYPES = {
     "genuine": {"no_code", "compile_error", "tests_fail", "no_tests", "spec_shortfall", "non_termination",
                 "wrong_location"},
     "environment": {"rate_limit", "auth_expired", "stray_process", "resource_exhaustion", "registry_outage",
-                    "serving_failure", "agent_start_failure"},
+                    "serving_failure", "agent_start_failure", "missing_toolchain"},
     "unknown": {"insufficient_evidence"},
 }
 PY = {"language": "python", "agent": "claude-code", "model": "sonnet"}

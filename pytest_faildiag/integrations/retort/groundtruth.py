@@ -351,6 +351,8 @@ _NATIVE = {
     "swift": (["swift", "test"], "swift"),
     "clojure": (["clojure", "-M:test"], "clojure"),
 }
+# The dependency fetch of each native tool (run with the network, before the tests, with --install-deps).
+_FETCH = {"cargo": ["cargo", "fetch"], "go": ["go", "mod", "download"]}
 _DEPS_OFFLINE = re.compile(
     r"no matching package|failed to (download|get|load source)|attempting to make an http request, but --offline"
     r"|could not resolve (dependencies|host)|cannot access central .{0,40}offline|dependency .{0,80} not found"
@@ -398,7 +400,8 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     if install_deps:
         # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
         # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
-        cmd = [c for c in cmd if c not in ("--offline", "-o")]
+        if tool not in _FETCH:  # cargo/go fetch in their own install step; their tests stay offline
+            cmd = [c for c in cmd if c not in ("--offline", "-o")]
         env.update({"CARGO_HOME": str(work / "cargo-home"),
                     "GOPATH": str(work / "gopath"), "GOMODCACHE": str(work / "gopath" / "mod")})
         if tool == "mvn":
@@ -407,6 +410,13 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
         rc, out, _ = box.run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env, install=True)
         if rc != 0:
             return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
+    fetch = _FETCH.get(tool) if install_deps else None
+    if fetch:
+        # The test command itself never gets the network, so dependencies are fetched first, in the install step
+        # (into the work folder's caches set above), and the tests then build from those caches.
+        rc, out, _ = box.run(fetch, root, 300, env, install=True)
+        if rc != 0:
+            return TestRun("deps_unavailable", " ".join(fetch), excerpt=_tail(out))
     rc, out, dur = box.run(cmd, root, timeout, env)
     shown = " ".join(cmd)
     if rc is None:

@@ -73,7 +73,7 @@ def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
     src = f"{tr.command or 'test run'} in a clean copy of {rec.rel}/{'' if tr.root == '.' else tr.root}".rstrip("/")
     cov = f", coverage {tr.coverage:.0%}" if tr.coverage is not None else ""
     text = {
-        "passed": f"the run's own tests pass: {tr.passed} passed, {tr.failed} failed{cov}",
+        "passed": f"the run's own tests passed here: {tr.passed} passed, {tr.failed} failed{cov}",
         "failed": f"the run's own tests fail: {tr.passed} passed, {tr.failed} failed",
         "compile_error": "the code does not compile / import (syntax or build error)",
         "no_tests": "the test runner found no tests to run",
