@@ -153,7 +153,7 @@ def _captured_at(folder: Path) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _attempt_order(plain: Path, failed: Path) -> tuple[str | None, str]:
+def _attempt_order(plain: Path, failed: Path, decisive_only: bool = False) -> tuple[str | None, str]:
     """Which of ``repN`` and ``repN-failed`` is the LATER attempt when no DB row says so: ``("plain"|"failed", why)``
     or ``(None, why)``.
 
@@ -169,6 +169,8 @@ def _attempt_order(plain: Path, failed: Path) -> tuple[str | None, str]:
     if (failed / "FEEDBACK.md").is_file() and not (plain / "FEEDBACK.md").is_file():
         return "failed", ("repN-failed holds FEEDBACK.md (a second chance is seeded with it) and exited non-zero: "
                           "it is the crashed second chance after repN")
+    if decisive_only:  # archive times are a weaker signal than a DB row
+        return None, "the archive does not record which attempt came first"
     try:
         ta, tb = (plain / "_meta.json").stat().st_mtime, (failed / "_meta.json").stat().st_mtime
     except OSError:
@@ -220,11 +222,18 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
     for (cell, rep), rows in rows_by_key.items():
         pair = folders.get((cell, rep), {})
         completed = [r for r in rows if r.get("status") == "completed"]
-        for row in rows:
-            _add_db_row(exp, root, row, pair, bool(completed) and row.get("status") != "completed", add)
-        # The folder of the recorded (latest) attempt; the other one is an older attempt it superseded.
+        # The folder of the recorded (latest) attempt; the other one is an older attempt it superseded. What the
+        # folders themselves record (a renamed attempt, a crashed second chance, capture times) outranks the DB
+        # status, which `retort rescore` rewrites from whichever folder it scores.
         latest_row = completed[0] if completed else rows[-1]
         recorded = _recorded_folder(latest_row, pair)
+        if pair.get("plain") and pair.get("failed") and not completed:
+            later, _why = _attempt_order(pair["plain"], pair["failed"], decisive_only=True)
+            if later is not None:
+                recorded = pair[later]
+        for row in rows:
+            _add_db_row(exp, root, row, pair, bool(completed) and row.get("status") != "completed", add,
+                        recorded if row is latest_row else _recorded_folder(row, pair))
         for folder in pair.values():
             if folder in claimed or folder == recorded:
                 continue
@@ -265,13 +274,13 @@ def _recorded_folder(row: dict[str, Any], pair: dict[str, Path]) -> Path | None:
 
 
 def _add_db_row(exp: Path, root: Path, row: dict[str, Any], pair: dict[str, Path], later_completed: bool,
-                add: Any) -> None:
+                add: Any, own: Path | None) -> None:
     """A record for one DB row that is not ``completed`` (a completed row only supersedes others)."""
     if row.get("status") == "completed":
         return
     runs_dir = exp / "runs"
     cell, rep = row["_cell"], row["_rep"]
-    rep_dir = None if later_completed else _recorded_folder(row, pair)
+    rep_dir = None if later_completed else own
     if later_completed:  # the folders belong to the completed retry; this row's own folder was replaced
         rep_dir = pair.get("failed") if pair.get("failed") and _succeeded(pair["failed"]) is not True else None
     plain = runs_dir / cell / f"rep{rep}"

@@ -351,6 +351,9 @@ _NATIVE = {
     "swift": (["swift", "test"], "swift"),
     "clojure": (["clojure", "-M:test"], "clojure"),
 }
+# npm install failing in a native addon's build (node-gyp), as opposed to the registry being unreachable
+_NATIVE_BUILD_FAIL = re.compile(r"gyp ERR! \$npm_package_name (?P<pkg>[\w@/.-]+)|gyp ERR! (build|configure) error"
+                                r"|prebuild-install.{0,40}(err|warn)|Could not locate the bindings file")
 # The dependency fetch of each native tool (run with the network, before the tests, with --install-deps).
 _FETCH = {"cargo": ["cargo", "fetch"], "go": ["go", "mod", "download"]}
 _DEPS_OFFLINE = re.compile(
@@ -409,6 +412,12 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
         rc, out, _ = box.run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env, install=True)
         if rc != 0:
+            native = _NATIVE_BUILD_FAIL.search(out)
+            if native and not _DEPS_OFFLINE.search(out):
+                # the registry answered; a native addon the project depends on does not build: the project as
+                # written does not install here (npm install is all-or-nothing, so no test can run either)
+                return TestRun("compile_error", "npm install", excerpt=_tail(out),
+                               missing_module=native.group("pkg") if native.groupdict().get("pkg") else None)
             return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
     fetch = _FETCH.get(tool) if install_deps else None
     if fetch:
@@ -491,7 +500,7 @@ def _cache_key(rep_dir: Path, language: str, opts: Options) -> str | None:
     return h.hexdigest()[:32]
 
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # bump when the rerun logic changes what a folder yields
 _CACHE_HASH_BYTES = 4 << 20
 
 

@@ -75,7 +75,9 @@ def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
     text = {
         "passed": f"the run's own tests passed here: {tr.passed} passed, {tr.failed} failed{cov}",
         "failed": f"the run's own tests fail: {tr.passed} passed, {tr.failed} failed",
-        "compile_error": "the code does not compile / import (syntax or build error)",
+        "compile_error": ("the code does not compile / import (syntax or build error)" if tr.command != "npm install"
+                          else "npm install fails building the native dependency "
+                               f"{tr.missing_module or '(see excerpt)'} here, so no test can run"),
         "no_tests": "the test runner found no tests to run",
         "undeclared_deps": f"tests fail at import of '{tr.missing_module}', which no requirements/pyproject declares",
         "deps_unavailable": "the project's dependencies are not available here (offline/not installed); "
