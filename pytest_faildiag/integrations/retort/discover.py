@@ -238,7 +238,12 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             if folder in claimed or folder == recorded:
                 continue
             rec = add(_folder_record(exp, root, folder, cell, rep, latest_row.get("status")))
-            if recorded is not None:
+            if recorded is None and latest_row.get("status") == "completed":
+                rec.superseded_by = f"{_rel(exp / 'runs' / cell, root)}/rep{rep} (completed in retort.db, not archived)"
+                rec.retry_completed = True
+                rec.notes.append(Claim("retort.db records this cell and replicate as completed by a later attempt "
+                                       "whose folder is not archived", "direct", "retort.db experiment_runs"))
+            elif recorded is not None:
                 rec.superseded_by = _rel(recorded, root)
                 rec.retry_completed = latest_row.get("status") == "completed"
                 rec.notes.append(Claim(f"an earlier attempt of this cell and replicate: retort's DB keeps one row per "
@@ -270,6 +275,10 @@ def _recorded_folder(row: dict[str, Any], pair: dict[str, Path]) -> Path | None:
     Older retort versions named the folder after the gate verdict instead, so the other folder is the fallback.
     """
     first, second = ("failed", "plain") if row.get("status") == "crashed" else ("plain", "failed")
+    if row.get("status") == "completed" and first == "plain" and not pair.get("plain"):
+        # a completed run's agent exited 0: a -failed folder whose agent exited non-zero is not its folder
+        failed = pair.get("failed")
+        return failed if failed is not None and _succeeded(failed) is not False else None
     return pair.get(first) or pair.get(second)
 
 

@@ -275,6 +275,9 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         return _done(rec, claims, _Verdict("infra_false_fail", "undeclared_deps",
                                            f"declare '{tr.missing_module}' (or have the scorer install test deps) and "
                                            "rescore"), tc, tr)
+    if tr.status == "compile_error" and tr.command == "npm install":
+        claims.append(Claim("this machine's Node toolchain may differ from the runner's; retort's own evaluation "
+                            "of the run tells whether the dependency built there", "hypothesis", rec.rel))
     if tr.status == "compile_error":
         return _done(rec, claims, _Verdict("genuine", "compile_error", "count as a genuine miss (does not build)"), tc, tr)
     if tr.status == "failed":
