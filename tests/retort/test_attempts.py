@@ -196,3 +196,14 @@ def test_a_missing_toolchain_in_the_agents_stderr_is_an_environment_cause(experi
     (d,) = diagnose(experiment.root, run_tests=False).values()
     assert (d.verdict, d.subtype) == ("environment", "missing_toolchain")
     assert any(c.source.endswith("_agent_stderr.log") and "cargo: command not found" in c.text for c in d.claims)
+
+
+def test_two_attempts_the_archive_cannot_order_count_as_one_recorded_run(tmp_path: Path) -> None:
+    cell = tmp_path / "exp" / "runs" / cell_of(PY)
+    write_rep(cell / "rep1", succeeded=True, scores=ZERO, files={"calc.py": "x = 1\n"})
+    write_rep(cell / "rep1-failed", succeeded=False, scores=ZERO)
+    result = rt.diagnose_experiments(tmp_path / "exp", rt.Options(run_tests=False))
+    assert len(result.diagnoses) == 2
+    assert all(any("does not record which attempt came first" in c.text for c in d.claims) for d in result.diagnoses)
+    roll = rt.rollup(result)
+    assert (roll["failed_runs"], roll["total_runs"]) == (1, 1)

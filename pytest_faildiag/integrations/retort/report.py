@@ -23,8 +23,8 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
     of all recorded runs: above that, the pass rates retort reports are distorted by something other than the
     models.
     """
-    recorded = [d for d in result.diagnoses if not d.superseded]
-    superseded = [d for d in result.diagnoses if d.superseded]
+    recorded = _one_per_replicate([d for d in result.diagnoses if not d.superseded])
+    superseded = [d for d in result.diagnoses if d.superseded or d not in recorded]
     by_verdict = Counter(d.verdict for d in recorded)
     by_subtype = Counter(f"{d.verdict}/{d.subtype}" for d in recorded)
     suspect = sum(1 for d in recorded if d.verdict in {"infra_false_fail", "environment", "unknown"})
@@ -49,6 +49,19 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
     }
 
 
+def _one_per_replicate(diagnoses: list[Any]) -> list[Any]:
+    """One entry per replicate: when the archive cannot order ``repN`` and ``repN-failed`` both are listed, but
+    the replicate is one recorded run and counts once (the first entry)."""
+    seen: set[str] = set()
+    out = []
+    for d in diagnoses:
+        key = d.run[:-len("-failed")] if d.run.endswith("-failed") else d.run
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def per_experiment(result: ExperimentResult) -> dict[str, dict[str, Any]]:
     """Per experiment: failures by cause group, superseded attempts, and the published scores that would change.
 
@@ -56,6 +69,7 @@ def per_experiment(result: ExperimentResult) -> dict[str, dict[str, Any]]:
     should not hold as the model's: that cell's score changes once it is rescored or re-run.
     """
     out: dict[str, dict[str, Any]] = {}
+    counted = {id(d) for d in _one_per_replicate([d for d in result.diagnoses if not d.superseded])}
     for d in result.diagnoses:
         try:
             name = Path(d.experiment).relative_to(result.root).as_posix() or "."
@@ -63,7 +77,7 @@ def per_experiment(result: ExperimentResult) -> dict[str, dict[str, Any]]:
             name = d.experiment
         e = out.setdefault(name, {"recorded_failures": 0, "harness": 0, "environment": 0, "genuine": 0,
                                   "unknown": 0, "superseded_attempts": 0, "scores_that_would_change": []})
-        if d.superseded:
+        if id(d) not in counted:
             e["superseded_attempts"] += 1
             continue
         e["recorded_failures"] += 1
