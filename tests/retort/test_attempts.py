@@ -207,3 +207,19 @@ def test_two_attempts_the_archive_cannot_order_count_as_one_recorded_run(tmp_pat
     assert all(any("does not record which attempt came first" in c.text for c in d.claims) for d in result.diagnoses)
     roll = rt.rollup(result)
     assert (roll["failed_runs"], roll["total_runs"]) == (1, 1)
+
+
+def test_an_archive_whose_gitignore_keeps_no_sources_of_the_language_is_an_archive_gap(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("experiments/*/experiment-*/**/runs/**/*\n"
+                                         "!experiments/*/experiment-*/**/runs/**/\n"
+                                         "!experiments/*/experiment-*/**/runs/**/*.py\n"
+                                         "!experiments/*/experiment-*/**/runs/**/*.md\n")
+    exp = Experiment(tmp_path / "experiments" / "me" / "experiment-9")
+    exp.add_run({**PY, "language": "swift"}, files={"README.md": "swift build && swift test\n"})
+    exp.add_run(PY)  # python IS kept: an empty python folder stays a plain no-code miss
+    runs = {d.run.split("language=")[1]: d for d in diagnose(exp.root, run_tests=False).values()}
+    swift = next(d for k, d in runs.items() if k.startswith("swift"))
+    assert (swift.verdict, swift.subtype) == ("infra_false_fail", "archive_gap")
+    assert any("re-includes no .swift file" in c.text for c in swift.claims)
+    python = next(d for k, d in runs.items() if k.startswith("python"))
+    assert python.subtype == "no_code"

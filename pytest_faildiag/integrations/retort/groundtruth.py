@@ -102,6 +102,34 @@ def missing_named_sources(rep_dir: Path) -> tuple[str, list[str]] | None:
     return None
 
 
+def archive_drops_language(rep_dir: Path, language: str) -> str | None:
+    """The archive's own ``.gitignore`` rule that keeps none of ``language``'s source files under ``runs/``.
+
+    retort's public archive ignores everything under ``runs/`` and re-includes an allow-list of extensions; a
+    language missing from it (C, Objective-C, Swift, C#) can never have code in a committed archive, so an empty
+    folder there says nothing about the model. Reads the nearest ``.gitignore`` files above the run folder.
+    """
+    exts = {e for e, lang in _SOURCE_EXT.items() if lang == language}
+    if not exts:
+        return None
+    for up, parent in enumerate(list(rep_dir.parents)[:12], start=1):
+        try:
+            text = (parent / ".gitignore").read_text(encoding="utf-8", errors="replace")[:200_000]
+        except OSError:
+            continue
+        lines = [ln.strip() for ln in text.splitlines()]
+        allow_list = [ln for ln in lines if re.search(r"(^|/)runs/\*\*/\*$", ln) and not ln.startswith("!")]
+        if not allow_list:
+            continue
+        kept = {m.group(1).lower() for ln in lines if ln.startswith("!") and "runs/" in ln
+                for m in [re.search(r"\*(\.[\w+]+)$", ln)] if m}
+        if not exts & kept:
+            return (f"the .gitignore {up} folder(s) above the run ignores {allow_list[0]} and re-includes no "
+                    f"{'/'.join(sorted(exts))} file")
+        return None
+    return None
+
+
 _INLINE_TEST = re.compile(
     r"#\[(tokio::)?test\]|@Test\b|\bdeftest\b|ExUnit\.Case|-include_lib\(\"eunit|\bXCTestCase\b|@Suite\b|"
     r"\[(Fact|Test|TestMethod)\]|^\s*(describe|it|test)\(['\"`]"

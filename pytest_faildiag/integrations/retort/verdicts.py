@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_faildiag.integrations.retort.environment import at_limit, did_no_work, is_kill, telemetry
-from pytest_faildiag.integrations.retort.groundtruth import ground_truth, inventory, missing_named_sources
+from pytest_faildiag.integrations.retort.groundtruth import (
+    archive_drops_language,
+    ground_truth,
+    inventory,
+    missing_named_sources,
+)
 from pytest_faildiag.integrations.retort.model import (
     _GATE_ERROR,
     Claim,
@@ -179,6 +184,12 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
                                                "count as a genuine spec shortfall of this attempt; its code was not "
                                                "archived, so it cannot be re-checked"), tc)
+        dropped = archive_drops_language(rec.rep_dir, rec.language) if rec.language else None
+        if dropped is not None:
+            claims.append(Claim(f"the archive cannot hold {rec.language} code: {dropped}", "direct", ".gitignore"))
+            return _done(rec, claims, _Verdict("infra_false_fail", "archive_gap",
+                                               f"the archive keeps no {rec.language} sources: the failure cannot be "
+                                               "re-checked from it; diagnose the working tree's runs/ instead"), tc)
         lost = missing_named_sources(rec.rep_dir)
         if lost is not None:
             claims.append(Claim(f"{lost[0]} names {', '.join(lost[1])}; none of them is in the archived folder",
