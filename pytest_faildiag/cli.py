@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pytest_faildiag.commands.report", "re-render a snapshot folder"),
     "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
     "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
+    "card": ("pytest_faildiag.commands.card", "draft a known-issue card from a snapshot, or lint a factory (--check)"),
+    "job": ("pytest_faildiag.commands.job", "per-node table of a multi-node job folder (--job-dir)"),
+    "mcp": ("pytest_faildiag.commands.mcp", "serve the tools to coding agents over MCP (stdio; extra `mcp`)"),
+    "skill": ("pytest_faildiag.commands.skill", "print the agent skill (SKILL.md)"),
 }
 
 
@@ -60,15 +64,23 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(args._module.run(args) or 0)
     except UsageError as exc:
-        print(f"faildiag: {exc}", file=sys.stderr)
+        print(f"faildiag: {_shown(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: one line, never a traceback
-        print(f"faildiag: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"faildiag: internal error: {type(exc).__name__}: {_shown(exc)}", file=sys.stderr)
         return 2
+
+
+def _shown(exc: BaseException) -> str:
+    """An error message on one line, redacted, control characters shown: it often quotes a file name or a
+    field of the input, and the input may be hostile."""
+    from .sanitize import display
+
+    return display(exc, one_line=True)
 
 
 if __name__ == "__main__":

@@ -34,9 +34,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="emit GitHub Actions annotations even outside GITHUB_ACTIONS")
     group.addoption("--faildiag-fix", action="store_true", default=False,
                     help="propose a fix for each diagnosed failure at session end (never applied)")
+    group.addoption("--faildiag-rerun", type=int, default=None, metavar="N",
+                    help="rerun each failed test N times alone at session end: deterministic, intermittent or "
+                         "order-dependent (default 2, 0 = off)")
+    group.addoption("--faildiag-factory", default=None, metavar="DIR",
+                    help="the team's known-issue cards, cited as supporting evidence (docs/factory.md)")
     parser.addini("faildiag", "turn faildiag on (like --faildiag)", type="bool", default=False)
+    parser.addini("faildiag_rerun", "reruns of each failed test (like --faildiag-rerun)", default="2")
+    parser.addini("faildiag_rerun_budget", "seconds all reruns of a session may take", default="120")
     parser.addini("faildiag_out", "output folder for faildiag (like --faildiag-out)", default="faildiag-out")
     parser.addini("faildiag_timeout", "hang timeout in seconds (like --faildiag-timeout)", default="")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], parser: pytest.Parser) -> Iterator[None]:
+    """``--faildiag-out DIR`` (value after a space, folder present) must not move the rootdir: pytest's
+    first parse, made before this plugin loaded, took DIR for a test path (integrations.pytest_args)."""
+    try:
+        if any(a.startswith("--faildiag-") and "=" not in a for a in args):
+            from .integrations.pytest_args import repair_early_parse
+
+            repair_early_parse(early_config, args)
+    except Exception as exc:
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(f"faildiag: could not check how pytest read the faildiag options "
+                                           f"({type(exc).__name__}: {exc}); write --faildiag-out=DIR"), stacklevel=1)
+    return (yield)
 
 
 def enabled(config: pytest.Config) -> bool:
@@ -52,6 +76,8 @@ def enabled(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "faildiag_timeout(seconds): with --faildiag, fail this test after SECONDS "
                             "with every thread's stack dumped (overrides --faildiag-timeout)")
+    config.addinivalue_line("markers", "faildiag_no_rerun: with --faildiag, never rerun this test to tell "
+                            "a flaky failure from a deterministic one (not safe to repeat)")
     if not enabled(config):
         return
     try:

@@ -19,7 +19,8 @@ MASK = "***REDACTED***"
 # ``bypass``/``passes``, ``keyboard`` are everyday config keys, and masking them makes excerpts useless.
 _SECRET_NAME = re.compile(
     r"(?i)(pass(word|wd|phrase)?(?![a-z])|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key"
-    r"|credential|auth(?!or(?!i[sz]))|cookie|session[_-]?(id|key|token)|signature|bearer|_pat$|^pat_|dsn|webhook"
+    r"|[_-]pwd(?![a-z])|credential|auth(?!or(?!i[sz]))|cookie|session[_-]?(id|key|token)|signature|bearer|_pat$|^pat_"
+    r"|dsn|webhook"
     r"|(?<![a-z])token(?![a-z])|(?-i:[a-z]Token)(?![a-z]))"
 )
 # Names that contain a secret word but hold ordinary values.
@@ -32,40 +33,75 @@ _HARMLESS_NAME = re.compile(
 # An env-style name ending in KEY (STRIPE_KEY, LICENSE_KEY): upper case only, so ``sort_key`` stays.
 _UPPER_KEY = re.compile(r"^[A-Z0-9_]*(^|_)KEY$")
 
+# A token that starts a word; "_" counts as a separator too, so a token inside a slug or an identifier
+# (``test_param_ghp_...``, the folder name of a parametrised test) is still found.
+_W = r"(?<![A-Za-z0-9])"
 # Value shapes that are secrets wherever they appear.
 _VALUE_PATTERNS = [
-    re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),  # GitHub
-    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),  # GitLab
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack
-    re.compile(r"\b(AKIA|ASIA)[A-Z0-9]{16}\b"),  # AWS access key id
+    re.compile(_W + r"(gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),  # GitHub
+    re.compile(_W + r"gl(?:pat|dt|rt|ptt|soat|ft|cbt|imt|oas|agent)-[A-Za-z0-9_\-]{20,}"),  # GitLab token family
+    re.compile(r"\bGR1348941[A-Za-z0-9_\-]{20,}"),  # GitLab runner registration token
+    re.compile(_W + r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
+    re.compile(_W + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+    re.compile(_W + r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face
+    re.compile(_W + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),  # Slack bot/user/app/refresh tokens
+    re.compile(_W + r"(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),  # AWS access key id
     re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),  # Google API key
+    re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"),  # Google OAuth access token
     re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
-    re.compile(r"\bnpm_[A-Za-z0-9]{30,}"),
+    re.compile(_W + r"npm_[A-Za-z0-9]{30,}"),
     re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/]+"),  # Slack webhook
+    re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
+    re.compile(_W + r"(?:dckr_pat_|do[opr]_v1_|dapi|gsk_|shp(?:at|ss|ca|pa)_)[A-Za-z0-9_\-]{20,}"),  # Docker, DO, Databricks, Groq, Shopify
+    re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{32,}"),  # Telegram bot token
+    re.compile(r"https://(?:hooks\.slack\.com/services|(?:\w+\.)?discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"),
     re.compile(r"\b(?:AccountKey|SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{20,}"),  # Azure storage
 ]
+# PEM and PGP private keys: the one shape that spans lines (masked before any per-line pass).
+PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)")
 # A bare AWS secret access key (40 base64 characters; in an assertion diff or a pasted config line without
 # its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
-# user:pass@host in URLs
-_URL_CREDS = re.compile(r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s@/]+)@")
+# user:password@host in URLs. The password may hold "/" or "@" (written unencoded, as people do): it runs to
+# the last "@" that is followed by a host and the end of the authority (greedy: in ``u:pw@host/x@v1`` the
+# host goes too, rather than part of a password). ``host:8080/path@ref`` is a port, not a password.
+_URL_CREDS = re.compile(
+    r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s\"'<>`]{1,256})"
+    r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;`]|$))")
+_PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # NAME=value / NAME: value / "name": "value" where NAME looks secret. No bare-whitespace separator: prose
 # such as "Token indices sequence length is longer ..." (a transformers warning) must stay readable.
 _ASSIGN = re.compile(
     r"""(?<![A-Za-z0-9_.\-])(?P<key>["']?[A-Za-z_][A-Za-z0-9_.\-]{0,127}["']?)(?P<sep>\s*[=:]\s*)(?P<q>["']?)(?P<val>[^\s"',;&]{1,})(?P=q)"""
 )
-# --password hunter2 / --api-key=sk-... / -p is too ambiguous and is left alone.
+# --password hunter2 / --api-key=sk-... / '--password', 'hunter2' (an argv printed as a Python list). A value
+# that starts with "-" is taken after "=" always, after a space only when it cannot be another option
+# (``_dash_value_is_secret``); one that starts with "--" is the next option, so the pattern does not take it.
 _FLAG = re.compile(
-    r"""(?<![A-Za-z0-9_\-])(?P<flag>--[A-Za-z][A-Za-z0-9_\-]{0,127})(?P<sep>[= ]|\s+|["'],\s*["'])(?P<val>[^\s"'-][^\s"',]*)"""
-)  # the third separator is an argv printed as a Python list: '--password', 'hunter2'
+    r"""(?<![A-Za-z0-9_\-])(?P<flag>--[A-Za-z][A-Za-z0-9_\-]{0,127})(?P<sep>=|\s+|["'],\s*["'])(?P<val>(?!--)[^\s"',]+)"""
+)
+# curl/wget-style credentials: -u user:password, --user user:password, -U/--proxy-user user:password.
+_USER_PASS = re.compile(
+    r"""(?<![A-Za-z0-9_\-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:(?P<pw>[^\s"']+)""")
+# The tools whose short option is the password: mysql's family takes it attached (-pSECRET; "-p SECRET"
+# prompts and SECRET is the database), sshpass -p, docker/podman login -p, redis-cli -a. Elsewhere -p is a
+# port, a path or a flag and is left alone.
+_PW_ARG = r"""(?P<q>["'])?(?P<pw>(?(q)[^"'\n]+|[^\s"'-][^\s"']*))"""  # 'quoted words' or one word
+_TOOL_PASSWORDS = [
+    re.compile(r"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p""" + _PW_ARG),
+    re.compile(r"""\bsshpass\b[^\n|;&]{0,400}?\s-p\s*""" + _PW_ARG),
+    re.compile(r"""\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n|;&]{0,400}?\s-p\s+""" + _PW_ARG),
+    re.compile(r"""\bredis-cli\b[^\n|;&]{0,400}?\s-a\s+""" + _PW_ARG),
+]
+# netrc: "machine HOST login USER password SECRET"
+_NETRC = re.compile(r"(?i)\b(machine\s+\S{1,255}.{0,400}?\bpassword\s+)(\S+)")
 
 _AUTH_HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(bearer\s+|basic\s+|token\s+)?([^\s\"',]{4,})")
+# Cookie: a=b; c=d ... carries sessions in every pair: the whole header value goes.
+_COOKIE_HEADER = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)(?!\*\*\*)([^\r\n]+)")
 _QUERY = re.compile(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret)=)([^&\s\"']+)")
 
 
@@ -84,11 +120,13 @@ def is_secret_name(name: str) -> bool:
 # cannot hold a secret we would mask, so bulk text (captured logs of megabytes) pays the full pass only on
 # the lines that might. Found with str.find on the lowered text, which runs at C speed.
 _TRIGGERS = (
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "hf_", "xox", "akia", "asia", "aiza",
-    "eyj", "npm_", "pypi-", "hooks.slack", "accountkey", "sharedaccess", "sig=", "://", "pass", "secret", "key",
-    "cred", "auth", "cookie", "session", "signature", "bearer", "_pat", "pat_", "dsn", "webhook", "token",
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-",
+    "glcbt-", "glimt-", "gloas-", "glagent-", "gr1348941", "sk-", "k_live_", "k_test_", "hf_", "xox", "xapp-",
+    "akia", "asia", "aiza", "ya29.", "eyj", "npm_", "pypi-", "sg.", "dckr_pat_", "_v1_", "dapi", "gsk_", "shp",
+    ":aa", "hooks.slack", "discord", "accountkey", "sharedaccess", "sig=", "://", "pass", "pwd", "secret", "key",
+    "cred", "auth", "cookie", "session", "signature", "bearer", "_pat", "pat_", "dsn", "webhook", "token", "-u",
+    "mysql", "mariadb", "login", "redis-cli",
 )
-_PRIVATE_KEY = _VALUE_PATTERNS[10]
 BULK_LINES = 64  # texts with more lines than this are redacted line by line behind the triggers
 
 
@@ -101,11 +139,18 @@ def redact_text(text: str) -> str:
             return _redact_bulk(text)
         except Exception:  # pragma: no cover
             return MASK
+    if not _may_hold_secret(text):
+        return text  # most short texts (test ids, summaries, file names): a few substring checks, no regex pass
     return _redact_line(text)
 
 
+def _may_hold_secret(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _TRIGGERS) or _AWS_SECRET.search(text) is not None
+
+
 def _redact_bulk(text: str) -> str:
-    text = _PRIVATE_KEY.sub(MASK, text)  # the one pattern that spans lines
+    text = PRIVATE_KEY_BLOCK.sub(MASK, text)  # the one pattern that spans lines
     low = text.lower()
     hits: list[int] = []
     for word in _TRIGGERS:
@@ -125,18 +170,38 @@ def _redact_bulk(text: str) -> str:
 
 def _redact_line(text: str) -> str:
     try:
+        text = PRIVATE_KEY_BLOCK.sub(MASK, text)
         for pattern in _VALUE_PATTERNS:
             text = pattern.sub(MASK, text)
         text = _AWS_SECRET.sub(_mask_aws_secret, text)
-        text = _URL_CREDS.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+        text = _URL_CREDS.sub(_mask_url_creds, text)
         text = _AUTH_HEADER.sub(lambda m: f"{m[1]}{m[2]}{m[3] or ''}{MASK}", text)
+        text = _COOKIE_HEADER.sub(lambda m: f"{m[1]}{MASK}", text)
         text = _BEARER.sub(lambda m: f"{m[1]}{MASK}", text)
         text = _QUERY.sub(lambda m: f"{m[1]}{MASK}", text)
+        text = _USER_PASS.sub(_mask_group_pw, text)
+        for pattern in _TOOL_PASSWORDS:
+            text = pattern.sub(_mask_group_pw, text)
+        text = _NETRC.sub(lambda m: f"{m[1]}{MASK}", text)
         text = _ASSIGN.sub(_mask_assignment, text)
         text = _FLAG.sub(_mask_flag, text)
     except Exception:  # pragma: no cover - regexes are static; belt and braces
         return MASK
     return text
+
+
+def _mask_group_pw(m: re.Match[str]) -> str:
+    """The match with its ``pw`` group masked (the option and the user name stay readable)."""
+    if MASK in m["pw"]:
+        return m[0]
+    start, end = m.start("pw") - m.start(), m.end("pw") - m.start()
+    return m[0][:start] + MASK + m[0][end:]
+
+
+def _mask_url_creds(m: re.Match[str]) -> str:
+    if _PORT_AND_PATH.match(m["pw"]):
+        return m[0]  # host:8443/org/repo.git@main: a port and a path, not a password
+    return f"{m['scheme']}{m['user']}:{MASK}@"
 
 
 def _mask_aws_secret(m: re.Match[str]) -> str:
@@ -153,7 +218,8 @@ def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
     val = m["val"]
     if val.lower() in _AUTH_SCHEMES or MASK in val:
         return m[0]  # "Authorization: Bearer ***REDACTED***" is already safe; keep the scheme readable
-    if is_secret_name(key) and not _looks_harmless(key, val):
+    if (_is_assignment(m, key, val) and (is_secret_name(key) or _is_odbc_pwd(key, val))
+            and not _looks_harmless(key, val)):
         return f"{m['key']}{m['sep']}{m['q']}{MASK}{m['q']}"
     if depth < 3 and ("=" in val or ":" in val):
         # "wandb: WANDB_API_KEY=..." : the harmless key swallowed a secret assignment as its value; one more
@@ -166,13 +232,38 @@ def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
 
 
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})
+# A source or log file's name before ":": a location (``test_auth.py:12``), not a key.
+_FILE_NAME = re.compile(r"(?i)\.(py[iwx]?|ipynb|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go|java|kt|scala|rb|php|js|mjs|cjs|ts|tsx"
+                        r"|jsx|swift|cs|sh|bash|txt|log|out|err|json|jsonl|ya?ml|toml|ini|cfg|md|rst|xml|html?)$")
+
+
+def _is_assignment(m: re.Match[str], key: str, val: str) -> bool:
+    """False for the colon of a location rather than of a key: a pytest node id or C++ scope
+    (``tests/test_auth.py::test_login``, ``auth::Session``) and ``file.py:12`` name code, they hold no
+    secret value; redacting them would hide which test failed in every test module named after auth."""
+    if m["sep"].strip() != ":":
+        return True
+    return not (val.startswith(":") or _FILE_NAME.search(key))
+
+
+def _is_odbc_pwd(key: str, value: str) -> bool:
+    """``PWD=secret`` in a connection string, not ``PWD=/home/user`` (the shell's working directory)."""
+    return key.upper() == "PWD" and not value.startswith(("/", "~", ".", "$")) and ":\\" not in value[:3]
 
 
 def _mask_flag(m: re.Match[str]) -> str:
-    flag = m["flag"].lstrip("-")
-    if is_secret_name(flag) and MASK not in m["val"] and not _looks_harmless(flag, m["val"]):
-        return f"{m['flag']}{m['sep']}{MASK}"
-    return m[0]
+    flag, val = m["flag"].lstrip("-"), m["val"]
+    if not is_secret_name(flag) or MASK in val or _looks_harmless(flag, val):
+        return m[0]
+    if val.startswith("-") and m["sep"] != "=" and not _dash_value_is_secret(val):
+        return m[0]  # "--password -v": the next option, the password is prompted for
+    return f"{m['flag']}{m['sep']}{MASK}"
+
+
+def _dash_value_is_secret(val: str) -> bool:
+    """After ``--password`` and a space, ``-x9Kq2!`` is a password and ``-v`` or ``-no-echo`` an option:
+    long enough, and holding a digit or a sign that option names do not."""
+    return len(val) >= 6 and any(c.isdigit() or not (c.isalpha() or c in "-_") for c in val[1:])
 
 
 def _looks_harmless(key: str, value: str) -> bool:

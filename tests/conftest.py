@@ -17,6 +17,17 @@ def corpus_cases() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if (p / "label.json").is_file())
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _suite_environment(tmp_path_factory: pytest.TempPathFactory):
+    """The inner pytest sessions of this suite fail on purpose; rerunning each of them twice (the plugin's
+    default) would only slow the suite (tests/plugin/test_rerun.py turns the default back on). The key that
+    seals recorded commands (fix mode) lives in a throw-away state folder, not in the real home."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FAILDIAG_RERUN", "0")
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
 @pytest.fixture
 def run_cli():
     """Run the real `faildiag` CLI in a subprocess (as users and CI do)."""

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..fsio import atomic_write
+from ..fsio import atomic_write, safe_atomic_write
 from ..redact import redact_env, redact_obj, redact_text
 
 SCHEMA = "faildiag.lock/1"
@@ -471,12 +471,18 @@ def _result(fut: Any, timeout: float) -> Any:
 
 def save_lock(lock: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write ``lock`` as JSON atomically (temp file in the same folder + ``os.replace``), redacted again on
-    the way out so a hand-built dict cannot leak a secret either. Returns the path written."""
+    the way out so a hand-built dict cannot leak a secret either. Returns the path written.
+
+    ``path`` is a file the user named (``faildiag lock --out``): the temp file is created ``O_EXCL |
+    O_NOFOLLOW`` and renamed over the name, so a symlink there is replaced, never written through."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(redact_lock(lock) if isinstance(lock, dict) else lock, indent=2, sort_keys=False, default=str) + "\n"
-    atomic_write(target, data)
+    atomic_write(target, _lock_json(lock))
     return target
+
+
+def _lock_json(lock: dict[str, Any]) -> str:
+    return json.dumps(redact_lock(lock) if isinstance(lock, dict) else lock, indent=2, sort_keys=False, default=str) + "\n"
 
 
 def load_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -510,8 +516,9 @@ GREEN_FILENAME = "last-green.lock.json"
 
 def save_green(out_dir: str | os.PathLike[str], lock: dict[str, Any]) -> Path:
     """Keep ``lock`` as the lock of the last passing run in ``out_dir`` (what the plugin and the run
-    wrapper call after a green run), so a later failure can say what changed since."""
-    return save_lock(lock, Path(out_dir) / GREEN_FILENAME)
+    wrapper call after a green run), so a later failure can say what changed since. ``out_dir`` is an output
+    folder: refused (``fsio.OutputFolderRefused``) when it is a symlink or others can write into it."""
+    return safe_atomic_write(out_dir, GREEN_FILENAME, _lock_json(lock))
 
 
 def load_green(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -89,7 +89,9 @@ class Monitor(threading.Thread):
 
     def run(self) -> None:
         try:
-            self._file = open(self.opts.out / "timeline.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+            from ..fsio import open_output_file  # never through a planted timeline.jsonl symlink
+
+            self._file = open_output_file(self.opts.out / "timeline.jsonl", "w", encoding="utf-8")
         except OSError as exc:
             self.notes.append(f"timeline not written: {exc}")
         try:

@@ -24,8 +24,12 @@ The parts live next door: ``tee`` (pass-through + bounded logs), ``monitor`` (ti
 ``stacks`` (stack dumps, process table). This module runs the command and turns the outcome into files
 and a diagnosis.
 
-Nothing is written outside the output folder. Errors of the wrapper itself never change the command's
-exit status: they become notes in ``run.json``.
+Nothing is written outside the output folder, and nothing in it through a symlink: the folder is checked
+(``fsio.check_output_root``), every folder below it is checked or created private (``fsio.safe_mkdir``;
+the folders the child writes into by name, ``stacks``, ``elastic`` and ``nccl``, are made fresh), every
+file is created new (``fsio.open_output_file``, ``fsio.safe_atomic_write``). The one exception is the
+generated ``sitecustomize.py``: it lives in a ``mkdtemp`` folder for the run and is removed after it.
+Errors of the wrapper itself never change the command's exit status: they become notes in ``run.json``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..fsio import atomic_write
+from ..fsio import open_output_file, safe_atomic_write, safe_mkdir
 from .proc import shell_status, signal_group, signal_name
 from .tee import HEAD_BYTES, TAIL_BYTES, BoundedLog, Pump
 
@@ -124,8 +128,13 @@ def signal_of(status: int) -> str | None:
 
 
 
-def child_env(opts: RunOptions, base: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """The child's environment and the variables we added (never overriding what the user set)."""
+def child_env(opts: RunOptions, base: dict[str, str] | None = None, *,
+              inject: Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """The child's environment and the variables we added (never overriding what the user set).
+
+    ``inject`` is the folder holding the generated ``sitecustomize.py`` (``stacks.install_stack_handler``),
+    put first on ``PYTHONPATH`` when a hang timeout is set. The folders the child writes into by name are
+    created fresh: a file planted there (``elastic/error.json -> ~/.bashrc``) would be written through."""
     env = dict(os.environ if base is None else base)
     added: dict[str, str] = {}
     out = opts.out.resolve()
@@ -139,19 +148,17 @@ def child_env(opts: RunOptions, base: dict[str, str] | None = None) -> tuple[dic
     setdefault("PYTHONFAULTHANDLER", "1")  # a segfault/abort prints the Python stack of every thread
     elastic = out / "elastic" / "error.json"
     if "TORCHELASTIC_ERROR_FILE" not in env:
-        elastic.parent.mkdir(parents=True, exist_ok=True)
+        safe_mkdir(out, "elastic", fresh=True)
         setdefault("TORCHELASTIC_ERROR_FILE", str(elastic))
     if opts.nccl_debug:
-        (out / "nccl").mkdir(parents=True, exist_ok=True)
+        safe_mkdir(out, "nccl", fresh=True)
         setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
         setdefault("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000")
         setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", str(out / "nccl" / "nccl_trace_rank_"))
         setdefault("TORCH_FR_BUFFER_SIZE", "2000")  # the same settings under their newer names
         setdefault("TORCH_FR_DUMP_TEMP_FILE", str(out / "nccl" / "nccl_trace_rank_"))
-    if opts.hang_timeout:
-        from .stacks import install_stack_handler
-
-        inject, stacks = install_stack_handler(out)
+    if opts.hang_timeout and inject is not None:
+        stacks = safe_mkdir(out, "stacks", fresh=True)
         env["FAILDIAG_STACK_DIR"] = str(stacks)
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(inject) + (os.pathsep + old if old else "")
@@ -320,13 +327,33 @@ def run_command(opts: RunOptions) -> RunResult:
     """Run ``opts.command`` to completion (or until a hang is detected) and return what happened.
 
     Never raises for the command's own failures; a command that cannot start gives exit status 127
-    (not found) or 126 (not executable), as a shell does.
+    (not found) or 126 (not executable), as a shell does. Every file and folder of ours is opened before
+    the command starts: an output folder that cannot be written (``fsio.OutputFolderRefused``, OSError)
+    raises before anything ran.
     """
-    out = opts.out
-    logs = out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = safe_mkdir(opts.out, "logs")
     result = RunResult(command=list(opts.command), returncode=None, exit_status=0)
-    env, result.env_set = child_env(opts)
+    inject = None
+    if opts.hang_timeout:
+        from .stacks import install_stack_handler
+
+        inject = install_stack_handler()
+    out_log = err_log = None
+    try:
+        env, result.env_set = child_env(opts, inject=inject)
+        out_log = BoundedLog(logs / "stdout.log", opts.head_bytes, opts.tail_bytes)
+        err_log = BoundedLog(logs / "stderr.log", opts.head_bytes, opts.tail_bytes)
+        return _run_child(opts, env, result, (out_log, err_log))
+    finally:
+        for log in (out_log, err_log):
+            if log is not None:
+                log.close()  # already closed after a run; a command that never started leaves empty logs
+        if inject is not None:
+            shutil.rmtree(inject, ignore_errors=True)
+
+
+def _run_child(opts: RunOptions, env: dict[str, str], result: RunResult,
+               logs: tuple[BoundedLog, BoundedLog]) -> RunResult:
     oom_before = read_oom_kills()
     start_wall = time.time()
     t0 = time.monotonic()
@@ -346,7 +373,7 @@ def run_command(opts: RunOptions) -> RunResult:
         forwarder.attach(proc.pid)
         restore_terminal = _hand_terminal_to(proc.pid)
         try:
-            return _supervise(proc, opts, result, start_wall, t0, oom_before)
+            return _supervise(proc, opts, result, start_wall, t0, oom_before, logs)
         finally:
             if restore_terminal:
                 restore_terminal()
@@ -390,7 +417,7 @@ def _hand_terminal_to(pgid: int) -> Callable[[], None] | None:
 
 
 def _supervise(proc: subprocess.Popen[bytes], opts: RunOptions, result: RunResult, start_wall: float, t0: float,
-               oom_before: dict[str, int]) -> RunResult:
+               oom_before: dict[str, int], bounded: tuple[BoundedLog, BoundedLog]) -> RunResult:
     from .monitor import Monitor
     from .stacks import STACK_WAIT_S, collect_stacks
 
@@ -403,8 +430,7 @@ def _supervise(proc: subprocess.Popen[bytes], opts: RunOptions, result: RunResul
         with count_lock:
             counter[0] += n
 
-    out_log = BoundedLog(logs / "stdout.log", opts.head_bytes, opts.tail_bytes)
-    err_log = BoundedLog(logs / "stderr.log", opts.head_bytes, opts.tail_bytes)
+    out_log, err_log = bounded
     pumps = [
         Pump(proc.stdout.fileno(), _fileno(sys.stdout) if opts.echo else None, out_log, on_data),  # type: ignore[union-attr]
         Pump(proc.stderr.fileno(), _fileno(sys.stderr) if opts.echo else None, err_log, on_data),  # type: ignore[union-attr]
@@ -567,11 +593,12 @@ def copy_rank_logs(log_dir: Path, dest: Path) -> bool:
             if not m:
                 continue
             found = True
-            dest.mkdir(parents=True, exist_ok=True)
             stem = f"attempt{m['attempt']}-rank{m['rank']}"
             try:
+                safe_mkdir(dest.parent, dest.name)
                 if m["name"] == "error.json":
-                    shutil.copyfile(src, dest / f"{stem}.error.json")
+                    with open(src, "rb") as f, open_output_file(dest / f"{stem}.error.json", "wb") as out:
+                        shutil.copyfileobj(f, out)
                 else:
                     _copy_prefixed(src, dest / f"{stem}.{m['name']}", f"[rank{m['rank']}]:".encode())
             except OSError:
@@ -581,7 +608,7 @@ def copy_rank_logs(log_dir: Path, dest: Path) -> bool:
 
 def _copy_prefixed(src: Path, dst: Path, prefix: bytes) -> None:
     size = src.stat().st_size
-    with open(src, "rb") as f, open(dst, "wb") as out:
+    with open(src, "rb") as f, open_output_file(dst, "wb") as out:
         head = f.read(RANK_LOG_BYTES)
         parts = [head]
         if size > 2 * RANK_LOG_BYTES:
@@ -693,8 +720,7 @@ class LockBuilder(threading.Thread):
         """After a passing run's lock was written: remember which environment it describes."""
         if self.out is not None and self.fingerprint and not self.reused:
             try:
-                (self.out / FINGERPRINT).parent.mkdir(parents=True, exist_ok=True)
-                _atomic_write(self.out / FINGERPRINT, self.fingerprint + "\n")
+                safe_atomic_write(self.out, FINGERPRINT, self.fingerprint + "\n")
             except OSError:
                 pass
 
@@ -804,17 +830,14 @@ def write_run_files(result: RunResult, out: Path, lock: dict[str, Any] | None, *
     Written without importing the engine: a passing run should not pay for loading the rules."""
     from ..redact import redact_obj
 
-    _atomic_write(out / "run.json", _dump(redact_obj(result.to_json())))
+    safe_atomic_write(out, "run.json", _dump(redact_obj(result.to_json())))
     if not result.failed and lock:
-        _atomic_write(out / LAST_GREEN, _dump(lock if redacted else redact_obj(lock)))
+        safe_atomic_write(out, LAST_GREEN, _dump(lock if redacted else redact_obj(lock)))
 
 
 def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    atomic_write(path, text)
 
 def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | None = None):
     """Turn a failed or hung run into a Diagnosis (engine imported here, only when needed)."""

@@ -1,8 +1,9 @@
 """Hang evidence: the thread stacks of every Python process in the tree, py-spy, the process table, GPUs.
 
 Python processes dump their threads on SIGUSR1 through a generated ``sitecustomize.py`` put first on
-``PYTHONPATH`` (it registers ``faulthandler`` to ``<out>/stacks/<pid>.txt``, again after a fork, then runs
-the ``sitecustomize`` that would have run without it). The file it creates at start-up doubles as the
+``PYTHONPATH`` from a fresh private temp folder (``install_stack_handler``). It registers ``faulthandler``
+to ``<out>/stacks/<pid>.txt``, again after a fork, then runs the ``sitecustomize`` that would have run
+without it. The file it creates at start-up doubles as the
 marker that the handler is installed: only those processes get the signal, whose default action would
 kill any other. Ranks come from each process's environment; dumps are prefixed ``[rankN]:`` so the
 engine attributes them.
@@ -15,11 +16,14 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import psutil
+
+from ..fsio import open_output_file, safe_atomic_write
 
 STACK_SIGNAL = signal.SIGUSR1
 
@@ -45,7 +49,8 @@ def _faildiag_register():
     try:
         import faulthandler
         import signal
-        f = open(os.path.join(folder, "%d.txt" % os.getpid()), "w")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        f = os.fdopen(os.open(os.path.join(folder, "%d.txt" % os.getpid()), flags, 0o600), "w")
         faulthandler.register(signal.SIGUSR1, file=f, all_threads=True, chain=False)
         globals()["_faildiag_file"] = f  # keep it open for the life of the process
     except Exception:
@@ -74,14 +79,22 @@ _faildiag_chain()
 '''
 
 
-def install_stack_handler(out: Path) -> tuple[Path, Path]:
-    """Write the generated ``sitecustomize.py`` under ``out``; returns (folder for PYTHONPATH, stacks folder)."""
-    inject = out / ".faildiag" / "inject"
-    inject.mkdir(parents=True, exist_ok=True)
-    (inject / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
-    stacks = out / "stacks"
-    stacks.mkdir(parents=True, exist_ok=True)
-    return inject, stacks
+def install_stack_handler() -> Path:
+    """Write the generated ``sitecustomize.py`` into a new private temp folder and return the folder (for
+    ``PYTHONPATH``); the caller removes it after the run.
+
+    Why ``mkdtemp`` (random name, 0o700, created new) and not a fixed path in the output folder: whatever
+    sits in the folder put first on the child's ``PYTHONPATH`` is imported before the standard library, so
+    a predictable folder could be prepared in advance (a planted ``json.py`` there replaced the stdlib
+    module in the child)."""
+    folder = Path(tempfile.mkdtemp(prefix="faildiag-inject-"))
+    try:
+        with open_output_file(folder / "sitecustomize.py", "w", encoding="utf-8") as f:
+            f.write(_SITECUSTOMIZE)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
 
 
 _PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
@@ -240,7 +253,10 @@ def collect_stacks(root_pid: int, out: Path, ranks: dict[int, str], wait_s: floa
     for t in spy_threads:
         t.join(timeout=15)
     for pid, text in spy_out.items():
-        (stacks_dir / f"{pid}.py-spy.txt").write_text(text, encoding="utf-8")
+        try:
+            safe_atomic_write(out, f"stacks/{pid}.py-spy.txt", text)
+        except OSError as exc:
+            notes.append(f"py-spy dump of pid {pid} not written: {exc}")
         if pid not in dumps:
             dumps[pid] = pyspy_to_faulthandler(text)
     if pyspy is None:
@@ -255,12 +271,15 @@ def collect_stacks(root_pid: int, out: Path, ranks: dict[int, str], wait_s: floa
         name = f"stacks/{pid}.txt" if rank is None else f"stacks/rank{rank}-{pid}.txt"
         texts[name] = prefix_rank(text, rank)
     try:
-        (out / "process-tree.txt").write_text(process_table(procs, ranks), encoding="utf-8")  # CPU% since the first call above
+        safe_atomic_write(out, "process-tree.txt", process_table(procs, ranks))  # CPU% since the first call above
     except OSError as exc:
         notes.append(f"process tree not written: {exc}")
     gpu = _nvidia_smi_text()
     if gpu:
-        (out / "gpu.txt").write_text(gpu, encoding="utf-8")
+        try:
+            safe_atomic_write(out, "gpu.txt", gpu)
+        except OSError as exc:
+            notes.append(f"gpu.txt not written: {exc}")
     return texts, notes
 
 

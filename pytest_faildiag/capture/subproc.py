@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fsio import ensure_output_root, open_output_file
 from .proc import TAIL_BYTES, read_tail, signal_group, signal_name
 
 __all__ = ["TAIL_BYTES", "CapturedRun", "read_tail", "run_captured", "signal_name"]
@@ -68,10 +69,12 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
                  kill_grace: float = 3.0) -> CapturedRun:
     """Run ``argv`` with stdout/stderr in ``out_dir/<name>.stdout`` / ``.stderr``; never raises on a failing
     command (the caller asserts). A ``timeout`` stops the whole process group: SIGTERM, then SIGKILL after
-    ``kill_grace`` seconds. Raises OSError only when the command cannot be started at all."""
+    ``kill_grace`` seconds. Raises OSError only when the command cannot be started at all, or when
+    ``out_dir`` is refused (a symlink, or a folder others can write: ``fsio.OutputFolderRefused``). The two
+    files are created new, never through a symlink planted at their names."""
     args = [argv] if isinstance(argv, str) else [str(a) for a in argv]
     shell = isinstance(argv, str)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_output_root(out_dir)
     stdout_path, stderr_path = out_dir / f"{name}.stdout", out_dir / f"{name}.stderr"
     full_env = dict(os.environ)
     full_env.setdefault("PYTHONFAULTHANDLER", "1")  # a native crash in the child leaves its stack in stderr
@@ -79,7 +82,7 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
     if env:
         full_env.update(env)
     start = time.monotonic()
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+    with open_output_file(stdout_path, "wb") as out, open_output_file(stderr_path, "wb") as err:
         proc = subprocess.Popen(args[0] if shell else args, shell=shell, stdout=out, stderr=err, env=full_env,
                                 cwd=cwd, start_new_session=True)
         timed_out = False

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..fsio import open_output_file
+
 HEAD_BYTES = 8 << 20
 
 
@@ -29,7 +31,8 @@ class BoundedLog:
 
     Why two segment files instead of a ring in memory: a training run can print gigabytes, and if
     ``faildiag`` itself is killed the tail on disk is still there to read. ``write`` is called from one
-    pump thread; ``close`` may race with it, hence the lock.
+    pump thread; ``close`` may race with it, hence the lock. Every file is created new, never through a
+    symlink (``fsio.open_output_file``); the caller checked the folder (``fsio.safe_mkdir``).
     """
 
     def __init__(self, path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
@@ -38,7 +41,7 @@ class BoundedLog:
         self.seg_cap = max(1, tail // 2)
         self.total = 0
         self._lock = threading.Lock()
-        self._head = open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+        self._head = open_output_file(path, "wb", buffering=0)  # closed in close()
         self._head_len = 0
         self._segs = [path.with_name(path.name + ".tail0"), path.with_name(path.name + ".tail1")]
         self._seg_idx = -1
@@ -71,7 +74,7 @@ class BoundedLog:
             self._seg.close()
             self._rotations += 1
         self._seg_idx = (self._seg_idx + 1) % 2
-        self._seg = open(self._segs[self._seg_idx], "wb", buffering=0)  # noqa: SIM115
+        self._seg = open_output_file(self._segs[self._seg_idx], "wb", buffering=0)
         self._seg_len = 0
 
     @property
@@ -114,7 +117,7 @@ def redact_file(path: Path, block: int = 1 << 20) -> None:
 
     tmp = path.with_name(f".{path.name}.redacting")
     try:
-        with open(path, "rb") as src, open(tmp, "wb") as dst:
+        with open(path, "rb") as src, open_output_file(tmp, "wb") as dst:
             carry = b""
             while True:
                 data = src.read(block)

@@ -13,6 +13,7 @@ when nothing usable is there. Everything read passes through redaction before it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fsio import MAX_JSON_BYTES, iter_lines, load_json, loads_json
 from ..redact import redact_obj
 
 SESSION_FILE = "session.json"
@@ -122,10 +124,10 @@ class Session:
 
 
 def _read_json(path: Path) -> Any:
+    """A session's JSON within fsio's bounds (regular file, size, value count, depth); None otherwise."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError, RecursionError):
+        return load_json(path)
+    except (OSError, ValueError):
         return None
 
 
@@ -391,10 +393,10 @@ def read_timeline(snapshot: Path | None) -> list[dict[str, float]]:
             continue
         out: list[dict[str, float]] = []
         try:
-            with open(p, encoding="utf-8", errors="replace") as f:
+            with contextlib.closing(iter_lines(p, max_line=64 * 1024, max_bytes=MAX_JSON_BYTES)) as f:
                 for raw in f:
                     try:
-                        d = json.loads(raw)
+                        d = loads_json(raw, max_depth=8)
                     except ValueError:
                         continue
                     if isinstance(d, dict) and "t" in d:

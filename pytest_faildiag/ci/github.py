@@ -15,7 +15,9 @@ GitHub's rules this module follows (docs: "Workflow commands for GitHub Actions"
 * The job summary (``$GITHUB_STEP_SUMMARY``) is limited to 1 MiB per step: rows are dropped, with a note,
   to stay under it, counting what other tools already wrote to the file.
 
-Everything written passes through ``redact_text``.
+Everything written passes through ``sanitize``: redacted, control characters shown as ``\\x1b`` (the log
+viewer renders ANSI sequences, a terminal obeys them); in the job summary, text from the run is escaped
+Markdown or a code span, so a test's ``[click](https://...)``, ``![](...)`` or ``<img>`` renders as text.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from ..redact import redact_text
+from ..sanitize import display, md_code, md_text
 from ._load import CauseGroup, Failure, ReportInputError, Session, load, short_title, top_cause, workspace_relative
 
 MAX_ANNOTATIONS = 10
@@ -71,6 +73,18 @@ def _snapshot_ref(f: Failure, session: Session) -> str | None:
     return str(f.snapshot) if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
+def _message(lines: list[str]) -> str:
+    return _clip(display("\n".join(lines)))
+
+
+def _title(text: str) -> str:
+    return display(text, one_line=True, limit=200)
+
+
+def _file_prop(file: str | None) -> str | None:
+    return display(file, one_line=True) if file else file
+
+
 def annotation_for_test(f: Failure, session: Session, workspace: str | None = None) -> str:
     """The ``::error`` line for one failed test."""
     file, line = _where(f, workspace)
@@ -82,7 +96,7 @@ def annotation_for_test(f: Failure, session: Session, workspace: str | None = No
     if ref:
         lines.append(f"faildiag snapshot: {ref}")
     title = f"faildiag: {short_title(f)}"
-    return command("error", _clip(redact_text("\n".join(lines))), file=file, line=line, title=redact_text(title))
+    return command("error", _message(lines), file=_file_prop(file), line=line, title=_title(title))
 
 
 def annotation_for_group(g: CauseGroup, session: Session, workspace: str | None = None) -> str:
@@ -96,7 +110,7 @@ def annotation_for_group(g: CauseGroup, session: Session, workspace: str | None 
     if g.head.fix_hints:
         lines.append(f"fix: {g.head.fix_hints[0]}")
     title = f"{g.count} tests: {g.title}"
-    return command("error", _clip(redact_text("\n".join(lines))), file=file, line=line, title=redact_text(title))
+    return command("error", _message(lines), file=_file_prop(file), line=line, title=_title(title))
 
 
 def annotations(session: Session, workspace: str | None = None, budget: int = MAX_ANNOTATIONS) -> list[str]:
@@ -113,8 +127,7 @@ def annotations(session: Session, workspace: str | None = None, budget: int = MA
     n_tests = sum(g.count for g in rest)
     lines = [f"{n_tests} more failed tests with {len(rest)} other causes (see the job summary):"]
     lines += [f"- {g.count} × {g.title}" for g in rest[:20]]
-    shown.append(command("error", _clip(redact_text("\n".join(lines))),
-                         title=f"faildiag: {len(rest)} more causes, {n_tests} tests"))
+    shown.append(command("error", _message(lines), title=f"faildiag: {len(rest)} more causes, {n_tests} tests"))
     return shown
 
 
@@ -126,11 +139,12 @@ def _stop_token(text: str) -> str:
 
 
 def echo_block(title: str, lines: list[str]) -> list[str]:
-    """A collapsed log group whose content cannot run workflow commands (stop-commands wrapped)."""
-    body = [redact_text(x).replace("\r", "") for x in lines]
+    """A collapsed log group whose content cannot run workflow commands (stop-commands wrapped) nor steer
+    the log viewer (control characters shown, not obeyed)."""
+    body = [display(x) for x in lines]
     flat = "\n".join(body)
     token = _stop_token(flat)
-    out = [command("group", redact_text(title).replace("\n", " ")), f"::stop-commands::{token}"]
+    out = [command("group", display(title, one_line=True)), f"::stop-commands::{token}"]
     for chunk in body:
         out.extend(chunk.split("\n"))
     out += [f"::{token}::", "::endgroup::"]
@@ -154,11 +168,13 @@ def _evidence_lines(f: Failure) -> list[str]:
 
 
 def _md_cell(text: object, limit: int = 300) -> str:
-    """A Markdown table cell: no newlines or pipes, HTML-significant characters as entities."""
-    s = " ".join(redact_text(str(text)).split())
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("`", "'")
+    """A Markdown table cell of text from the run: one line, every Markdown and HTML character escaped."""
+    return md_text(text, limit=limit)
+
+
+def _md_code_cell(text: object) -> str:
+    """A path in a table cell, as a code span (nothing inside a code span is rendered)."""
+    return md_code(text, table=True, limit=300)
 
 
 def _run_url() -> str | None:
@@ -175,7 +191,7 @@ def summary_markdown(session: Session, limit: int = SUMMARY_LIMIT, workspace: st
     head = [f"## faildiag: {n} failed test{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}", ""]
     url = _run_url()
     out_ref = os.path.relpath(session.root, workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
-    where = f"Snapshots: `{out_ref.replace(os.sep, '/')}/`"
+    where = f"Snapshots: {md_code(out_ref.replace(os.sep, '/') + '/')}"
     if url:
         where += f" (upload it as an artifact; [this run]({url}))"
     head += [where, ""]
@@ -185,14 +201,14 @@ def summary_markdown(session: Session, limit: int = SUMMARY_LIMIT, workspace: st
         hints = "<br>".join(_md_cell(h, 160) for h in g.head.fix_hints[:3]) or "-"
         snap = _snapshot_ref(g.head, session)
         causes.append(f"| {i} | {_md_cell(g.head.cause_summary or g.head.summary)} | {g.count} | {_md_cell(g.category)} "
-                      f"| {g.confidence:.0%} | {hints} | {'`' + _md_cell(snap) + '`' if snap else '-'} |")
+                      f"| {g.confidence:.0%} | {hints} | {_md_code_cell(snap) if snap else '-'} |")
     tests_head = ["", "### Failed tests", "", "| test | cause # | where | summary |", "|---|---|---|---|"]
     tests: list[str] = []
     index = {g.key: i for i, g in enumerate(groups, 1)}
     for g in groups:
         for f in g.failures:
             file, line = _where(f, workspace)
-            loc = f"`{_md_cell(file)}:{line}`" if file and line else (f"`{_md_cell(file)}`" if file else "-")
+            loc = _md_code_cell(f"{file}:{line}" if line else file) if file else "-"
             tests.append(f"| {_md_cell(f.nodeid, 200)} | {index[g.key]} | {loc} | {_md_cell(f.summary)} |")
     return _fit(head, [(causes_head, causes), (tests_head, tests)], limit)
 

@@ -9,6 +9,9 @@ lets GitLab tell a new failure from an old one.
 JUnit: the plugin adds ``faildiag.*`` entries to each test's ``user_properties``; pytest's ``--junitxml``
 writes them as ``<property>`` elements and GitLab's test report keeps them. ``junit_properties`` is the
 single list of those names so the plugin and ``faildiag report`` agree.
+
+Text from the run goes through ``sanitize``: redacted, control characters shown as ``\\x1b``; the
+``content.body`` the format defines as Markdown is escaped Markdown.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..redact import redact_text
+from ..sanitize import display, md_text
 from ._load import Failure, Session, load, short_title, workspace_relative
 
 SEVERE_TYPES = frozenset({"crash", "hang", "oom"})
@@ -53,13 +56,13 @@ def codequality(session: Session, workspace: str | None = None) -> list[dict[str
             if f.fix_hints:
                 desc += f" (fix: {f.fix_hints[0]})"
             out.append({
-                "description": redact_text(desc),
-                "check_name": f"faildiag/{f.cause_id or f.category}",
+                "description": display(desc, one_line=True),
+                "check_name": display(f"faildiag/{f.cause_id or f.category}", one_line=True),
                 "fingerprint": fingerprint(f),
                 "severity": severity(f),
-                "location": {"path": path, "lines": {"begin": line}},
+                "location": {"path": display(path, one_line=True), "lines": {"begin": line}},
                 "categories": ["Bug Risk"],
-                "content": {"body": redact_text(f.summary)},
+                "content": {"body": md_text(f.summary)},
             })
     return out
 
@@ -85,4 +88,4 @@ def junit_properties(f: Failure | dict[str, Any]) -> list[tuple[str, str]]:
             return getattr(f, key, default)
     props = [("faildiag.category", get("category")), ("faildiag.type", get("type")), ("faildiag.summary", get("summary")),
              ("faildiag.cause", get("cause_id")), ("faildiag.confidence", get("confidence"))]
-    return [(k, redact_text(str(v))) for k, v in props if v not in (None, "")]
+    return [(k, display(v)) for k, v in props if v not in (None, "")]

@@ -57,18 +57,23 @@ def _diagnosis(report: dict[str, Any]):
 
 
 def _demote(md: str) -> str:
-    """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone."""
-    out, fenced = [], False
+    """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone. A fence
+    closes only on a backtick-only line at least as long as it opened with (CommonMark), so a shorter one
+    quoted inside (``md_fence`` outgrows them) does not end it."""
+    out, fence = [], ""
     for ln in md.split("\n"):
-        if ln.startswith("```"):
-            fenced = not fenced
-        out.append("#" + ln if ln.startswith("#") and not fenced else ln)
+        run = len(ln) - len(ln.lstrip("`"))
+        if not fence and run >= 3:
+            fence = "`" * run
+        elif fence and run >= len(fence) and not ln.strip("`").strip():
+            fence = ""
+        out.append("#" + ln if ln.startswith("#") and not fence else ln)
     return "\n".join(out)
 
 
 def _text(session, markdown: bool) -> str:
     from ..engine.report import render_markdown, render_text
-    from ..redact import redact_text
+    from ..sanitize import display, md_text
 
     lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
     out: list[str] = []
@@ -91,23 +96,24 @@ def _text(session, markdown: bool) -> str:
     for f in [f for g in session.groups() for f in g.failures]:
         if f.report is None:
             if not lone:
-                out.append(f"{'## ' if markdown else ''}{f.nodeid}: {f.summary}\n")
+                out.append(f"## {md_text(f.nodeid)}: {md_text(f.summary)}\n" if markdown else f"{f.nodeid}: {f.summary}\n")
             continue
         diag = _diagnosis(f.report)
         if markdown:
             md = render_markdown(diag)
             if not lone:  # one level down under the session's heading, titled by the test
-                md = md.replace("# faildiag report", f"# {f.nodeid}", 1)
+                md = md.replace("# faildiag report", f"# {md_text(f.nodeid)}", 1)
                 md = _demote(md)
             out.append(md)
         else:
             out.append((f"{f.nodeid}\n" if not lone else "") + render_text(diag) + "\n")
-    out += [f"note: {n}" for n in session.notes]
-    return redact_text("\n".join(out).rstrip("\n") + "\n")
+    out += [f"note: {md_text(n) if markdown else n}" for n in session.notes]
+    return display("\n".join(out).rstrip("\n") + "\n")  # redacted; control characters shown, not obeyed
 
 
 def _json(session) -> str:
     from ..redact import redact_obj
+    from ..sanitize import json_safe
 
     lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
     raw = _read_raw(session.root / "report.json") if lone else None
@@ -121,14 +127,16 @@ def _json(session) -> str:
         groups = [{"cause": g.key, "title": g.title, "category": g.category, "confidence": g.confidence,
                    "tests": [f.nodeid for f in g.failures]} for g in session.groups()]
         data = {"schema": "faildiag.session/1", "tests": tests, "groups": groups}
-    return json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str) + "\n"
+    return json_safe(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
 def _read_raw(path) -> Any:
+    """report.json as written, within fsio's bounds (regular file, size, value count, depth); None otherwise."""
+    from ..fsio import load_json
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError, RecursionError):
+        return load_json(path)
+    except (OSError, ValueError):
         return None
 
 

@@ -73,8 +73,10 @@ def _diagnose(args: argparse.Namespace) -> int:
         if out is not None:
             _rmdir_quiet(out / ".work")
     roll = rt.rollup(result)
-    for problem in result.problems:
-        print(f"faildiag retort: warning: {problem}", file=sys.stderr)
+    from pytest_faildiag.sanitize import display
+
+    for problem in result.problems:  # they name the agents' folders and files
+        print(f"faildiag retort: warning: {display(problem, one_line=True)}", file=sys.stderr)
     if out is not None:
         try:
             rt.write_outputs(out, result, roll)

@@ -9,10 +9,13 @@ to a best-effort diagnosis with notes.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .. import factory as _factory
+from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
 from ..parse.logread import InputError, check_readable, sniff_binary
@@ -33,6 +36,7 @@ except ImportError:  # pragma: no cover
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
 MAX_FILES = 2000
+READ_BUDGET_S = 45.0  # finding and reading evidence; the rest of a diagnosis takes seconds at most
 SKIP_NAMES = {"label.json", "report.json", "failure-profile.json", "root-causes.json", "failure.lock.json", "session.json"}
 
 
@@ -44,6 +48,15 @@ class _Inputs:
         self.lock: dict[str, Any] | None = None
         self.notes: list[str] = []
         self.readiness: dict[str, Any] | None = None
+        # why a deadline: any folder must be diagnosed in bounded time, whatever it holds (2000 huge files)
+        self.deadline = time.monotonic() + READ_BUDGET_S
+
+    def out_of_time(self, what: str) -> bool:
+        """True (and a note, once) when the reading budget is spent."""
+        if time.monotonic() <= self.deadline:
+            return False
+        self.notes.append(f"{what} not read: the {READ_BUDGET_S:.0f} s reading budget was spent")
+        return True
 
 
 def _name(path: Path, base: Path | None) -> str:
@@ -98,11 +111,11 @@ def _add_json(inp: _Inputs, path: Path, name: str) -> None:
         if text:
             inp.texts.append((name, text))
             return
-    data = artifacts.read_json(path)
-    if data is None:
-        inp.notes.append(f"{name}: malformed JSON, ignored")
+    data, problem = artifacts.load_json_artifact(path)
+    if not isinstance(data, dict):
+        inp.notes.append(f"{name}: {problem or 'not a JSON object'}, ignored")
         return
-    if lower.endswith("lock.json") and "packages" in data or data.get("schema", "").startswith("faildiag.lock"):
+    if lower.endswith("lock.json") and "packages" in data or str(data.get("schema", "")).startswith("faildiag.lock"):
         inp.lock = data
     elif "readiness" in lower or "verdict" in data or "readiness" in str(data.get("schema", "")):
         inp.readiness = data
@@ -120,13 +133,18 @@ def collect(paths: Iterable[str | os.PathLike[str]]) -> _Inputs:
             check_readable(check_path)  # raises with the right one-line reason
         if p.is_dir():
             _walk(inp, p)
-        else:
-            _add_file(inp, p, None, explicit=True)
+            continue
+        try:
+            check_regular(p)  # a device, FIFO or socket named on the command line: one line, not a hang
+        except ReadRefused as exc:
+            raise InputError(str(exc)) from None
+        _add_file(inp, p, None, explicit=True)
     return inp
 
 
 def _walk(inp: _Inputs, root: Path) -> None:
     count = 0
+    roots = read_roots([root])
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".git", "__pycache__", "faildiag-out")))
         for fn in sorted(filenames):
@@ -135,7 +153,15 @@ def _walk(inp: _Inputs, root: Path) -> None:
                 inp.notes.append(f"{root}: more than {MAX_FILES} files; the rest were not read")
                 return
             p = Path(dirpath) / fn
-            if p.is_symlink() and not p.exists():
+            if inp.out_of_time(f"{root}: the rest of the folder"):
+                return
+            try:  # special files and links out of the named folder are noted, never opened
+                check_regular(p)
+                read_allowed(p, roots)
+            except FileNotFoundError:  # a dangling symlink
+                continue
+            except OSError as exc:
+                inp.notes.append(f"{_name(p, root)}: {exc.strerror}")
                 continue
             try:
                 _add_file(inp, p, root, explicit=False)
@@ -157,6 +183,7 @@ def diagnose(
     stream: BinaryIO | None = None,
     stream_name: str = "stdin",
     cwd: str | None = None,
+    factory_root: str | os.PathLike[str] | None | bool = None,
 ) -> Diagnosis:
     """Diagnose a failed or hung run from its evidence.
 
@@ -164,9 +191,14 @@ def diagnose(
     (Evidence items to attach to the top cause) and anything a check reads. ``probe_machine`` says the
     failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
     ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
+    ``factory_root``: the team's known-issue cards (None: ``FAILDIAG_FACTORY_ROOT``, then
+    ``./.faildiag/factory/``; False: none); see ``pytest_faildiag.factory``.
     Raises InputError when no usable evidence was given.
     """
     rs = ruleset or load_ruleset(_plugin_packs())
+    factory_notes: list[str] = []
+    if factory_root is not False:
+        rs, _, factory_notes = _factory.attach(rs, None if factory_root is True else factory_root)
     inp = collect(paths)
     for name, text in (texts or {}).items():
         if text:
@@ -177,7 +209,9 @@ def diagnose(
         what = ", ".join(str(p) for p in paths) or "the input"
         raise InputError(f"no logs found in {what}")
     scan = ScanResult()
-    for name, path in inp.logs:
+    for i, (name, path) in enumerate(inp.logs):
+        if inp.out_of_time(f"{len(inp.logs) - i} log(s) from {name} on"):
+            break
         try:
             scan_file(str(path), name, rs, scan)
         except OSError as exc:
@@ -206,6 +240,9 @@ def diagnose(
             causes[0].evidence.append(ev)
     diag = finish(analysis, causes, scan, rs, ctx_data)
     diag.notes.extend(inp.notes)
+    diag.notes.extend(factory_notes)
+    if ctx_data.get("factory"):  # the cards that matched: which card said what
+        diag.extra["factory"] = ctx_data["factory"]
     if cwd:  # where the command ran: fix mode reruns it there
         diag.extra["cwd"] = cwd
     diag.sources = list(scan.sources)

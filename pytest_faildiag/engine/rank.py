@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..factory import is_card_rule, support
 from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, ScanResult
 from ..rules import CauseSpec, RuleSet
@@ -51,7 +52,8 @@ def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
 
 def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext,
                  facts: Facts) -> list[RootCause]:
-    findings = analysis.findings
+    findings = [f for f in analysis.findings if not is_card_rule(f.rule)]
+    card_hits = [f for f in analysis.findings if is_card_rule(f.rule)]  # supporting evidence, applied last
     has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
     # only symptoms matched, but an exception of its own was raised somewhere (the first failing rank's)
     unexplained = not has_primary and bool(primary_tracebacks(scan))
@@ -96,6 +98,8 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
         if c.id not in causes:
             causes[c.id] = c
             run_checks(ctx, c, names, {})
+    if card_hits:
+        ctx.context["factory"] = support(causes, card_hits)
     for c in causes.values():
         c.evidence = c.evidence[:MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))

@@ -1,6 +1,9 @@
 """Stage 4: the report builder. One line a person can act on, next actions, text and Markdown.
 
-Everything rendered passes through redaction: excerpts come from logs, and logs carry tokens.
+Everything rendered passes through redaction: excerpts come from logs, and logs carry tokens. And through
+``sanitize``: excerpts, file names and fields of dumps come from the failed run, which may print terminal
+escape sequences or Markdown links; the text form shows control characters as ``\\x1b``, the Markdown form
+escapes every field and puts excerpts in fenced blocks they cannot close.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from ..model import Diagnosis, RootCause
 from ..parse.scan import ScanResult
 from ..redact import redact_text
 from ..rules import RuleSet
+from ..sanitize import display, md_code, md_fence, md_text
 from .analyze import Analysis
 
 
@@ -72,55 +76,58 @@ def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet) -> l
 
 
 def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
+    """The report for a terminal. Excerpts are cut after redaction (a cut token would no longer match)."""
     p = diag.profile
     lines = [f"faildiag: {diag.summary}",
              f"  profile: stage={p.stage} type={p.type} stack={p.stack} backend={p.backend or '-'} "
              f"confidence={p.confidence:.2f} exit={p.exit_code if p.exit_code is not None else '-'}"]
     if p.first_failure:
         ff = p.first_failure
-        lines.append(f"  first failure: {ff.source}:{ff.line or '?'}: {ff.excerpt[:200]}")
+        lines.append(f"  first failure: {ff.source}:{ff.line or '?'}: {display(ff.excerpt, limit=200)}")
     for i, c in enumerate(diag.root_causes[:max_causes], 1):
         lines.append(f"  {i}. [{c.category}] {c.summary} ({c.confidence:.0%}, {c.id})")
         for e in c.evidence[:3]:
             loc = f"{e.source}:{e.line}" if e.line else e.source
-            lines.append(f"       {e.kind:10} {loc}: {e.excerpt[:160]}")
+            lines.append(f"       {e.kind:10} {loc}: {display(e.excerpt, limit=160)}")
         for v in c.validation_checks[:3]:
-            lines.append(f"       check {v.name}: {v.status} — {v.detail[:160]}")
+            lines.append(f"       check {v.name}: {v.status} — {display(v.detail, limit=160)}")
         for h in c.fix_hints[:2]:
             lines.append(f"       fix: {h}")
     for a in diag.next_actions[:3]:
         lines.append(f"  next: {a}")
-    return redact_text("\n".join(lines))
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return "\n".join(display(line) for line in lines)
 
 
 def render_markdown(diag: Diagnosis) -> str:
+    """The report as Markdown. Every field is escaped (``md_text``) or a code span/fenced block, since a
+    report read back by ``faildiag report`` may come from anywhere: a summary holding ``![x](https://...)``
+    or ``<img>`` must render as those characters, not as a picture fetched from that address."""
     p = diag.profile
-    out = ["# faildiag report", "", f"**{_md(diag.summary)}**", "",
+    ec = p.exit_code if p.exit_code is not None else "-"
+    out = ["# faildiag report", "", f"**{md_text(diag.summary)}**", "",
            "| stage | type | stack | backend | confidence | exit |", "|---|---|---|---|---|---|",
-           f"| {p.stage} | {p.type} | {p.stack} | {p.backend or '-'} | {p.confidence:.2f} | {p.exit_code if p.exit_code is not None else '-'} |", ""]
+           f"| {md_text(p.stage)} | {md_text(p.type)} | {md_text(p.stack)} | {md_text(p.backend or '-')} "
+           f"| {p.confidence:.2f} | {md_text(ec)} |", ""]
     if p.command:
-        out += [f"Command: `{_md(p.command)}`", ""]
+        out += [f"Command: {md_code(p.command)}", ""]
     if p.first_failure:
         ff = p.first_failure
-        out += [f"First failure: `{ff.source}:{ff.line or '?'}`", "", "```", ff.excerpt[:800], "```", ""]
+        out += [f"First failure: {md_code(f'{ff.source}:{ff.line or chr(63)}')}", "", *md_fence(display(ff.excerpt, limit=800)), ""]
     out.append("## Root causes")
     if not diag.root_causes:
         out.append("No known cause.")
     for i, c in enumerate(diag.root_causes, 1):
-        out += ["", f"### {i}. {_md(c.summary)}", "", f"`{c.id}` · category **{c.category}** · confidence {c.confidence:.0%}", ""]
+        out += ["", f"### {i}. {md_text(c.summary)}", "",
+                f"{md_code(c.id)} · category **{md_text(c.category)}** · confidence {c.confidence:.0%}", ""]
         for e in c.evidence:
             loc = f"{e.source}:{e.line}" if e.line else e.source
-            out.append(f"- {e.kind} — `{_md(loc)}`: {_md(e.excerpt[:300])}")
+            out.append(f"- {md_text(e.kind)} — {md_code(loc)}: {md_text(e.excerpt, limit=300)}")
         for v in c.validation_checks:
-            out.append(f"- check `{v.name}`: **{v.status}** — {_md(v.detail)}")
+            out.append(f"- check {md_code(v.name)}: **{md_text(v.status)}** — {md_text(v.detail)}")
         for h in c.fix_hints:
-            out.append(f"- fix: {_md(h)}")
+            out.append(f"- fix: {md_text(h)}")
     if diag.next_actions:
-        out += ["", "## Next actions", ""] + [f"- {_md(a)}" for a in diag.next_actions]
+        out += ["", "## Next actions", ""] + [f"- {md_text(a)}" for a in diag.next_actions]
     if diag.notes:
-        out += ["", "## Notes", ""] + [f"- {_md(n)}" for n in diag.notes]
-    return redact_text("\n".join(out) + "\n")
+        out += ["", "## Notes", ""] + [f"- {md_text(n)}" for n in diag.notes]
+    return "\n".join(out) + "\n"

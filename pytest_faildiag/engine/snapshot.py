@@ -2,21 +2,30 @@
 
 Each file is written to a temp file in the same folder and renamed into place, so a reader (or a process
 killed mid-write) never sees half a ``report.json``; concurrent writers to one folder serialise on a
-file lock. Paths come only from the caller's output folder, never from log content.
+file lock. Paths come only from the caller's output folder, never from log content, and nothing is written
+through a symlink: the folder is refused when it is one or when others can write into it, each subfolder
+(``artifacts/``, ``meta/``, ``evidence/``) is checked or created private (``fsio.safe_atomic_write``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..fsio import atomic_write
+from ..fsio import (
+    atomic_write,  # noqa: F401 - re-exported: engine.atomic_write, used by the reporters
+    ensure_output_root,
+    open_nofollow_for_write,
+    safe_atomic_write,
+)
 from ..model import Diagnosis
 from ..redact import redact_obj
+from ..seal import write_seal
 from .report import render_markdown
 
 
@@ -33,10 +42,11 @@ def report_dict(diag: Diagnosis) -> dict[str, Any]:
 
 def write_snapshot(diag: Diagnosis, out_dir: str | os.PathLike[str], *, lock: dict[str, Any] | None = None,
                    extra_files: dict[str, str | bytes] | None = None) -> Path:
-    """Write the snapshot folder and return its path. Raises OSError when the folder is not writable."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the snapshot folder and return its path. Raises OSError when the folder is not writable, and
+    ``fsio.OutputFolderRefused`` (an OSError) when it is a symlink or a folder others can write into."""
+    out = ensure_output_root(out_dir)
     lock_data = lock if lock is not None else diag.extra.get("_lock")
+    _own_lock_file(out / ".faildiag.lock")
     try:
         with FileLock(str(out / ".faildiag.lock"), timeout=30):
             _write_all(out, diag, lock_data, extra_files or {})
@@ -45,16 +55,29 @@ def write_snapshot(diag: Diagnosis, out_dir: str | os.PathLike[str], *, lock: di
     return out
 
 
+def _own_lock_file(path: Path) -> None:
+    """Make sure the lock file is a plain file we created: older ``filelock`` releases open it with
+    ``O_TRUNC`` and follow a symlink, so a planted ``.faildiag.lock -> ~/.bashrc`` would be emptied."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_uid == os.geteuid():
+        return
+    os.close(open_nofollow_for_write(path))  # replaces whatever is there with a new empty file
+
+
 def _write_all(out: Path, diag: Diagnosis, lock: dict[str, Any] | None, extra: dict[str, str | bytes]) -> None:
     rep = report_dict(diag)
     for name, data in extra.items():
-        target = (out / name).resolve()
-        if out.resolve() not in target.parents:
-            continue  # never write outside the output folder
-        atomic_write(target, redact_obj(data) if isinstance(data, str) else data)
+        try:
+            safe_atomic_write(out, name, redact_obj(data) if isinstance(data, str) else data)
+        except ValueError:
+            continue  # a name that leaves the output folder: never written
     lock_obj = redact_obj(lock) if lock else {"reason": "no environment lock was available for this diagnosis"}
-    atomic_write(out / "artifacts" / "failure.lock.json", dump_json(lock_obj))
-    atomic_write(out / "meta" / "failure-profile.json", dump_json(rep["profile"]))
-    atomic_write(out / "meta" / "root-causes.json", dump_json(rep["root_causes"]))
-    atomic_write(out / "report.md", render_markdown(diag))
-    atomic_write(out / "report.json", dump_json(rep))  # last: its presence means the snapshot is whole
+    safe_atomic_write(out, "artifacts/failure.lock.json", dump_json(lock_obj))
+    safe_atomic_write(out, "meta/failure-profile.json", dump_json(rep["profile"]))
+    safe_atomic_write(out, "meta/root-causes.json", dump_json(rep["root_causes"]))
+    safe_atomic_write(out, "report.md", render_markdown(diag))
+    safe_atomic_write(out, "report.json", dump_json(rep))  # last: its presence means the snapshot is whole
+    write_seal(out, rep["profile"].get("command"), rep.get("cwd"))  # fix mode reruns only sealed commands unasked

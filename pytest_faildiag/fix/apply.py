@@ -5,6 +5,11 @@ temp file + rename in its own folder, with its permission bits kept, so an inter
 file either old or new, never half-written. A change list is all-or-nothing: when one file fails, the
 files already changed are restored before the error is raised. Environment changes are not written into
 the user's project: they are recorded in ``SNAPSHOT/fix/fix.env`` and given to the verification rerun.
+
+Just before each write the target is checked again (``paths.project_file``): still a regular file inside
+the run's folder, still resolving to the path the proposal showed, still with the content hash it showed.
+A symbolic link swapped in after the proposal, or any other difference, stops the apply with one line.
+Fix mode's own folders in the snapshot are never symbolic links (``paths.private_dir``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import atomic_write
+from ..sanitize import visible
 from .context import FixContext
-from .propose import Proposal
+from .paths import PathRefused, private_dir, project_file, read_regular
+from .propose import Proposal, env_text
 
 ENV_FILE = "fix/fix.env"
 
@@ -54,12 +61,7 @@ def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
     atomic_write(path, data, mode=mode)
 
 def env_file_text(proposal: Proposal) -> str:
-    lines = ["# written by `faildiag fix`: the environment of the verification rerun\n"]
-    for c in proposal.changes:
-        if c.kind == "env" and c.key:
-            value = (c.new or "").replace("\\", "\\\\").replace('"', '\\"')
-            lines.append(f'{c.key}="{value}"\n')
-    return "".join(lines)
+    return env_text([(c.key, c.new or "") for c in proposal.changes if c.kind == "env" and c.key])
 
 
 def env_overrides(proposal: Proposal) -> dict[str, str]:
@@ -70,7 +72,6 @@ def env_overrides(proposal: Proposal) -> dict[str, str]:
 def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
     """Apply every change of ``proposal``. Raises FixError (after restoring what was already changed)
     when a file differs from the one the proposal was computed on, or cannot be written."""
-    backup_dir = ctx.snapshot / "fix" / "backup"
     done: list[Applied] = []
     try:
         for i, change in enumerate(proposal.changes):
@@ -78,26 +79,26 @@ def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
                 continue
             if change.new_text is None or change.path is None:
                 continue
-            path = (ctx.cwd / change.path).resolve()
-            try:
-                before = path.read_bytes()
-                mode = stat.S_IMODE(path.stat().st_mode)
-            except OSError as exc:
-                raise FixError(f"{change.path}: cannot read ({exc.strerror or exc})") from None
+            path = _target(ctx, change.path, change.resolved_path)
+            before = read_regular(path)
+            if before is None:
+                raise FixError(f"{visible(change.path, one_line=True)}: cannot read it as a regular file")
+            mode = stat.S_IMODE(path.stat().st_mode)
             if _sha(before) != change.before_sha256:
-                raise FixError(f"{change.path} changed since the proposal was made: run `faildiag fix` again")
-            backup_dir.mkdir(parents=True, exist_ok=True)
+                raise FixError(f"{visible(change.path, one_line=True)} changed since the proposal was made: run `faildiag fix` again")
+            backup_dir = _fix_dir(ctx, "backup")
             backup = backup_dir / f"{i}-{path.name}"
             replace_file(backup, before)
             new = change.new_text.encode("utf-8")
+            if change.after_sha256 is not None and _sha(new) != change.after_sha256:
+                raise FixError(f"{visible(change.path, one_line=True)}: the new content differs from the proposal's")
             try:
                 replace_file(path, new, mode)
             except OSError as exc:
-                raise FixError(f"{change.path}: cannot write ({exc.strerror or exc})") from None
+                raise FixError(f"{visible(change.path, one_line=True)}: cannot write ({exc.strerror or exc})") from None
             done.append(Applied(change.kind, path, backup, change.before_sha256, _sha(new)))
         if any(c.kind == "env" for c in proposal.changes):
-            env_path = ctx.snapshot / ENV_FILE
-            env_path.parent.mkdir(parents=True, exist_ok=True)
+            env_path = _fix_dir(ctx) / "fix.env"
             data = env_file_text(proposal).encode("utf-8")
             replace_file(env_path, data, 0o600)
             done.append(Applied("env", env_path, None, None, _sha(data), created=True))
@@ -105,6 +106,29 @@ def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
         rollback(done)
         raise
     return done
+
+
+def _target(ctx: FixContext, name: str, shown: str | None) -> Path:
+    """The file to write for a change: checked again now, and the same file the proposal showed."""
+    try:
+        path = project_file(ctx.cwd, name, allow_home=ctx.folder_chosen_here)
+    except PathRefused as exc:
+        raise FixError(visible(str(exc), one_line=True)) from None
+    if shown is not None and str(path) != shown:
+        raise FixError(f"{visible(name, one_line=True)} now resolves to {visible(path, one_line=True)}, not to {visible(shown, one_line=True)} as proposed: "
+                       "run `faildiag fix` again")
+    return path
+
+
+def _fix_dir(ctx: FixContext, *sub: str) -> Path:
+    """``SNAPSHOT/fix[/sub]`` as real folders of this user (never through a symbolic link)."""
+    try:
+        folder = private_dir(ctx.snapshot / "fix")
+        for name in sub:
+            folder = private_dir(folder / name)
+    except PathRefused as exc:
+        raise FixError(visible(str(exc), one_line=True)) from None
+    return folder
 
 
 def rollback(applied: list[Applied]) -> list[str]:

@@ -5,6 +5,11 @@ Why re-read the logs: ``report.json`` keeps one-line excerpts, but a fix needs t
 user frame that called ``torch.load``, the file that defines the layer). The logs named in the report's
 ``sources`` are looked up next to the run and inside the snapshot; when they are gone the excerpts are
 still enough for most fixes. Nothing here writes anything.
+
+What is trusted: the files named by the snapshot are candidates only; ``project_file`` keeps the regular
+files inside the run's folder (see ``paths``). The command is trusted to run without its own confirmation
+only when it was given with ``--command`` or this user's faildiag sealed it for this snapshot and folder
+(see ``pytest_faildiag.seal``); ``command_recorded_here`` says which.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..sanitize import visible
+from ..seal import check_seal
+from .paths import PathRefused, check_root, project_file, read_tail
 
 MAX_LOG_BYTES = 4 * 1024 * 1024
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
@@ -63,6 +72,34 @@ class FixContext:
     evidence_text: str = ""
     frames: list[Frame] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    command_origin: str = "report"  # "option" (--command) | "report"
+    command_recorded_here: bool = False  # sealed by this user's faildiag for this snapshot and folder
+    folder_chosen_here: bool = True  # --cwd, the current folder, or a sealed report's: not a foreign report's
+
+    def project_file(self, path: str | os.PathLike[str]) -> Path | None:
+        """``path`` resolved when fix mode may edit it (a regular file inside the run's folder), else None
+        with the reason added to ``notes`` once."""
+        try:
+            return project_file(self.cwd, path, allow_home=self.folder_chosen_here)
+        except PathRefused as exc:
+            note = f"not edited: {exc}"
+            if note not in self.notes:
+                self.notes.append(note)
+            return None
+
+    def editable_frames(self) -> list[Frame]:
+        """``user_frames`` whose file fix mode may edit (the others are noted and skipped)."""
+        out = []
+        for fr in self.user_frames():
+            resolved = self.project_file(fr.path) if fr.path is not None else None
+            if resolved is not None:
+                out.append(Frame(fr.file, fr.line, fr.func, fr.code, resolved))
+        return out
+
+    def failure_frame(self) -> Frame | None:
+        """The innermost frame of the user's code where the original run failed (what verification probes)."""
+        frames = self.user_frames()
+        return frames[0] if frames else None
 
     @property
     def causes(self) -> list[dict[str, Any]]:
@@ -114,12 +151,15 @@ class FixContext:
         """Python files worth searching for a source fix: user frames first, then the command's script,
         then the run folder's own files (bounded, virtual environments skipped)."""
         out: list[Path] = []
-        for fr in self.user_frames():
+        for fr in self.editable_frames():
             if fr.path is not None and fr.path.suffix == ".py":
                 out.append(fr.path)
         out += [p for p in self.command_files() if p.suffix == ".py"]
         out += walk_files(self.cwd, {".py"}, skip=self.snapshot)
-        return _unique(out)
+        return self._editable(out)
+
+    def _editable(self, paths: list[Path]) -> list[Path]:
+        return _unique([r for r in (self.project_file(p) for p in _unique(paths)) if r is not None])
 
     def config_files(self) -> list[Path]:
         """Config files: those named on the command line first, then the run folder's (bounded)."""
@@ -127,14 +167,14 @@ class FixContext:
         found = [p for p in walk_files(self.cwd, set(CONFIG_SUFFIXES), skip=self.snapshot)
                  if p.name not in {"report.json", "session.json", "package.json", "package-lock.json", "pyproject.toml",
                                    "tsconfig.json", "setup.cfg", "tox.ini"} and not p.name.endswith(".lock.json")]
-        return _unique(named + found)
+        return self._editable(named + found)
 
 
 def _unique(paths: list[Path]) -> list[Path]:
     seen: set[Path] = set()
     out = []
     for p in paths:
-        r = p.resolve()
+        r = Path(os.path.realpath(p))
         if r not in seen:
             seen.add(r)
             out.append(r)
@@ -204,10 +244,19 @@ def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str
         notes.append("the snapshot records no working folder: using the current one (pass --cwd to change it)")
     folder = Path(str(where))
     if not folder.is_dir():
-        raise SnapshotError(f"{folder}: the run's working folder does not exist (pass --cwd)")
+        raise SnapshotError(f"{visible(folder, one_line=True)}: the run's working folder does not exist (pass --cwd)")
     recorded = report["profile"].get("command")
     cmd = command or (recorded if isinstance(recorded, str) and recorded.strip() else None)
     ctx = FixContext(snapshot=snap, report=report, cwd=folder, command=cmd, notes=notes)
+    if command:
+        ctx.command_origin, ctx.command_recorded_here = "option", False
+    elif cmd:
+        ctx.command_recorded_here = check_seal(snap, cmd, folder)
+    ctx.folder_chosen_here = not (cwd is None and report.get("cwd")) or ctx.command_recorded_here
+    try:
+        check_root(folder, allow_home=ctx.folder_chosen_here)
+    except PathRefused as exc:
+        notes.append(f"not edited: {exc}")
     ctx.evidence_text = _evidence_text(ctx)
     ctx.frames = parse_frames(ctx.evidence_text, folder)
     return ctx
@@ -223,14 +272,9 @@ def _evidence_text(ctx: FixContext) -> str:
             if isinstance(ev, dict) and ev.get("excerpt"):
                 parts.append(str(ev["excerpt"]))
     for log in _log_files(ctx):
-        try:
-            with open(log, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > MAX_LOG_BYTES:
-                    f.seek(size - MAX_LOG_BYTES)
-                parts.append(f.read().decode("utf-8", "replace"))
-        except OSError:
-            continue
+        data = read_tail(log, MAX_LOG_BYTES)
+        if data is not None:
+            parts.append(data.decode("utf-8", "replace"))
     return "\n".join(parts)
 
 
@@ -241,7 +285,8 @@ def _log_files(ctx: FixContext) -> list[Path]:
             continue  # only logs next to the run or in the snapshot, never a path the report points elsewhere
         for base in (ctx.snapshot, ctx.cwd):
             p = base / name
-            if p.is_file() and p.suffix.lower() in LOG_SUFFIXES:
+            inside = Path(os.path.realpath(p)).is_relative_to(os.path.realpath(base))
+            if inside and p.is_file() and p.suffix.lower() in LOG_SUFFIXES:  # a link out of the folder is not read
                 out.append(p)
                 break
     return _unique(out)

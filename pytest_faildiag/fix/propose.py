@@ -3,9 +3,11 @@
 The fix comes from the top-ranked cause's ``fix_template`` (copied by the engine from the rule pack's
 ``fix = {...}``). When the top cause has no template that fits the evidence, the other causes of the same
 rule (alternative remedies for the same failing line) are tried in rank order; a cause from another rule
-is never used, because its evidence is a different line. A proposal's id is a hash of the cause and the
-exact change, including the sha256 of every file it would touch: confirming an id therefore applies
-exactly what was shown, and fails cleanly when the files changed in between.
+is never used, because its evidence is a different line. A proposal's id is a hash of everything it will
+do: every file (resolved path, sha256 of its content before and after), the exact diff, and the command
+and folder of the verification rerun. Confirming an id therefore applies and runs exactly what was shown,
+and fails cleanly when a file, the command or the folder changed in between. Only regular files inside the
+run's folder are candidates (``FixContext.project_file``).
 
 Template kinds (see ``docs/fix.md``): ``source`` (regex ``find``/``replace`` on the user frame's file, or
 ``strategy = "linear_in_features"``), ``config`` (``strategy = "class_count"``), ``env`` (``name`` and
@@ -18,6 +20,7 @@ import ast
 import difflib
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ from typing import Any
 
 from .context import CONFIG_SUFFIXES, FixContext
 from .edit import find_config_values, integer_values, replace_span
+from .paths import read_regular
 
 SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|access_?key|private|credential|auth|cookie|session)")
 CLASS_COUNT_KEYS = ("num_classes", "n_classes", "nclasses", "num_class", "n_class", "num_labels", "n_labels",
@@ -45,12 +49,48 @@ class Change:
     line: int | None = None
     diff: str | None = None
     before_sha256: str | None = None
+    resolved_path: str | None = None  # the file written, symbolic links resolved
+    after_sha256: str | None = None
     new_text: str | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         d = {"kind": self.kind, "description": self.description, "path": self.path, "key": self.key,
-             "old": self.old, "new": self.new, "line": self.line, "diff": self.diff, "before_sha256": self.before_sha256}
+             "old": self.old, "new": self.new, "line": self.line, "diff": self.diff, "before_sha256": self.before_sha256,
+             "resolved_path": self.resolved_path, "after_sha256": self.after_sha256}
         return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass
+class Rerun:
+    """The verification rerun a proposal will do: the exact command and folder, and whether it may run
+    without its own confirmation (``recorded_here``: given with --command, or sealed by this user's
+    faildiag for this snapshot and folder)."""
+
+    command: str | None
+    cwd: str
+    recorded_here: bool
+    origin: str = "report"
+
+    @property
+    def id(self) -> str:
+        """What ``--confirm-command`` takes: a hash of the command and its folder."""
+        blob = json.dumps([self.command, self.cwd]).encode()
+        return f"cmd-{hashlib.sha256(blob).hexdigest()[:10]}"
+
+    @property
+    def trust(self) -> str:
+        if self.command is None:
+            return "no command to rerun"
+        if self.origin == "option":
+            return "given with --command"
+        if self.recorded_here:
+            return "recorded by faildiag on this machine for this snapshot and folder"
+        return ("NOT recorded by faildiag on this machine for this snapshot and folder (another machine's "
+                "snapshot, or edited): it runs only with its own confirmation")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": self.command, "cwd": self.cwd, "recorded_here": self.recorded_here or self.origin == "option",
+                "trust": self.trust, "command_id": self.id}
 
 
 @dataclass
@@ -62,6 +102,8 @@ class Proposal:
     changes: list[Change] = field(default_factory=list)
     manual_steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    kind: str = "manual"
+    rerun: Rerun | None = None
 
     @property
     def automatic(self) -> bool:
@@ -71,44 +113,71 @@ class Proposal:
     def touches_source(self) -> bool:
         return any(c.kind == "source" for c in self.changes)
 
+    @property
+    def needs_command_confirmation(self) -> bool:
+        """The rerun's command was not recorded here: ``--yes`` and the fix id are not enough to run it."""
+        return self.rerun is not None and self.rerun.command is not None and not (
+            self.rerun.recorded_here or self.rerun.origin == "option")
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "summary": self.summary, "impact": self.impact,
                 "changes": [c.to_dict() for c in self.changes], "cause": self.cause, "automatic": self.automatic,
-                "manual_steps": list(self.manual_steps), "notes": list(self.notes)}
+                "manual_steps": list(self.manual_steps), "notes": list(self.notes),
+                "rerun": self.rerun.to_dict() if self.rerun else None}
 
 
 Strategy = Callable[[FixContext, dict[str, Any], dict[str, Any]], "Proposal | None"]
 
 
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    data = read_regular(path)
+    if data is None:
+        raise ValueError(f"{path}: not a readable regular file")
+    return _sha(data)
 
 
-def _fix_id(kind: str, cause: str | None, payload: Any) -> str:
-    blob = json.dumps([cause, payload], sort_keys=True, default=str).encode()
-    return f"{kind}-{hashlib.sha256(blob).hexdigest()[:10]}"
+def proposal_id(p: Proposal) -> str:
+    """The hash of everything the proposal will do (files, hashes, diffs, env values, rerun command and
+    folder) and says (summary, impact, manual steps); notes are commentary and left out."""
+    payload = {"kind": p.kind, "cause": p.cause, "summary": p.summary, "impact": p.impact,
+               "changes": [c.to_dict() for c in p.changes], "manual": list(p.manual_steps),
+               "rerun": [p.rerun.command, p.rerun.cwd] if p.rerun else None}
+    blob = json.dumps(payload, sort_keys=True, default=str).encode()
+    return f"{p.kind}-{hashlib.sha256(blob).hexdigest()[:10]}"
 
 
 def _finish(kind: str, cause: dict[str, Any], summary: str, impact: str, changes: list[Change],
             manual: list[str] | None = None) -> Proposal:
+    """A proposal without its id: ``propose`` adds the rerun and then hashes the whole."""
     cid = str(cause.get("id")) if cause.get("id") else None
-    return Proposal(_fix_id(kind, cid, [c.to_dict() for c in changes] + (manual or [])), summary, impact, cid, changes,
-                    manual or [])
+    return Proposal("", summary, impact, cid, changes, manual or [], kind=kind)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python numbers them (``\n``, ``\r\n``, ``\r``), ends kept. ``str.splitlines`` also splits
+    at form feeds and U+2028, which would put a traceback's line N elsewhere."""
+    return [m.group() for m in re.finditer(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)]
 
 
 def _read(path: Path) -> str | None:
-    """The file's text with its line endings as they are (CRLF files stay CRLF after an edit)."""
+    """The file's text with its line endings as they are (CRLF files stay CRLF after an edit); None for
+    anything but a regular UTF-8 file of bounded size."""
+    data = read_regular(path)
+    if data is None:
+        return None
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError):
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
 def _diff(ctx: FixContext, path: Path, old: str, new: str) -> str:
     name = ctx.rel(path)
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}"))
+    return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{name}", f"b/{name}"))
 
 
 def _breaks_python(path: Path, old_text: str, new_text: str) -> bool:
@@ -131,7 +200,8 @@ def _file_change(ctx: FixContext, kind: str, path: Path, old_text: str, new_text
     if _breaks_python(path, old_text, new_text):
         raise ValueError(f"the edit of {ctx.rel(path)}:{line} would not parse as Python")
     return Change(kind=kind, description=description, path=ctx.rel(path), key=key, old=old, new=new, line=line,
-                  diff=_diff(ctx, path, old_text, new_text), before_sha256=sha256_file(path), new_text=new_text)
+                  diff=_diff(ctx, path, old_text, new_text), before_sha256=_sha(old_text.encode("utf-8")),
+                  resolved_path=str(path), after_sha256=_sha(new_text.encode("utf-8")), new_text=new_text)
 
 
 def _impact(ctx: FixContext, what: str) -> str:
@@ -154,11 +224,11 @@ def _source_regex(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -
     replace = str(tpl.get("replace", ""))
     skip = str(tpl.get("skip_if") or "")
     candidates: list[tuple[Path, int, str, str]] = []
-    for fr in ctx.user_frames():
+    for fr in ctx.editable_frames():
         text = _read(fr.path) if fr.path else None
         if text is None:
             continue
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text)
         if 0 < fr.line <= len(lines):
             hit = _sub_line(find, replace, skip, lines[fr.line - 1])
             if hit is not None:
@@ -169,7 +239,7 @@ def _source_regex(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -
             text = _read(path)
             if text is None:
                 continue
-            for no, line in enumerate(text.splitlines(keepends=True), 1):
+            for no, line in enumerate(split_lines(text), 1):
                 hit = _sub_line(find, replace, skip, line)
                 if hit is not None:
                     candidates.append((path, no, text, hit))
@@ -178,7 +248,7 @@ def _source_regex(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -
     if len(candidates) != 1:
         return None
     path, no, text, new_line = candidates[0]
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     old_line = lines[no - 1]
     lines[no - 1] = new_line
     change = _file_change(ctx, "source", path, text, "".join(lines), no,
@@ -219,7 +289,7 @@ def _linear_in_features(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, A
         text = _read(path)
         if text is None:
             continue
-        for no, line in enumerate(text.splitlines(keepends=True), 1):
+        for no, line in enumerate(split_lines(text), 1):
             dm = decl.search(line)
             if dm:
                 hits.append((path, no, text, dm, line))
@@ -230,7 +300,7 @@ def _linear_in_features(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, A
         return None
     path, no, text, dm, line = hits[0]
     new_line = line[:dm.start()] + dm["pre"] + got + dm["post"] + line[dm.end():]
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     lines[no - 1] = new_line
     change = _file_change(ctx, "source", path, text, "".join(lines), no,
                           f"{ctx.rel(path)}:{no}: in_features {declared} -> {got}", key="in_features",
@@ -358,7 +428,9 @@ def _env_value(ctx: FixContext, var: str, tpl: dict[str, Any]) -> tuple[str, str
     if var in defaults:
         return str(defaults[var]), "the rule's default for a single-node run"
     for name in (".env.example", ".env.sample", ".env.template", ".env.dist", "env.example"):
-        text = _read(ctx.cwd / name)
+        p = ctx.cwd / name  # hidden names are expected here: only the link-out and non-regular checks apply
+        inside = Path(os.path.realpath(p)).is_relative_to(os.path.realpath(ctx.cwd))
+        text = _read(p) if inside else None
         if text is None:
             continue
         m = re.search(rf"^\s*(?:export\s+)?{re.escape(var)}\s*=\s*['\"]?(?P<v>[^'\"\n#]*?)['\"]?\s*(?:#.*)?$", text, re.M)
@@ -381,10 +453,21 @@ def _env(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -> Proposa
     if found is None:
         return None
     value, origin = found
+    content = env_text([(var, value)])
     change = Change(kind="env", description=f"{var}={value} for the rerun (recorded in the snapshot's fix/fix.env)",
-                    key=var, new=value, path="fix/fix.env")
+                    key=var, new=value, path="fix/fix.env", resolved_path=str(Path(os.path.realpath(ctx.snapshot)) / "fix" / "fix.env"),
+                    after_sha256=_sha(content.encode("utf-8")))
     summary = f"set the environment variable {var}={value} (value from {origin})"
     return _finish("env", cause, summary, _impact(ctx, f"the program finds {var} in its environment"), [change])
+
+
+def env_text(pairs: list[tuple[str, str]]) -> str:
+    """The content of ``SNAPSHOT/fix/fix.env`` for ``(name, value)`` pairs (what the proposal hashes)."""
+    lines = ["# written by `faildiag fix`: the environment of the verification rerun\n"]
+    for key, value in pairs:
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        lines.append(f'{key}="{escaped}"\n')
+    return "".join(lines)
 
 
 # --------------------------------------------------------------------------------------------- manual
@@ -407,9 +490,8 @@ def manual_proposal(ctx: FixContext, cause: dict[str, Any] | None) -> Proposal:
     """No safe automatic change: say so, and give the steps a person should take."""
     if cause is None:
         steps = [str(a) for a in ctx.report.get("next_actions") or []] or ["collect the full log of the failing run"]
-        p = _finish("manual", {}, "no fix to propose: the diagnosis found no known cause", "none (nothing to change)",
-                    [], steps)
-        return p
+        return _finish("manual", {}, "no fix to propose: the diagnosis found no known cause", "none (nothing to change)",
+                       [], steps)
     tpl = cause.get("fix_template") if isinstance(cause.get("fix_template"), dict) else {}
     steps = _dependency_steps(tpl) if tpl.get("kind") == "dependency" else []
     steps += [str(h) for h in cause.get("fix_hints") or [] if str(h) not in steps]
@@ -451,7 +533,14 @@ def _from_template(ctx: FixContext, cause: dict[str, Any]) -> Proposal | None:
 
 
 def propose(ctx: FixContext) -> Proposal:
-    """One proposal for the snapshot in ``ctx``; never touches a file."""
+    """One proposal for the snapshot in ``ctx``, with its verification rerun and its id; never touches a file."""
+    p = _choose(ctx)
+    p.rerun = Rerun(ctx.command, os.path.realpath(ctx.cwd), ctx.command_recorded_here, ctx.command_origin)
+    p.id = proposal_id(p)
+    return p
+
+
+def _choose(ctx: FixContext) -> Proposal:
     prior = ctx.report.get("fix")
     if isinstance(prior, dict) and prior.get("applied") and not prior.get("rolled_back"):
         ctx.notes.append(f"fix {prior.get('id')} was already applied to this snapshot's run "

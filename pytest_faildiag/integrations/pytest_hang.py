@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import pytest
 
+from ..fsio import ensure_output_root, open_output_file
 from .pytest_journal import annotate_main_thread, stacks_file
 
 HANG_MARK = "faildiag: hang detected"
@@ -86,7 +87,11 @@ def process_tree_text() -> str:
 
 
 class StackDumper:
-    """One dump file per process, re-armed per test: faulthandler writes every thread's stack into it."""
+    """One dump file per process, re-armed per test: faulthandler writes every thread's stack into it.
+
+    The file is created new in the checked output folder (``O_EXCL | O_NOFOLLOW``, after removing whatever
+    is at its name) and read back through its own descriptor: a ``.stacks-<pid>.txt`` symlink planted in
+    the output folder is replaced, never truncated or written through."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
@@ -100,8 +105,8 @@ class StackDumper:
 
     def arm(self, seconds: float, nodeid: str) -> None:
         if self._file is None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.dump_path, "w+", encoding="utf-8")  # noqa: SIM115 - lives for the session
+            ensure_output_root(self.out_dir)
+            self._file = open_output_file(self.dump_path, "w+", encoding="utf-8")  # lives for the session
         self._file.seek(0)
         self._file.truncate()
         self._dumped_for = nodeid
@@ -117,7 +122,8 @@ class StackDumper:
             return ""
         try:
             self._file.flush()
-            text = self.dump_path.read_text(encoding="utf-8", errors="replace")
+            fd = self._file.fileno()
+            text = os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
             return annotate_main_thread(text, threading.main_thread().ident)
         except OSError:
             return ""

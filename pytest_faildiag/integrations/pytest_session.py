@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import threading
 import traceback
@@ -28,6 +29,9 @@ from typing import Any
 import pytest
 
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+from .pytest_rerun import register as register_rerun
+from .pytest_rerun import test_timeout
+from .pytest_threads import ThreadEvidence, name_dead_thread
 
 SESSION_SCHEMA = "faildiag.session/1"
 HANG_PLUGIN = "faildiag-hang"
@@ -42,7 +46,14 @@ class PytestFaildiagWarning(pytest.PytestWarning):
 
 def warn(msg: str, config: pytest.Config | None = None) -> None:
     """Emit a faildiag warning; never raises (``-W error`` turns warnings into exceptions). Outside a test
-    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it."""
+    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it. The
+    message names tests, files and errors of the run: redacted, control characters made visible."""
+    try:
+        from ..sanitize import display
+
+        msg = display(msg)
+    except Exception:
+        pass
     try:
         if config is not None:
             config.issue_config_time_warning(PytestFaildiagWarning(msg), stacklevel=2)
@@ -76,6 +87,9 @@ class FaildiagSession:
         self.config = config
         base = Path(config.invocation_params.dir)
         out = config.getoption("faildiag_out", None) or config.getini("faildiag_out") or "faildiag-out"
+        from ..fsio import check_output_root  # a symlink, or a folder others can write into, is refused (a warning)
+
+        check_output_root(base / out)  # before resolve() would follow it
         self.out = (base / out).resolve()
         workerinput = getattr(config, "workerinput", None)
         self.worker: str | None = workerinput.get("workerid") if isinstance(workerinput, dict) else None
@@ -86,6 +100,8 @@ class FaildiagSession:
         self.journal: Journal | None = None
         self._lock: Any = _UNSET
         self.dumper: Any = None
+        self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
+        self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
         timeout = _timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
             from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
@@ -99,6 +115,7 @@ class FaildiagSession:
     # ------------------------------------------------------------------ session
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.threads.install()
         try:
             self.distributed = self.controller and self.config.pluginmanager.hasplugin("dsession")
             if self.controller:
@@ -139,6 +156,11 @@ class FaildiagSession:
         """Outermost wrapper: the session index is written before any other plugin's session end; the
         GitHub annotations come after the terminal reporter printed its summaries and the final line."""
         try:
+            if self.controller and self.rerun is not None:
+                self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
+        except Exception as exc:
+            warn(f"faildiag: reruns stopped: {type(exc).__name__}: {exc}")
+        try:
             if self.controller:
                 self._write_session_index()
             if self.journal is not None:
@@ -155,6 +177,7 @@ class FaildiagSession:
                 self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.threads.start(nodeid)
         if self.journal is not None and not self.distributed:
             self.journal.mark("start", nodeid)
 
@@ -192,6 +215,7 @@ class FaildiagSession:
 
     def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
         texts = _report_texts(rep)
+        texts.update(self.threads.texts_for(item.nodeid))
         excinfo = call.excinfo
         if excinfo is not None:
             try:
@@ -273,9 +297,12 @@ class FaildiagSession:
         """A pytest-xdist worker died running this test: diagnose from xdist's message and whatever the
         worker journaled (the output files of its commands, a stack dump)."""
         texts = {"longrepr.txt": report.longreprtext}
-        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == report.nodeid]
+        from ..redact import redact_text
+
+        journaled = redact_text(report.nodeid)  # the journal keeps redacted ids
+        dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == journaled]
         if dead:
-            texts.update(dead_test_texts(self.out, dead[-1]))
+            texts.update(dead_test_texts(self.out, dead[-1], extra_roots=self._evidence_roots()))
         path = report.location[0] if report.location else report.nodeid.split("::")[0]
         entry = self._run_engine(report.nodeid, "crash", texts, [], file=path, line=None, hang=False)
         self._attach(report, entry)
@@ -294,8 +321,12 @@ class FaildiagSession:
         green = _last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
+        factory = self.config.getoption("faildiag_factory", None)
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {nodeid}", cwd=str(self.config.rootpath))
+                        stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
+                        cwd=str(self.config.rootpath),
+                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None)
+        name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
         slug = slugify(nodeid, when)
         snap = self.out / slug
@@ -324,8 +355,10 @@ class FaildiagSession:
         return entry
 
     def _attach(self, rep: pytest.TestReport | pytest.CollectReport, entry: dict[str, Any]) -> None:
+        from ..sanitize import display
+
         text = entry.pop("_text", "")
-        rep.sections.append(("faildiag", text))
+        rep.sections.append(("faildiag", display(text)))  # pytest prints it in the failure's report
         if isinstance(getattr(rep, "user_properties", None), list):  # a CollectReport has none
             rep.user_properties.extend(_props(entry))
         rep.faildiag = entry  # type: ignore[attr-defined]  # plain JSON: travels with xdist reports
@@ -345,6 +378,13 @@ class FaildiagSession:
         return self._lock
 
     # ------------------------------------------------------------------ killed sessions
+    def _evidence_roots(self) -> list[Any]:
+        """Besides the output folder: the folders journaled files may be read from (see dead_test_texts);
+        the root folder only when it is a project, not the home folder pytest falls back to."""
+        from ..fsio import project_root
+
+        return [project_root(self.config.rootpath), getattr(self.config.option, "basetemp", None)]
+
     def _recover_previous(self) -> None:
         path = self.out / JOURNAL
         if not path.exists():
@@ -354,7 +394,8 @@ class FaildiagSession:
             if dead.session_ended:
                 continue  # a worker crash the controller already diagnosed
             try:
-                entry = self._run_engine(dead.nodeid, "killed", dead_test_texts(self.out, dead), [],
+                texts = dead_test_texts(self.out, dead, extra_roots=self._evidence_roots())
+                entry = self._run_engine(dead.nodeid, "killed", texts, [],
                                          file=dead.nodeid.split("::")[0], line=None, hang=False)
                 entry.pop("_text", None)
                 entry["outcome"] = "killed"
@@ -365,17 +406,20 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ session end
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.threads.uninstall()
         if self.dumper is not None:
             self.dumper.close()
         if self.journal is not None:
             self.journal.close()
 
     def _write_session_index(self) -> None:
+        from ..redact import redact_obj
+
         index = {"schema": SESSION_SCHEMA, "tests": [_public(e) for e in self.entries],
                  "groups": group_entries(self.entries)}
         if self.recovered:
             index["recovered"] = [_public(e) for e in self.recovered]
-        _atomic_json(self.out / "session.json", index)
+        _atomic_json(self.out / "session.json", redact_obj(index))  # test ids and file names can hold tokens
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if not self.controller:
@@ -383,7 +427,7 @@ class FaildiagSession:
         try:
             self._summary(terminalreporter)
         except Exception as exc:
-            terminalreporter.write_line(f"faildiag: warning: summary failed: {type(exc).__name__}: {exc}")
+            _write(terminalreporter, f"faildiag: warning: summary failed: {type(exc).__name__}: {exc}")
         self._ci_hooks(terminalreporter)
 
     def _summary(self, tr: Any) -> None:
@@ -391,20 +435,20 @@ class FaildiagSession:
             return
         tr.write_sep("=", "faildiag")
         for e in self.recovered:
-            tr.write_line(f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
+            _write(tr, f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
         if self.entries:
             groups = group_entries(self.entries)
             n = len(self.entries)
-            tr.write_line(f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
+            _write(tr, f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
             for g in groups:
-                tr.write_line(f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
+                _write(tr, f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
                 for e in [x for x in self.entries if _group_key(x) == g["key"]][:5]:
                     where = f" ({e['file']}:{e['line']})" if e.get("file") and e.get("line") else ""
                     phase = f" [{e['when']}]" if e.get("when") not in ("call", None) else ""
-                    tr.write_line(f"      {e['nodeid']}{phase}{where}")
+                    _write(tr, f"      {e['nodeid']}{phase}{where}")
                 if g["count"] > 5:
-                    tr.write_line(f"      ... and {g['count'] - 5} more")
-        tr.write_line(f"snapshots and session index: {self.out}{os.sep}session.json")
+                    _write(tr, f"      ... and {g['count'] - 5} more")
+        _write(tr, f"snapshots and session index: {self.out}{os.sep}session.json")
 
     def _ci_hooks(self, tr: Any) -> None:
         opt = self.config.getoption
@@ -435,11 +479,20 @@ class FaildiagSession:
         except ImportError:
             return
         except Exception as exc:
-            tr.write_line(f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+            _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
             warn(f"faildiag: {module_name}.{func} failed: {exc}")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _write(tr: Any, text: str, **markup: bool) -> None:
+    """One terminal line of faildiag's own: what it names (test ids, file names, causes, errors) comes from
+    the run, so it is redacted and its control characters are shown, not obeyed; a newline in a test id
+    cannot start a forged line either."""
+    from ..sanitize import display
+
+    tr.write_line(display(text, one_line=True), **markup)
 
 
 def _timeout_option(config: pytest.Config) -> float | None:
@@ -539,8 +592,11 @@ def _safe_name(name: str) -> str:
 
 
 def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
-    return [("faildiag.category", str(entry["category"])), ("faildiag.type", str(entry["type"])),
-            ("faildiag.summary", str(entry["summary"]))]
+    """The JUnit ``<property>`` values (CI test reports show them): redacted, controls made visible."""
+    from ..sanitize import display
+
+    return [("faildiag.category", display(entry["category"])), ("faildiag.type", display(entry["type"])),
+            ("faildiag.summary", display(entry["summary"]))]
 
 
 def _public(entry: dict[str, Any]) -> dict[str, Any]:

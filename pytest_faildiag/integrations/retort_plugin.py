@@ -139,12 +139,10 @@ def redact_long(text: str, piece: int = 1_000) -> str:
     """Redact line by line, long lines in pieces: one regex pass over a 20 kB single-line agent stream is
     quadratic in the redactor and took tens of seconds; per-piece it is linear (a secret split across a piece
     boundary of an over-long line is the accepted cost)."""
-    import re
-
-    from pytest_faildiag.redact import MASK, redact_text
+    from pytest_faildiag.redact import MASK, PRIVATE_KEY_BLOCK, redact_text
 
     # a PEM block spans lines: masked whole first, or its body lines would pass the per-line redaction
-    text = re.sub(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", MASK, text)
+    text = PRIVATE_KEY_BLOCK.sub(MASK, text)
     out: list[str] = []
     for line in text.split("\n"):
         if len(line) <= piece:
@@ -251,7 +249,10 @@ class FaildiagCaptureScorer:
             capture(artifacts, stack)
         except Exception as exc:  # never let capture fail a run: retort would record a raising scorer as 0.0
             try:
-                print(f"faildiag: retort capture skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+                from pytest_faildiag.sanitize import display  # the error may quote the agent's files or output
+
+                print(display(f"faildiag: retort capture skipped: {type(exc).__name__}: {exc}", one_line=True),
+                      file=sys.stderr)
             except Exception:
                 pass
         return None

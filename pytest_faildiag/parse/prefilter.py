@@ -4,6 +4,10 @@ Python's ``re`` tries every alternative of a large alternation at every position
 several-hundred-keyword pattern crawl at about 1 MB/s; grep compiles the same literals into a DFA and
 runs at hundreds of MB/s. The prefilter only narrows the lines Python looks at: when grep is missing,
 or fails, the caller scans the file itself and gets the same findings, slower.
+
+grep holds a whole line in memory to match it, and a log can be one line of gigabytes (a sparse file, a
+progress bar that never printed a newline): grep runs under a virtual-memory limit, so such a file makes
+it fail ("memory exhausted") and the caller's bounded Python scan takes over.
 """
 
 from __future__ import annotations
@@ -18,12 +22,22 @@ from functools import lru_cache
 
 from .logread import MAX_LINE
 
+MAX_ARG_PATTERN = 100_000  # Linux refuses one argument over 128 KiB (MAX_ARG_STRLEN)
 _ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
+
+
+GREP_MEMORY_KIB = 192 * 1024  # grep's own needs are ~10 MB; a line larger than this is scanned in Python
+_LIMITED = 'ulimit -v {kib} 2>/dev/null; exec "$0" "$@"'
 
 
 @lru_cache(maxsize=1)
 def _grep() -> str | None:
     return shutil.which("grep")
+
+
+@lru_cache(maxsize=1)
+def _sh() -> str | None:
+    return shutil.which("sh")
 
 
 def available() -> bool:
@@ -73,17 +87,47 @@ def grep_lines(path: str | None, keywords: list[str], data: bytes | None = None)
     exe = _grep()
     if exe is None or not keywords:
         return None
-    pattern = "|".join(ere_escape(k) for k in keywords)
+    escaped = _escaped(tuple(keywords))
+    pattern = "|".join(escaped)
     env = dict(os.environ, LC_ALL="C")
     argv = [exe, "-a", "-n", "-b", "-E", "-e", pattern, "--", path if path is not None else "-"]
+    fds: tuple[int, ...] = ()
+    if len(pattern) > MAX_ARG_PATTERN and os.path.isdir("/dev/fd"):  # beyond one argument's size limit
+        read_end, write_end = os.pipe()  # (thousands of team cards): one pattern a line, through a pipe
+        fds = (read_end,)
+        argv[5:7] = ["-f", f"/dev/fd/{read_end}"]
+    sh = _sh()
+    if sh is not None:  # the limit through the shell: preexec_fn is unsafe in a process with threads
+        argv = [sh, "-c", _LIMITED.format(kib=GREP_MEMORY_KIB), *argv]
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds,
                                 stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL, env=env)
     except OSError:
+        for fd in fds:
+            os.close(fd)
+            os.close(write_end)
         return None
+    if fds:
+        os.close(fds[0])
+        lines = "\n".join(escaped).encode() + b"\n"
+        threading.Thread(target=_write_patterns, args=(write_end, lines), daemon=True).start()
     if data is not None:
         threading.Thread(target=_feed, args=(proc, data), daemon=True).start()
     return GrepHits(proc)
+
+
+@lru_cache(maxsize=8)
+def _escaped(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """The keywords ERE-escaped, once per keyword set (not per file scanned)."""
+    return tuple(ere_escape(k) for k in keywords if k)
+
+
+def _write_patterns(fd: int, lines: bytes) -> None:
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(lines)
+    except OSError:
+        pass
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

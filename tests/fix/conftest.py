@@ -128,6 +128,13 @@ class Project:
         return json.loads((self.snapshot / "report.json").read_text(encoding="utf-8"))
 
 
+@pytest.fixture(autouse=True)
+def _own_seal_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own per-user key for command seals (never the developer's own state folder):
+    snapshots it writes are "recorded on this machine", anything else is foreign."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     root = tmp_path / "proj"

@@ -5,7 +5,6 @@ A locked or corrupt ``retort.db`` is reported as a problem and the folders are u
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_faildiag.fsio import loads_json, within
 from pytest_faildiag.integrations.retort.environment import experiment_limits, mark_clusters
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Claim, RetortInputError, RunRecord
 from pytest_faildiag.integrations.retort.signals import _load_folder_signals, _read_json
@@ -80,9 +80,12 @@ class DbRows:
 
 
 def read_db(db_path: Path) -> DbRows:
-    """All experiment_runs rows with their metrics, read-only; a locked/corrupt DB yields ``problem``."""
+    """All experiment_runs rows with their metrics, read-only; a locked/corrupt DB yields ``problem``.
+    A ``retort.db`` that is a symlink out of its experiment folder is a problem, not a read."""
     if not db_path.is_file():
         return DbRows([], 0, None)
+    if within(db_path, [db_path.parent.resolve()]) is None:
+        return DbRows([], 0, "retort.db points outside its experiment folder; not read")
     try:
         con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=1.0)
     except sqlite3.Error as exc:
@@ -142,13 +145,13 @@ def _rep_folders(runs_dir: Path) -> dict[tuple[str, int], dict[str, Path]]:
 
 
 def _succeeded(folder: Path) -> bool | None:
-    meta, _ = _read_json(folder / "_meta.json")
+    meta, _ = _read_json(folder / "_meta.json", folder)
     v = meta.get("succeeded") if isinstance(meta, dict) else None
     return v if isinstance(v, bool) else None
 
 
 def _captured_at(folder: Path) -> str | None:
-    cap, _ = _read_json(folder / ".faildiag" / ".capture.json")
+    cap, _ = _read_json(folder / ".faildiag" / ".capture.json", folder)
     v = cap.get("captured_at") if isinstance(cap, dict) and cap.get("origin") != "rescore" else None
     return v if isinstance(v, str) else None
 
@@ -181,7 +184,7 @@ def _attempt_order(plain: Path, failed: Path, decisive_only: bool = False) -> tu
 
 
 def _scores_of(folder: Path) -> dict[str, Any]:
-    scores, _ = _read_json(folder / "scores.json")
+    scores, _ = _read_json(folder / "scores.json", folder)
     return scores if isinstance(scores, dict) else {}
 
 
@@ -200,7 +203,7 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
     rows_by_key: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for row in db.rows:
         try:
-            rc = json.loads(row.get("run_config_json") or "{}")
+            rc = loads_json(row.get("run_config_json") or "{}")
         except (ValueError, TypeError):
             rc = {}
         row["_rc"] = rc if isinstance(rc, dict) else {}
@@ -373,7 +376,7 @@ def _instant_fail_cohorts(rows: list[dict[str, Any]], min_size: int = 3) -> dict
     levels: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         try:
-            rc = json.loads(r.get("run_config_json") or "{}")
+            rc = loads_json(r.get("run_config_json") or "{}")
         except ValueError:
             continue
         if isinstance(rc, dict):

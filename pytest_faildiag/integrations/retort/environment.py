@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_faildiag.fsio import read_capped
 from pytest_faildiag.integrations.retort.model import RunRecord
 
 # Seconds under which no agent finishes real work; used only together with zero recorded tokens/cost.
@@ -33,7 +34,7 @@ def experiment_limits(exp: Path) -> dict[str, float]:
     """``{"timeout_s": ..., "stall_s": ...}`` from the experiment's ``workspace.yaml`` (absent keys left out)."""
     for name in ("workspace.yaml", "workspace.yml"):
         try:
-            text = (exp / name).read_text(encoding="utf-8", errors="replace")[:200_000]
+            text = read_capped(exp / name, 200_000).decode("utf-8", "replace")
         except OSError:
             continue
         out: dict[str, float] = {}

@@ -14,13 +14,14 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pytest_faildiag.fsio import atomic_write
+from pytest_faildiag.fsio import atomic_write, read_capped
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Inventory, Options, RunRecord, TestRun
 from pytest_faildiag.integrations.retort.signals import _read_json
 from pytest_faildiag.redact import redact_text
@@ -93,7 +94,7 @@ def missing_named_sources(rep_dir: Path) -> tuple[str, list[str]] | None:
     for name in _BUILD_FILES:
         for bf in (rep_dir / name, *rep_dir.glob(f"*/{name}")):
             try:
-                text = bf.read_text(encoding="utf-8", errors="replace")[:100_000]
+                text = read_capped(bf, 100_000).decode("utf-8", "replace")
             except OSError:
                 continue
             names = sorted({m.group(1) for m in _NAMED_SOURCE.finditer(text) if "$" not in m.group(1)})
@@ -114,7 +115,7 @@ def archive_drops_language(rep_dir: Path, language: str) -> str | None:
         return None
     for up, parent in enumerate(list(rep_dir.parents)[:12], start=1):
         try:
-            text = (parent / ".gitignore").read_text(encoding="utf-8", errors="replace")[:200_000]
+            text = read_capped(parent / ".gitignore", 200_000).decode("utf-8", "replace")
         except OSError:
             continue
         lines = [ln.strip() for ln in text.splitlines()]
@@ -518,11 +519,13 @@ def _cache_key(rep_dir: Path, language: str, opts: Options) -> str | None:
             for fn in sorted(filenames):
                 f = Path(dirpath) / fn
                 h.update(f.relative_to(rep_dir).as_posix().encode() + b"\0")
-                size = f.stat().st_size
-                if size > _CACHE_HASH_BYTES:
-                    h.update(str(size).encode())
-                    continue
-                h.update(f.read_bytes())
+                st = f.lstat()
+                if stat.S_ISLNK(st.st_mode):  # a link is hashed by where it points, never followed
+                    h.update(b"->" + os.readlink(f).encode("utf-8", "replace"))
+                elif not stat.S_ISREG(st.st_mode) or st.st_size > _CACHE_HASH_BYTES:  # FIFOs, devices: never read
+                    h.update(f"{stat.S_IFMT(st.st_mode)}:{st.st_size}".encode())
+                else:
+                    h.update(read_capped(f, _CACHE_HASH_BYTES))
     except OSError:
         return None
     return h.hexdigest()[:32]
@@ -534,7 +537,7 @@ _CACHE_HASH_BYTES = 4 << 20
 
 def _cache_load(path: Path) -> TestRun | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_capped(path, 1_000_000))
         return TestRun(**{k: v for k, v in data.items() if k in TestRun.__dataclass_fields__})
     except (OSError, ValueError, TypeError):
         return None

@@ -9,7 +9,8 @@ from typing import Any
 
 from pytest_faildiag.fsio import atomic_write
 from pytest_faildiag.integrations.retort.model import VERDICTS, ExperimentResult
-from pytest_faildiag.redact import redact_obj, redact_text
+from pytest_faildiag.redact import redact_obj
+from pytest_faildiag.sanitize import display
 
 _GROUP = {"infra_false_fail": "harness", "environment": "environment", "genuine": "genuine", "unknown": "unknown"}
 
@@ -106,12 +107,18 @@ def sandbox_rollup(result: ExperimentResult) -> dict[str, Any]:
 
 
 def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
+    """The text report. Run folders, claims quoting agent logs and their sources were written by the
+    agents: each is one line, redacted, its control characters shown (a folder named ``\\x1b]0;...`` or
+    holding a newline neither steers the terminal nor forges a verdict line)."""
+    def one(x: object) -> str:
+        return display(x, one_line=True)
+
     lines: list[str] = []
     for d in result.diagnoses:
-        lines.append(f"[{d.verdict}/{d.subtype}] {d.run}")
+        lines.append(f"[{one(d.verdict)}/{one(d.subtype)}] {one(d.run)}")
         for c in d.claims:
-            lines.append(f"    [{c.kind.upper()}] {c.text}  ({c.source})")
-        lines.append(f"    -> {d.action}")
+            lines.append(f"    [{one(c.kind.upper())}] {one(c.text)}  ({one(c.source)})")
+        lines.append(f"    -> {one(d.action)}")
     lines.append("")
     lines.append(f"Roll-up: {roll['failed_runs']} failed of {roll['total_runs']} recorded runs "
                  f"(+{roll.get('superseded_attempts', 0)} superseded attempts, listed above, not counted): " + ", ".join(
@@ -131,8 +138,8 @@ def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
         lines.append(f"Archived tests ran sandboxed (test runs: {box['test_runs']}); held: {', '.join(box['held']) or 'none'}")
         lines.extend(f"    NOT held: {entry}" for entry in box["not_held"])
     for p in roll["problems"]:
-        lines.append(f"warning: {p}")
-    return redact_text("\n".join(lines)) + "\n"
+        lines.append(f"warning: {one(p)}")
+    return display("\n".join(lines)) + "\n"
 
 
 def write_outputs(out: Path, result: ExperimentResult, roll: dict[str, Any]) -> None:

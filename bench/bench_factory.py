@@ -1,0 +1,212 @@
+"""Does a team factory of 5,000 cards slow a diagnosis down? (not a unit test: figures vary)
+
+Generates 5,000 realistic known-issue cards (1-3 signatures each, varied: scheduler and quota messages,
+storage mounts, collectives, drivers, data shards, team error codes; some case-insensitive, some with
+alternatives), and the realistic 10 MB training log of ``bench_diagnose_10mb.py`` (noise, then a CUDA OOM
+on one rank). Diagnoses it with and without the factory, side by side, in one run:
+
+* cold: the first diagnosis in a fresh interpreter (rule packs compiled, every card read, the log scanned);
+* warm: later diagnoses in one process (rule packs and cards already read, as in a pytest session).
+
+Every run is printed. Target: with the factory within 1.5x the time without it, cold and warm.
+
+    .venv/bin/python bench/bench_factory.py [--cards 5000] [--mb 10] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET = 1.5
+
+_WORDS = [
+    "storage",
+    "scheduler",
+    "gateway",
+    "volume",
+    "shard",
+    "bucket",
+    "queue",
+    "fabric",
+    "switch",
+    "mount",
+    "cache",
+    "tokenizer",
+    "loader",
+    "ckpt",
+    "broker",
+    "lease",
+    "quota",
+    "ingest",
+    "mirror",
+    "index",
+]
+_HOSTS = ["dgx", "gpu", "npu", "node", "trn", "a100", "h100", "ascend", "worker", "login"]
+TEMPLATES = [
+    "NFS server {host}-{n}:/export/{word} not responding, still trying",
+    "{code}: {word} lease expired for job \\d+ on partition {word2}",
+    "slurmstepd: error: \\*\\*\\* JOB \\d+ ON {host}\\d+ CANCELLED AT \\S+ DUE TO {upper}",
+    "QOSMax{camel}PerUser limit reached for account \\S+",
+    "Lustre: {word}-OST{n:04x}-osc-\\w+: Connection to {word2} \\(at \\S+\\) was lost",
+    "NCCL WARN NET/IB : Got completion from peer \\S+ with error {n}, opcode \\d+, len \\d+, vendor err {n2}",
+    "dataset shard {word}-{n}-of-\\d+ has \\d+ bad rows \\(schema {camel}\\)",
+    "OSError: \\[Errno 5\\] Input/output error: '/mnt/{word}{n}/.*'",
+    "(?i){word} {word2} driver build {n}\\.{n2} breaks all_reduce",
+    "{camel}Exception: {word} service {code} unavailable|{camel}Error: {word} service {code} timed out",
+    "{code}-{n}: token bucket for {word} exhausted",
+    "Xid {n}: GPU has fallen off the bus on {host}-{n2}",
+    "{upper}_{upper2} is not set for the {word} sidecar",
+    "ERROR {code} \\[{word}\\] checksum mismatch in {word2}/part-\\d+\\.parquet",
+]
+
+
+def _fill(rnd: random.Random, template: str) -> str:
+    word, word2 = rnd.sample(_WORDS, 2)
+    return template.format(
+        host=rnd.choice(_HOSTS),
+        n=rnd.randrange(10_000),
+        n2=rnd.randrange(1000),
+        word=word,
+        word2=word2,
+        code=f"{rnd.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rnd.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{rnd.randrange(10_000):04d}",
+        upper=rnd.choice(_WORDS).upper(),
+        upper2=rnd.choice(_WORDS).upper(),
+        camel=rnd.choice(_WORDS).capitalize() + rnd.choice(_WORDS).capitalize() + str(rnd.randrange(100)),
+    )
+
+
+def make_factory(root: Path, count: int, seed: int = 1) -> None:
+    rnd = random.Random(seed)
+    cats = ["environment", "harness", "dataset", "communication", "backend", "hardware", "resource", "config"]
+    for i in range(count):
+        sigs = [_fill(rnd, rnd.choice(TEMPLATES)) for _ in range(rnd.choice((1, 1, 2, 3)))]
+        folder = root / rnd.choice(["infra", "storage", "comms", "data", "drivers"])
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [
+            "+++",
+            f'id = "team-{i:05d}"',
+            f"title = {json.dumps(f'known issue {i}: ' + sigs[0][:40])}",
+            "signatures = [" + ", ".join(json.dumps(s) for s in sigs) + "]",
+            f'category = "{rnd.choice(cats)}"',
+            f'fix_hints = ["see runbook {i}", "page the on-call"]',
+            f'links = ["https://wiki.example/issues/{i}"]',
+            "+++",
+            "",
+            f"## What happened\n\nWrite-up {i}.\n" * 3,
+        ]
+        (folder / f"issue-{i:05d}.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+_CHILD = """
+import resource, sys, time
+def cpu():
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+from pytest_faildiag.engine.api import diagnose
+root = sys.argv[2] if sys.argv[2] != "-" else False
+t0, c0 = time.perf_counter(), cpu()
+d = diagnose([sys.argv[1]], exit_code=1, command="torchrun train.py", factory_root=root)
+print(time.perf_counter() - t0, cpu() - c0, d.root_causes[0].id if d.root_causes else None, len(d.extra.get("factory", [])))
+"""
+
+
+def cpu() -> float:
+    """CPU seconds of this process and its finished children (grep): what the work costs, whatever else
+    the machine is doing (wall time on a shared machine mostly measures the neighbours)."""
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+
+
+def cold(log: Path, root: Path | None) -> tuple[float, float, str]:
+    """The first diagnosis in a fresh interpreter (imports excluded): rule packs, cards, scan, report."""
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(log), str(root) if root else "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.split()
+    return float(out[0]), float(out[1]), f"top={out[2]}, cards matched={out[3]}"
+
+
+def warm(log: Path, root: Path | bool) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), cpu()
+    diagnose_log(log, root)
+    return time.perf_counter() - t0, cpu() - c0
+
+
+def diagnose_log(log: Path, root: Path | bool):
+    from pytest_faildiag.engine.api import diagnose
+
+    return diagnose([str(log)], exit_code=1, command="torchrun train.py", factory_root=root)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cards", type=int, default=5000)
+    ap.add_argument("--mb", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_diagnose_10mb import make_log
+
+    from pytest_faildiag.factory import read_factory, with_cards
+    from pytest_faildiag.rules import load_ruleset
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log, root = Path(tmp) / "train.log", Path(tmp) / "factory"
+        log.write_text(make_log(a.mb), encoding="utf-8")
+        make_factory(root, a.cards)
+        print(f"log {log.stat().st_size / 2**20:.1f} MiB; factory {a.cards} cards")
+        base = load_ruleset()
+        t0 = time.perf_counter()
+        fac = read_factory(root)
+        t_read = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with_cards(base, fac.rules)
+        t_index = time.perf_counter() - t0
+        kws = sum(len(r.keywords) for r in fac.rules)
+        print(
+            f"cards read in {t_read:.3f} s ({len(fac.cards)} cards, {kws} keywords, {len(fac.problems)} problems); "
+            f"joined to the built-in rules in {t_index:.3f} s"
+        )
+        runs: dict[str, list[tuple[float, float]]] = {
+            k: [] for k in ("cold without", "cold with", "warm without", "warm with")
+        }
+        for i in range(a.repeat):  # alternate, so the machine's load hits both alike
+            for label, r in (("without", None), ("with", root)):
+                wall, cpu_s, what = cold(log, r)
+                runs[f"cold {label}"].append((wall, cpu_s))
+                print(f"cold run {i + 1} {label + ' factory:':17} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})")
+        diagnose_log(log, False)
+        diagnose_log(log, root)
+        for i in range(a.repeat):
+            for label, r in (("without", False), ("with", root)):
+                wall, cpu_s = warm(log, r)
+                runs[f"warm {label}"].append((wall, cpu_s))
+                print(f"warm run {i + 1} {label + ' factory:':17} wall {wall:.3f} s, cpu {cpu_s:.3f} s")
+        ok = True
+        for name in ("cold", "warm"):
+            for j, unit in ((0, "wall"), (1, "cpu")):
+                without = statistics.median(x[j] for x in runs[f"{name} without"])
+                with_ = statistics.median(x[j] for x in runs[f"{name} with"])
+                ratio = with_ / without
+                ok = ok and (ratio <= TARGET or unit == "wall")
+                print(
+                    f"{name} {unit}: median {without:.3f} s without, {with_:.3f} s with -> {ratio:.2f}x "
+                    f"(target <= {TARGET}x: {'OK' if ratio <= TARGET else 'OVER'})"
+                )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Which change broke it: lines changed since the last green run that the failing test executed.
+
+Why this shape: a CI maintainer's second question about a red test is "what change broke it?". Git knows
+what changed since the revision of the last green run; coverage knows which lines the failing test ran.
+Their intersection is short and concrete ("the failing test ran ``pkg/mod.py:236``, changed since the last
+green run at ``abc1234``"), and each line in it is direct evidence, not an inference from a message.
+
+Every step that cannot run says why (no git repository, no last green run recorded, that revision no
+longer in the history, nothing changed) instead of failing. Standard library + ``coverage`` only: this
+module knows nothing of pytest (the plugin records the green revision and runs the test under coverage).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..fsio import atomic_write
+
+GREEN_GIT = "last-green.git.json"
+GREEN_LOCK = "last-green.lock.json"  # written by `faildiag run` after a passing run: its git revision counts too
+GIT_TIMEOUT = 10.0
+MAX_SUSPECTS = 10
+# How much a changed, executed line is suspected, by when it ran: in the failure's own traceback, while the
+# test ran, or only while modules were imported (a ``def`` line runs for every test that imports it).
+SCORE_TRACEBACK = 1.0
+SCORE_TEST = 0.7
+SCORE_IMPORT = 0.3
+TEST_CONTEXT_PREFIX = "test:"
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass
+class ChangedLines:
+    """Lines changed since ``revision``, keyed by absolute path; ``skipped`` says why there are none."""
+
+    revision: str | None = None
+    top: Path | None = None
+    lines: dict[str, set[int]] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def files(self, suffix: str = ".py") -> list[str]:
+        return sorted(p for p, ls in self.lines.items() if ls and p.endswith(suffix))
+
+
+# ---------------------------------------------------------------------------------------------- git
+
+
+def _git(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str] | None:
+    """One bounded git call; ``None`` when git is missing or too slow (no git is no evidence, not an error)."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        return subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def repo_top(path: Path) -> Path | None:
+    r = _git(["rev-parse", "--show-toplevel"], path)
+    if r is None or r.returncode != 0 or not r.stdout.strip():
+        return None
+    return Path(r.stdout.strip())
+
+
+def head_revision(path: Path) -> str | None:
+    r = _git(["rev-parse", "--verify", "--quiet", "HEAD"], path)
+    return r.stdout.strip() if r is not None and r.returncode == 0 and r.stdout.strip() else None
+
+
+def record_green(out_dir: Path, root: Path) -> str | None:
+    """After a green session: keep the git revision it ran at, the baseline of "changed since". One
+    ``git rev-parse`` (milliseconds); nothing is written outside a git repository."""
+    revision = head_revision(root)
+    if revision is None:
+        return None
+    atomic_write(Path(out_dir) / GREEN_GIT, json.dumps({"revision": revision}) + "\n")
+    return revision
+
+
+def green_revision(out_dir: Path) -> str | None:
+    """The revision of the last green run: the plugin's record, else the git revision of the lock that
+    ``faildiag run`` keeps after a passing run."""
+    for name, path in ((GREEN_GIT, ("revision",)), (GREEN_LOCK, ("git", "revision"))):
+        try:
+            data: Any = json.loads((Path(out_dir) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in path:
+            data = data.get(key) if isinstance(data, dict) else None
+        if isinstance(data, str) and re.fullmatch(r"[0-9a-fA-F]{7,64}", data):
+            return data
+    return None
+
+
+def parse_unified_zero(diff: str) -> dict[str, set[int]]:
+    """``git diff -U0`` → new-side line numbers per path (relative to the repository). A pure deletion
+    marks the line after it: the code that now runs where the removed lines were."""
+    out: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            current = (
+                None if name == "/dev/null" else out.setdefault(name[2:] if name.startswith("b/") else name, set())
+            )
+            continue
+        m = _HUNK.match(line)
+        if m and current is not None:
+            start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
+            current.update(range(start, start + count) if count else (start + 1,))
+    return {k: v for k, v in out.items() if v}
+
+
+def changed_since(root: Path, revision: str | None) -> ChangedLines:
+    """Lines changed between ``revision`` and the working tree (committed, staged, unstaged, untracked)."""
+    top = repo_top(root)
+    if top is None:
+        return ChangedLines(revision, skipped=f"{root} is not in a git repository")
+    if not revision:
+        return ChangedLines(
+            revision,
+            top,
+            skipped="no last green run recorded (a passing `pytest --faildiag` session records its git revision)",
+        )
+    known = _git(["cat-file", "-e", f"{revision}^{{commit}}"], top)
+    if known is None or known.returncode != 0:
+        return ChangedLines(
+            revision,
+            top,
+            skipped=f"the last green revision {revision[:12]} is no longer in the history (rebased or shallow clone)",
+        )
+    diff = _git(["diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", revision, "--"], top)
+    if diff is None or diff.returncode != 0:
+        return ChangedLines(
+            revision,
+            top,
+            skipped=f"git diff {revision[:12]} failed: {(diff.stderr if diff else 'git not runnable').strip()[:200]}",
+        )
+    lines = {str(top / rel): ls for rel, ls in parse_unified_zero(diff.stdout).items()}
+    untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], top)
+    if untracked is not None and untracked.returncode == 0:
+        for rel in filter(None, untracked.stdout.split("\0")):
+            lines.setdefault(str(top / rel), set()).update(_all_lines(top / rel))
+    result = ChangedLines(revision, top, {k: v for k, v in lines.items() if v})
+    if not result.lines:
+        result.skipped = f"nothing changed since the last green run at {revision[:12]}"
+    return result
+
+
+def _all_lines(path: Path) -> set[int]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return set(range(1, sum(1 for _ in f) + 1)) if path.suffix == ".py" else set()
+    except OSError:
+        return set()
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+
+
+def executed_lines(data_file: Path) -> dict[str, dict[int, set[str]]]:
+    """Lines a coverage data file recorded, with the contexts each ran in: ``{abs path: {line: contexts}}``."""
+    from coverage import CoverageData
+
+    data = CoverageData(basename=str(data_file))
+    data.read()
+    out: dict[str, dict[int, set[str]]] = {}
+    for path in data.measured_files():
+        by_line = data.contexts_by_lineno(path)
+        out[os.path.realpath(path)] = {int(n): set(ctx) for n, ctx in by_line.items()}
+    return out
+
+
+def rank_suspects(
+    executed: Mapping[str, Mapping[int, Iterable[str]]],
+    changes: ChangedLines,
+    *,
+    traceback_lines: Iterable[tuple[str, int]] = (),
+    limit: int = MAX_SUSPECTS,
+) -> list[dict[str, Any]]:
+    """Changed lines the failing run executed, best first, as the contract's ``suspects`` entries."""
+    if changes.skipped or changes.top is None:
+        return []
+    in_tb = {(os.path.realpath(p), n) for p, n in traceback_lines}
+    ranked: list[tuple[float, str, int]] = []
+    for path, lines in changes.lines.items():
+        ran = executed.get(os.path.realpath(path)) or {}
+        for n in sorted(lines & set(ran)):
+            contexts = set(ran[n])
+            if (os.path.realpath(path), n) in in_tb:
+                score = SCORE_TRACEBACK
+            elif any(c.startswith(TEST_CONTEXT_PREFIX) for c in contexts) or not any(contexts):
+                score = SCORE_TEST
+            else:
+                score = SCORE_IMPORT
+            ranked.append((score, path, n))
+    ranked.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return [
+        {"file": _rel(path, changes.top), "line": n, "changed_since": changes.revision, "score": score}
+        for score, path, n in ranked[:limit]
+    ]
+
+
+def ochiai(failed_cover: int, total_failed: int, passed_cover: int) -> float:
+    """Spectrum score of one line: ``ef / sqrt(F * (ef + ep))`` (1.0 = run by every failing test and no
+    passing one). Used when several tests failed and per-test contexts are available."""
+    denom = math.sqrt(total_failed * (failed_cover + passed_cover))
+    return round(failed_cover / denom, 4) if denom else 0.0
+
+
+def _rel(path: str, top: Path) -> str:
+    try:
+        return Path(path).relative_to(top).as_posix()
+    except ValueError:
+        return path
+
+
+def describe(suspect: Mapping[str, Any]) -> str:
+    rev = str(suspect.get("changed_since") or "")[:12]
+    return f"the failing test ran {suspect['file']}:{suspect['line']}, changed since the last green run at {rev}"

@@ -1,0 +1,813 @@
+"""Team knowledge: a team's own known-issue cards ("Factory" cards) as supporting evidence.
+
+A card is a Markdown file with TOML front matter between ``+++`` lines (``id``, ``title``, ``signatures``,
+``category``; optional ``stack``, ``type``, ``fix_hints``, ``links``) and the team's write-up below. Each
+card becomes a rule with provenance (``factory:<id>``, its path in ``Rule.pack``) that joins the built-in
+rules, so its signatures are matched in the same single pass over the logs: the literal text every
+signature requires is its prefilter keyword, and only the lines holding that keyword ever see its regex.
+
+Why lazily: a factory may hold thousands of cards and is read on every diagnosis. Loading reads only each
+card's front matter (never its write-up) and derives the keywords without compiling any regex; a
+signature is compiled the first time its keyword occurs in a log, once per process. Gross regex errors
+(unbalanced groups, a dangling backslash) are caught at load; anything subtler when first compiled, and
+``faildiag card --check`` compiles every signature. A broken card is one warning line and is skipped.
+
+How a match counts (``support``): it is supporting evidence, never a substitute for what the logs show.
+It raises the cause the rules already found in the card's category (noisy-or, like a second signature),
+or it adds a candidate with the card's category whose confidence stays below every cause the logs show
+directly. Either way the cause carries a ``hypothesis`` evidence item citing ``factory:<path>``.
+
+Cards are opened read-only and nothing here writes, moves or touches them (read-only mounts work).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .model import CATEGORIES, STACKS, TYPES, Evidence, RootCause
+from .rules import CauseSpec, Rule, RuleSet, _trie
+
+ENV_VAR = "FAILDIAG_FACTORY_ROOT"
+DEFAULT_ROOT = Path(".faildiag") / "factory"
+RULE_PREFIX = "factory:"  # rule ids of cards: "factory:<card id>"
+CAUSE_PREFIX = "factory."  # cause ids of the candidates cards add: "factory.<card id>"
+
+CARD_PRIOR = 0.5  # a card's own weight: a team's write-up is a strong hint, not an observation
+CARD_PRIORITY = 1  # below every built-in rule: a card never names the profile when a rule matched
+UNDER_DIRECT = 0.9  # a card's candidate stays below this share of the best cause the logs show directly
+CORROBORATION = 0.4  # the noisy-or weight of a card agreeing with a cause (as a second signature's)
+MIN_KEYWORD = 4  # a signature needs this much literal text: shorter keywords hit most lines of a log
+MAX_KEYWORD = 32  # the prefilter needs a selective prefix, not the whole text: short keywords keep it small
+MAX_FRONT_MATTER = 64 * 1024
+MAX_FACTORY_ENTRIES = 4  # combined rule sets kept per process (one per factory state in practice)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class FactoryWarning(UserWarning):
+    """A card was skipped (or one signature of it): shown once, one line, naming the card and why."""
+
+
+class CardError(ValueError):
+    """A card that cannot be used; ``line`` is where in the card, when known."""
+
+    def __init__(self, why: str, line: int = 1):
+        super().__init__(why)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Card:
+    id: str
+    title: str
+    signatures: tuple[str, ...]
+    category: str
+    path: str
+    rel: str  # the path relative to the factory root, "/" separated: what reports cite
+    stack: str | None = None
+    type: str | None = None
+    fix_hints: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str:
+        return f"factory:{self.rel}"
+
+
+@dataclass
+class Factory:
+    """The cards of one root, the rules made of them and the problems met (one line each)."""
+
+    root: Path
+    cards: list[Card] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------------------
+# discovery
+# ----------------------------------------------------------------------------------------------------
+
+
+def resolve_root(
+    explicit: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[Path | None, str | None]:
+    """The factory root to read and, when a named root is unusable, why (one line).
+
+    Order (contract): an explicit root (``--factory-root`` / ``--faildiag-factory``), the variable
+    ``FAILDIAG_FACTORY_ROOT``, then ``./.faildiag/factory/`` when it exists. A named root that is not a
+    folder gives ``(None, reason)``; the default folder missing is simply no factory."""
+    env = os.environ if environ is None else environ
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    for value, what in ((explicit, "factory root"), (env.get(ENV_VAR), ENV_VAR)):
+        if value is None or str(value) == "":
+            continue
+        root = base / Path(value)
+        if not root.is_dir():
+            return None, f"{what} {value}: not a folder"
+        return root, None
+    root = base / DEFAULT_ROOT
+    return (root, None) if root.is_dir() else (None, None)
+
+
+def card_files(root: Path) -> list[str]:
+    """Every ``*.md`` under ``root`` (sorted, hidden entries skipped, folder links not followed)."""
+    out: list[str] = []
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif e.name.endswith(".md") and e.is_file():
+                    out.append(e.path)
+            except OSError:
+                continue
+    out.sort()
+    return out
+
+
+def _folders(root: Path) -> tuple[tuple[str, int], ...] | None:
+    """Every folder of the factory with its modification time: a card added, removed or replaced (editors
+    and ``git`` write a new file) changes its folder's time, so this says whether to read the cards again
+    without a stat of each card. None when the root cannot be read."""
+    out = []
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            out.append((folder, os.stat(folder).st_mtime_ns))
+            with os.scandir(folder) as it:
+                stack.extend(e.path for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
+        except OSError:
+            return None
+    return tuple(sorted(out))
+
+
+# ----------------------------------------------------------------------------------------------------
+# one card
+# ----------------------------------------------------------------------------------------------------
+
+
+def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """(front matter TOML, the write-up's first bytes) of a card, read-only, the write-up never in full."""
+    with open(path, "rb") as f:  # read-only: a card is never written, and its atime is the OS's business
+        head = f.read(MAX_FRONT_MATTER)
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(head) < MAX_FRONT_MATTER or exc.start < MAX_FRONT_MATTER - 4:
+            raise CardError("not UTF-8 text") from None
+        text = head[: exc.start].decode("utf-8")
+    text = text.lstrip("\ufeff")
+    lines = text.split("\n")
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or lines[first].strip() != "+++":
+        raise CardError("no front matter (the card must start with a +++ line)")
+    for i in range(first + 1, len(lines)):
+        if lines[i].strip() == "+++":
+            return "\n".join(lines[first + 1 : i]), "\n".join(lines[i + 1 :])
+    raise CardError("front matter not closed by a +++ line", first + 1)
+
+
+def parse_card(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Card:
+    """Read and validate one card. Raises CardError with a one-line reason (and the line when known)."""
+    toml_text, _ = front_matter(path)
+    return card_from_dict(load_toml(toml_text), os.fspath(path), _rel(os.fspath(path), os.fspath(root)))
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """The front matter as a dict: the plain ``key = "string"`` / ``key = ['a', "b"]`` shape every card
+    uses is read by one regex (a factory of thousands of cards loads in a fraction of a second); anything
+    else goes to ``tomllib``, which also words the error of a broken card."""
+    fast = _simple_toml(text)
+    if fast is not None:
+        return fast
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise CardError(f"TOML error: {exc}", int(m[1]) + 1 if m else 1) from None
+
+
+_CTRL = "\\x00-\\x08\\x0a-\\x1f\\x7f"
+_BASIC = rf'"(?:[^"\\{_CTRL}]|\\(?:[btnfr"\\]|u[0-9a-fA-F]{{4}}|U[0-9a-fA-F]{{8}}))*"'
+_LITERAL = rf"'[^'{_CTRL}]*'"
+_COMMENT = rf"#[^{_CTRL}]*"
+_STRING = rf"(?:{_BASIC}|{_LITERAL})"
+_GAP = rf"(?:[ \t\r\n]|{_COMMENT})*"
+_LINE = re.compile(
+    rf"[ \t]*(?:(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>{_STRING}|\[{_GAP}(?:{_STRING}{_GAP},{_GAP})*"
+    rf"(?:{_STRING}{_GAP})?\])[ \t]*)?(?:{_COMMENT})?\r?(?:\n|\Z)"
+)
+_ITEM = re.compile(rf"{_STRING}")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
+_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _simple_toml(text: str) -> dict[str, Any] | None:
+    """The subset parser: None when the text holds anything but bare keys with strings or string arrays."""
+    out: dict[str, Any] = {}
+    pos, end = 0, len(text)
+    while pos < end:
+        m = _LINE.match(text, pos)
+        if m is None or m.end() == pos:
+            return None
+        pos = m.end()
+        key = m["key"]
+        if key is None:
+            continue
+        if key in out:
+            return None  # tomllib words the error
+        value = m["value"]
+        out[key] = [_string(v) for v in _ITEM.findall(value)] if value[0] == "[" else _string(value)
+    return out
+
+
+def _string(token: str) -> str:
+    body = token[1:-1]
+    if token[0] == "'" or "\\" not in body:
+        return body
+    return _ESCAPE.sub(_unescape, body)
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = m[1] or m[2]
+    if code:
+        return chr(int(code, 16))
+    return _ESCAPES[m[3]]
+
+
+def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
+    for key in ("id", "title", "signatures", "category"):
+        if key not in data:
+            raise CardError(f"missing {key!r}")
+    cid = data["id"]
+    if not isinstance(cid, str) or not _ID.match(cid):
+        raise CardError(f"id {cid!r} must be letters, digits, '.', '_' or '-'")
+    sigs = data["signatures"]
+    if isinstance(sigs, str):
+        sigs = [sigs]
+    if not isinstance(sigs, list) or not sigs or not all(isinstance(s, str) and s for s in sigs):
+        raise CardError("signatures must be a non-empty list of regexes")
+    for key, vocab in (("category", CATEGORIES), ("stack", STACKS), ("type", TYPES)):
+        if data.get(key) is not None and data[key] not in vocab:
+            raise CardError(f"unknown {key} {data[key]!r} (one of: {' '.join(vocab)})")
+    lists = {}
+    for key in ("fix_hints", "links"):
+        value = data.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CardError(f"{key} must be a list of strings")
+        lists[key] = tuple(value)
+    return Card(
+        id=cid,
+        title=str(data["title"]),
+        signatures=tuple(sigs),
+        category=data["category"],
+        path=path,
+        rel=rel,
+        stack=data.get("stack"),
+        type=data.get("type"),
+        fix_hints=lists["fix_hints"],
+        links=lists["links"],
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# signatures: the literal text a regex requires (the prefilter keyword), and compiling on first use
+# ----------------------------------------------------------------------------------------------------
+
+_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+
+
+@dataclass(frozen=True)
+class Keywords:
+    """The prefilter of one signature: one literal per top-level alternative, case-folded or not."""
+
+    words: tuple[str, ...]
+    ignore_case: bool
+
+
+def signature_keywords(pattern: str) -> Keywords:
+    """The literal text every match of ``pattern`` must contain, longest run per top-level alternative
+    (``a|b`` needs one keyword each). Raises CardError when the regex is malformed in a way visible
+    without compiling it, or when an alternative holds fewer than MIN_KEYWORD literal characters
+    (such a signature would send most lines of a log through its regex)."""
+    flags = ""
+    body = pattern
+    m = _FLAGS.match(body)
+    while m:  # leading global flags: (?i) folds the keyword, (?x) makes whitespace meaningless
+        flags += m[1]
+        body = body[m.end() :]
+        m = _FLAGS.match(body)
+    if "x" in flags:
+        raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
+    words = []
+    for runs in _required_runs(body, pattern):
+        best = max(runs, key=len, default="")
+        if len(best) < MIN_KEYWORD:
+            raise CardError(
+                f"signature {pattern!r}: needs {MIN_KEYWORD}+ characters of literal text"
+                + (" in each alternative" if len(words) or "|" in body else "")
+            )
+        words.append(_keyword_of(best))
+    ci = "i" in flags
+    return Keywords(tuple(w.lower() if ci else w for w in words), ci)
+
+
+_STR_WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+
+
+def _keyword_of(run: str) -> str:
+    """The run's first MAX_KEYWORD characters, stretched to hold one whole word (a word with a boundary on
+    both sides inside the keyword): that word is how ``CardKeywords`` finds the keyword without a regex."""
+    kw = run[:MAX_KEYWORD]
+    for m in _STR_WORD.finditer(run):
+        if m.start() > 0 and m.end() < len(run):
+            return kw if m.end() < len(kw) else run[: m.end() + 1]
+    return kw
+
+
+# one regex atom per token, so a signature costs a few tokens rather than a Python step per character
+_TOKEN = re.compile(
+    r"""
+ (?P<lit>(?:[^\\.^$*+?{\[\]()|]|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
+|(?P<esc>\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-9]{1,3}|.))
+|(?P<cls>\[\^?\]?(?:\\.|[^\]\\])*\])
+|(?P<open>\()
+|(?P<close>\))
+|(?P<quant>[*+?]|\{\d*(?:,\d*)?\})
+|(?P<alt>\|)
+|(?P<any>[.^$])
+|(?P<bad>[\[\\])
+""",
+    re.X | re.S,
+)
+_UNESCAPE = re.compile(r"\\(.)", re.S)
+
+
+def _required_runs(body: str, pattern: str) -> list[list[str]]:
+    """For each top-level alternative, the runs of text it must match literally (an atom made optional by
+    a quantifier ends a run; groups and classes are never counted: they may be optional)."""
+    alts: list[list[str]] = [[]]
+    cur = ""
+    depth = 0
+    prev = ""
+    for m in _TOKEN.finditer(body):
+        kind = m.lastgroup
+        if kind == "bad":
+            what = "ends with a lone backslash" if m.group() == "\\" else "unterminated character set"
+            raise CardError(f"signature {pattern!r}: {what}")
+        if depth:
+            depth += 1 if kind == "open" else -1 if kind == "close" else 0
+            prev = kind or ""
+            continue
+        if kind == "lit":
+            text = m.group()
+            cur += _UNESCAPE.sub(r"\1", text) if "\\" in text else text
+        elif kind == "quant" and prev == "lit" and cur:
+            q = m.group()
+            optional = q in "*?" or (q.startswith("{") and not q[1:].split(",")[0].strip("}").lstrip("0"))
+            if optional:
+                cur = cur[:-1]
+            alts[-1].append(cur)
+            cur = ""
+        else:
+            if cur:
+                alts[-1].append(cur)
+                cur = ""
+            if kind == "open":
+                depth = 1
+            elif kind == "close":
+                raise CardError(f"signature {pattern!r}: unbalanced parenthesis")
+            elif kind == "alt":
+                alts.append([])
+        prev = kind or ""
+    if depth:
+        raise CardError(f"signature {pattern!r}: missing ), unterminated group")
+    if cur:
+        alts[-1].append(cur)
+    return alts
+
+
+class LazyPattern:
+    """A signature compiled the first time a line holding its keyword needs it (compiling thousands of
+    regexes up front would cost more than scanning the log). An invalid regex warns once, then never
+    matches."""
+
+    __slots__ = ("card_source", "pattern", "_compiled")
+
+    def __init__(self, pattern: str, card_source: str):
+        self.pattern = pattern
+        self.card_source = card_source
+        self._compiled: re.Pattern[str] | None = None
+
+    def compile(self) -> re.Pattern[str] | None:
+        if self._compiled is None:
+            try:
+                self._compiled = re.compile(self.pattern)
+            except re.error as exc:
+                _warn(self.card_source, f"signature {self.pattern!r} skipped: invalid regex: {exc}")
+                self._compiled = _NEVER
+        return None if self._compiled is _NEVER else self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        compiled = self._compiled if self._compiled is not None else self.compile()
+        return compiled.search(text) if compiled is not None else None
+
+
+_NEVER = re.compile(r"(?!)")
+
+
+# ----------------------------------------------------------------------------------------------------
+# a factory: cards → rules → one rule set with the built-in rules
+# ----------------------------------------------------------------------------------------------------
+
+
+def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
+    """The card as a rule: its signatures, their keywords, and one hypothesis cause with its category.
+    A signature that cannot be prefiltered is dropped (a problem line); none left → CardError."""
+    keywords: list[str] = []
+    patterns: list[Any] = []
+    folded = False
+    for sig in card.signatures:
+        try:
+            kw = signature_keywords(sig)
+        except CardError as exc:
+            if len(card.signatures) == 1:
+                raise
+            if problems is not None:
+                problems.append(f"{card.source}: {exc}; that signature skipped")
+            continue
+        folded = folded or kw.ignore_case
+        keywords.extend(w for w in kw.words if w not in keywords)
+        patterns.append(LazyPattern(sig, card.source))
+    if not patterns:
+        raise CardError("no usable signature")
+    if folded:  # one rule, one case mode: the folded prefilter is a superset; each regex keeps its own flags
+        keywords = list(dict.fromkeys(k.lower() for k in keywords))
+    hints = [*card.fix_hints, f"read the team's write-up: {card.source}"]
+    cause = CauseSpec(
+        id=f"{CAUSE_PREFIX}{card.id}",
+        category=card.category,
+        confidence=CARD_PRIOR,
+        summary=f"known issue {card.id}: {card.title}",
+        fix_hints=hints,
+        kind="hypothesis",
+        reason=f"{card.id}: {card.title}",
+    )
+    return Rule(
+        id=f"{RULE_PREFIX}{card.id}",
+        title=card.title,
+        keywords=keywords,
+        patterns=patterns,
+        causes=[cause],
+        type=card.type,
+        stack=card.stack,
+        priority=CARD_PRIORITY,
+        ignore_case=folded,
+        requires_failure=True,
+        pack=card.source,
+    )
+
+
+def read_factory(root: Path, files: list[str] | None = None) -> Factory:
+    """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
+    a later card with an id already seen is skipped (ids cite cards, so they must be unique)."""
+    fac = Factory(root)
+    seen: dict[str, str] = {}
+    for path in files if files is not None else card_files(root):
+        rel = _rel(path, str(root))
+        try:
+            card = parse_card(path, root)
+            if card.id in seen:
+                raise CardError(f"duplicate id {card.id!r} (also in {seen[card.id]})")
+            rule = card_rule(card, fac.problems)
+        except CardError as exc:
+            fac.problems.append(f"factory:{rel}: skipped: {exc}")
+            continue
+        except OSError as exc:
+            fac.problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
+            continue
+        seen[card.id] = rel
+        fac.cards.append(card)
+        fac.rules.append(rule)
+    return fac
+
+
+def _rel(path: str, root: str) -> str:
+    """``path`` relative to ``root``, "/" separated (what a report cites; no machine path in it)."""
+    prefix = root.rstrip(os.sep) + os.sep
+    if path.startswith(prefix):
+        return path[len(prefix) :].replace(os.sep, "/")
+    return os.path.basename(path)
+
+
+def with_cards(base: RuleSet, rules: list[Rule]) -> RuleSet:
+    """``base`` plus the card rules, indexed for the same single pass. The built-in keyword alternation is
+    kept as compiled; card keywords are found by ``CardKeywords`` (a word lookup, no regex to compile)."""
+    if not rules:
+        return base
+    index = dict(base.keyword_index)
+    for r in rules:
+        for k in r.keywords:
+            key = k.lower() if r.ignore_case else k
+            index[key] = [*index.get(key, ()), r]
+    matcher = CardKeywords(base.keyword_regex, rules)
+    return replace(base, rules=[*base.rules, *rules], keyword_index=index, keyword_regex=matcher)  # type: ignore[arg-type]
+
+
+_WORD = re.compile(rb"[A-Za-z0-9_]+")
+_COMMON = frozenset(
+    b"""error errors failed failure fatal warning warn info debug exception the and for with from not
+this that was were has have rank node step loss epoch time timeout data file line process python torch cuda true
+false none process worker job""".split()
+)
+
+
+class _Hit:
+    """What the scanner reads of a keyword match: the keyword and where it starts."""
+
+    __slots__ = ("text", "at")
+
+    def __init__(self, text: bytes, at: int):
+        self.text, self.at = text, at
+
+    def group(self, _: int = 0) -> bytes:
+        return self.text
+
+    def start(self) -> int:
+        return self.at
+
+
+class CardKeywords:
+    """The scanner's keyword search (``search(line, pos)`` like a compiled alternation) over the built-in
+    keywords plus the cards'. A card keyword holds an *anchor*, a whole word of it that few other cards
+    share: the line's words (one C-level ``findall``) meet the anchors in a set intersection, and only the
+    keywords of the anchors found are looked for. So thousands of cards cost neither a regex compile
+    nor a slower search; keywords without a whole word go into a small alternation of their own."""
+
+    def __init__(self, base: re.Pattern[bytes] | None, rules: list[Rule]):
+        self.base = base
+        self.anchors: dict[bytes, list[bytes]] = {}
+        self.folded: dict[bytes, list[bytes]] = {}
+        partial: set[bytes] = set()
+        cands: list[tuple[bytes, bool, list[bytes]]] = []
+        counts: dict[bytes, int] = {}
+        for r in rules:
+            for k in r.keywords:
+                kw = (k.lower() if r.ignore_case else k).encode()
+                words = _whole_words(kw)
+                cands.append((kw, r.ignore_case, words))
+                for w in words:
+                    counts[w] = counts.get(w, 0) + 1
+        for kw, folded, words in cands:
+            if not words:
+                partial.add(kw)
+                continue
+            best = min(words, key=lambda w: (w.lower() in _COMMON, counts[w], -len(w)))
+            table = self.folded if folded else self.anchors
+            if kw not in table.setdefault(best, []):
+                table[best].append(kw)
+        self.partial = re.compile(_trie(sorted(partial))) if partial else None
+        self.anchor_set = frozenset(self.anchors)
+        self.folded_set = frozenset(self.folded)
+        self._pattern: bytes | None = None
+        self._last: tuple[bytes, list[_Hit]] | None = None
+
+    @property
+    def pattern(self) -> bytes:
+        """An alternation that lets every line holding a keyword through (the scanner's non-grep path)."""
+        if self._pattern is None:
+            parts = [self.base.pattern] if self.base is not None else []
+            if self.anchors:
+                parts.append(_trie(sorted(self.anchors)))
+            if self.folded:
+                parts.append(b"(?i:" + _trie(sorted(self.folded)) + b")")
+            if self.partial is not None:
+                parts.append(self.partial.pattern)
+            self._pattern = b"|".join(parts)
+        return self._pattern
+
+    def search(self, raw: bytes, pos: int = 0) -> _Hit | None:
+        last = self._last
+        hits = last[1] if last is not None and last[0] is raw else self._hits(raw)
+        for h in hits:
+            if h.at >= pos:
+                return h
+        return None
+
+    def _hits(self, raw: bytes) -> list[_Hit]:
+        """Every keyword occurrence of the line, by position; at one position only the longest (the scanner
+        finds the keywords inside a hit itself)."""
+        out: list[_Hit] = []
+        for rx in (self.base, self.partial):
+            if rx is None:
+                continue
+            m = rx.search(raw)
+            while m is not None:
+                out.append(_Hit(m.group(0), m.start()))
+                m = rx.search(raw, m.start() + 1)
+        words = set(_WORD.findall(raw))
+        for w in words & self.anchor_set:
+            for kw in self.anchors[w]:
+                at = raw.find(kw)
+                while at >= 0:
+                    out.append(_Hit(kw, at))
+                    at = raw.find(kw, at + 1)
+        folded = {w.lower() for w in words} & self.folded_set if self.folded_set else None
+        if folded:
+            low = raw.lower()
+            for w in folded:
+                for kw in self.folded[w]:
+                    at = low.find(kw)
+                    while at >= 0:
+                        out.append(_Hit(raw[at : at + len(kw)], at))
+                        at = low.find(kw, at + 1)
+        out.sort(key=lambda h: (h.at, -len(h.text)))
+        self._last = (raw, out)
+        return out
+
+
+def _whole_words(kw: bytes) -> list[bytes]:
+    """Words of ``kw`` with a non-word character on both sides inside it (so a line holding ``kw`` has
+    each of them as a word of its own), three characters or longer."""
+    out = []
+    for m in _WORD.finditer(kw):
+        if m.start() > 0 and m.end() < len(kw) and m.end() - m.start() >= 3:
+            out.append(m.group())
+    return out
+
+
+class _Memo:
+    """Combined rule sets by (base rule set, factory root): a factory is read and joined once per process
+    while its folders stay unchanged (see ``_folders``), like the built-in packs. Holding the base keeps
+    its identity stable."""
+
+    def __init__(self, size: int = MAX_FACTORY_ENTRIES):
+        self.size = size
+        self.entries: OrderedDict[tuple[int, str], tuple[RuleSet, tuple, RuleSet, Factory]] = OrderedDict()
+
+    def get(self, base: RuleSet, root: Path) -> tuple[RuleSet, Factory]:
+        key = (id(base), str(root))
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] is base and _unchanged(hit[1]):
+            self.entries.move_to_end(key)
+            return hit[2], hit[3]
+        folders = _folders(root) or ()  # before the listing: a card added meanwhile is read again next time
+        fac = read_factory(root)
+        for line in fac.problems:
+            _warn_line(line)
+        combined = with_cards(base, fac.rules)
+        old = self.entries.pop(key, None)
+        if old is not None:
+            _forget(old[2])
+        self.entries[key] = (base, folders, combined, fac)
+        while len(self.entries) > self.size:
+            _, evicted = self.entries.popitem(last=False)
+            _forget(evicted[2])
+        return combined, fac
+
+
+def _unchanged(folders: tuple[tuple[str, int], ...]) -> bool:
+    try:
+        return bool(folders) and all(os.stat(f).st_mtime_ns == t for f, t in folders)
+    except OSError:
+        return False
+
+
+def _forget(ruleset: RuleSet) -> None:
+    """The scanner memoises its compiled alternation by ``id(ruleset)``: drop it with the rule set, so a
+    later rule set at the same address never inherits another factory's keywords."""
+    from .parse import scan
+
+    scan._CACHE.pop(id(ruleset), None)
+
+
+_MEMO = _Memo()
+
+
+def attach(
+    base: RuleSet, root: str | os.PathLike[str] | None = None, *, cwd: str | os.PathLike[str] | None = None
+) -> tuple[RuleSet, Factory | None, list[str]]:
+    """The rule set to scan with, the factory found (or None) and problems to note (one line each).
+    ``root`` None = the variable, then ``./.faildiag/factory/``. Never raises for a bad card."""
+    found, problem = resolve_root(root, cwd=cwd)
+    if found is None:
+        if problem:
+            _warn_line(f"faildiag: {problem}; no team cards used")
+        return base, None, [f"{problem}; no team cards used"] if problem else []
+    combined, fac = _MEMO.get(base, found)
+    return combined, fac, list(fac.problems)
+
+
+def _warn(source: str, why: str) -> None:
+    _warn_line(f"{source}: {why}")
+
+
+def _warn_line(line: str) -> None:
+    """One line on stderr (or in pytest's warnings summary): the file name given to ``warn_explicit`` is
+    not a real file, so no source line is printed under it."""
+    warnings.warn_explicit(line, FactoryWarning, filename="faildiag", lineno=0)
+
+
+# ----------------------------------------------------------------------------------------------------
+# a match: supporting evidence for the ranking
+# ----------------------------------------------------------------------------------------------------
+
+
+def is_card_rule(rule: Rule) -> bool:
+    return rule.id.startswith(RULE_PREFIX)
+
+
+def shown_directly(cause: RootCause) -> bool:
+    """A cause the logs show on their own: found by a built-in rule (or a stuck frame) from a line it saw,
+    not a fallback guess, a differential hypothesis, an inference of a rule, or a card."""
+    rule = cause.rule or ""
+    if not rule or rule == "fallback" or rule.startswith(("differential:", RULE_PREFIX)):
+        return False
+    if any(e.kind == "hypothesis" and e.source.startswith(("rule ", "factory:")) for e in cause.evidence):
+        return False
+    return any(e.kind == "direct" for e in cause.evidence)
+
+
+def support(causes: dict[str, RootCause], findings: Iterable[Any]) -> list[dict[str, Any]]:
+    """Apply card matches (``findings`` of card rules) to the candidate causes, in place; returns the
+    report's ``factory`` entries. A card raises the best cause of its category that a rule found; else
+    it adds its own candidate, kept below the best cause of another category the logs show directly."""
+    firsts: dict[str, Any] = {}
+    for f in findings:
+        if f.rule.id not in firsts or f.seq < firsts[f.rule.id].seq:
+            firsts[f.rule.id] = f
+    entries = []
+    for f in sorted(firsts.values(), key=lambda f: f.seq):
+        rule: Rule = f.rule
+        spec = rule.causes[0]
+        cid, title = rule.id[len(RULE_PREFIX) :], rule.title
+        cite = Evidence("hypothesis", rule.pack, f"{cid}: {title}")
+        seen = Evidence("direct", f.source, f.text[:500], f.line or None)
+        target = _supported(causes, spec.category)
+        if target is not None:
+            before = target.confidence
+            target.confidence = 1 - (1 - before) * (1 - CORROBORATION * spec.confidence)
+            if not shown_directly(target):
+                target.confidence = min(target.confidence, max(before, _ceiling(causes, spec.category)))
+            target.evidence.insert(min(1, len(target.evidence)), cite)
+            target.fix_hints.extend(h for h in spec.fix_hints if h not in target.fix_hints)
+            target.summary += f" (known issue {cid})"
+            effect = "raised"
+        else:
+            conf = min(spec.confidence, _ceiling(causes, spec.category))
+            target = RootCause(
+                spec.id, spec.category, conf, spec.summary, [seen, cite], fix_hints=list(spec.fix_hints), rule=rule.id
+            )
+            causes[spec.id] = target
+            effect = "candidate"
+        entries.append(
+            {
+                "id": cid,
+                "path": rule.pack[len("factory:") :],
+                "title": title,
+                "matched": {"source": f.source, "line": f.line or None, "excerpt": f.text[:300]},
+                "cause": target.id,
+                "effect": effect,
+            }
+        )
+    return entries
+
+
+def _supported(causes: dict[str, RootCause], category: str) -> RootCause | None:
+    """The best cause of ``category`` that a rule (not a fallback guess, a differential or a card) found."""
+    best = None
+    for c in causes.values():
+        rule = c.rule or ""
+        if c.category != category or not rule or rule == "fallback" or rule.startswith(("differential:", RULE_PREFIX)):
+            continue
+        if best is None or c.confidence > best.confidence:
+            best = c
+    return best
+
+
+def _ceiling(causes: dict[str, RootCause], category: str) -> float:
+    """How high a card may lift a cause of ``category``: below the best other-category direct cause."""
+    direct = [c.confidence for c in causes.values() if c.category != category and shown_directly(c)]
+    return UNDER_DIRECT * max(direct) if direct else 1.0
