@@ -64,7 +64,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else (Path("faildiag-out") if args.rescore else None)
     opts = rt.Options(run_tests=not args.no_run_tests, test_timeout=args.test_timeout,
                       install_deps=args.install_deps, work_dir=(out / ".work") if out else None,
-                      jobs=max(1, args.jobs))
+                      jobs=max(1, args.jobs), cache_dir=(out / ".rerun-cache") if out else None)
     try:
         result = rt.diagnose_experiments(Path(args.experiment_dir), opts)
     except rt.RetortInputError as exc:

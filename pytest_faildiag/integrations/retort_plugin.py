@@ -17,8 +17,11 @@ Contract with retort (why each rule exists):
 * never raises — a scorer that raises is recorded as 0.0 by retort's collector;
 * writes only dot-named files in ``<workspace>/.faildiag/`` — retort's harness check counts any file whose own
   name does not start with a dot as agent output, whatever folder it is in;
-* never overwrites an earlier capture — ``retort rescore`` re-runs scorers on the archive with a synthetic
-  exit code 0 and empty output, which would erase the real evidence; a re-score appends to ``.rescores.jsonl``.
+* never overwrites a capture with a re-score — ``retort rescore`` re-runs scorers on the archive with a synthetic
+  exit code 0 and empty output, which would erase the real evidence; a re-score appends to ``.rescores.jsonl``
+  (or, with no capture yet, writes one marked ``"origin": "rescore"``);
+* a retry's workspace is seeded with the earlier attempt's folder, ``.faildiag/`` included: a capture from
+  another workspace is kept as ``.capture.prior-N.json`` and the retry gets its own.
 
 What it cannot see: runs stopped by a usage limit (retort raises before scoring) and experiments aborted by a
 harness check or Ctrl-C; see docs/retort.md for the workaround.
@@ -26,6 +29,7 @@ harness check or Ctrl-C; see docs/retort.md for the workaround.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -151,10 +155,37 @@ def redact_long(text: str, piece: int = 1_000) -> str:
 def _atomic_write(path: Path, text: str) -> None:
     atomic_write(path, text)
 
-def capture(artifacts: Any, stack: Any) -> Path | None:
-    """Write ``<workspace>/.faildiag/.capture.json`` once; later calls only append to ``.rescores.jsonl``.
+def _workspace_id(out_dir: Any) -> str:
+    """A stable id of the live workspace (a digest, so no machine path lands in the archive)."""
+    return hashlib.sha256(str(out_dir).encode("utf-8", "replace")).hexdigest()[:16]
 
-    Returns the capture path, or None when there is no workspace. May raise; the scorer wraps it.
+
+def is_rescore(artifacts: Any) -> bool:
+    """retort's ``rescore``/``recover`` call scorers on the ARCHIVED folder with a synthetic exit code 0, empty
+    stdout/stderr and no runner metadata; a live run always carries the runner's metadata or some output."""
+    meta = getattr(artifacts, "metadata", None)
+    return (getattr(artifacts, "exit_code", None) == 0 and not getattr(artifacts, "stdout", "")
+            and not getattr(artifacts, "stderr", "") and not meta)
+
+
+def _prior_name(folder: Path) -> str:
+    n = 1
+    while (folder / f".capture.prior-{n}.json").exists():
+        n += 1
+    return f".capture.prior-{n}.json"
+
+
+def capture(artifacts: Any, stack: Any) -> Path | None:
+    """Write ``<workspace>/.faildiag/.capture.json`` for this attempt; returns its path (None: no workspace).
+
+    * a re-score (see :func:`is_rescore`) never replaces a capture: it is appended to ``.rescores.jsonl``; with
+      no capture yet, it writes one marked ``"origin": "rescore"`` (its exit code and output are synthetic);
+    * a capture that belongs to another workspace was copied in — retort seeds a retry or second chance with
+      the earlier attempt's folder, dot-folders included — so it is kept as ``.capture.prior-N.json`` and this
+      attempt gets its own capture;
+    * the same live workspace scored twice keeps the first capture (first writer wins, even if concurrent).
+
+    May raise; the scorer wraps it.
     """
     from pytest_faildiag.redact import redact_obj
 
@@ -167,14 +198,33 @@ def capture(artifacts: Any, stack: Any) -> Path | None:
     folder = root / CAPTURE_DIR
     folder.mkdir(exist_ok=True)
     target = folder / CAPTURE_FILE
+    rescore = is_rescore(artifacts)
+    prior: list[str] = []
     if target.exists():
-        note = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "exit_code": getattr(artifacts, "exit_code", None),
-                "note": "re-score; the original capture was kept"}
-        with open(folder / RESCORE_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(note) + "\n")
-        return target
+        if rescore:
+            note = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "origin": "rescore",
+                    "exit_code": getattr(artifacts, "exit_code", None),
+                    "note": "re-score; the original capture was kept"}
+            with open(folder / RESCORE_FILE, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(note) + "\n")
+            return target
+        try:
+            old = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        if isinstance(old, dict) and old.get("workspace_id") == _workspace_id(out_dir) and old.get("origin") != "rescore":
+            return target  # this attempt was already captured
+        name = _prior_name(folder)
+        os.replace(target, folder / name)
+        prior = [name, *(old.get("prior_captures") or [] if isinstance(old, dict) else [])]
     raw = build_capture(artifacts, stack)
+    raw["origin"] = "rescore" if rescore else "run"
+    raw["workspace_id"] = _workspace_id(out_dir)
+    if rescore:
+        raw["note"] = ("written by a re-score (retort rescore/recover) of the archived folder: exit code and output "
+                       "are synthetic, not the run's")
+    if prior:
+        raw["prior_captures"] = prior
     tails = {k: redact_long(raw.pop(k)) for k in ("stdout_tail", "stderr_tail")}
     data = redact_obj(raw)
     data.update(tails)

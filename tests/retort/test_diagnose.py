@@ -18,7 +18,7 @@ VERDICT_SUBTYPES = {
     "genuine": {"no_code", "compile_error", "tests_fail", "no_tests", "spec_shortfall", "non_termination",
                 "wrong_location"},
     "environment": {"rate_limit", "auth_expired", "stray_process", "resource_exhaustion", "registry_outage",
-                    "serving_failure"},
+                    "serving_failure", "agent_start_failure", "missing_toolchain"},
     "unknown": {"insufficient_evidence"},
 }
 PY = {"language": "python", "agent": "claude-code", "model": "sonnet"}
@@ -401,12 +401,13 @@ def test_a_whole_factor_level_failing_instantly_is_a_harness_config_cohort(exper
         assert any(c.kind == "direct" and "tooling=beads" in c.text for c in d.claims)
 
 
-def test_one_instant_zero_cost_failure_is_only_a_hint(experiment: Experiment) -> None:
+def test_one_run_that_did_no_model_work_is_an_environment_start_failure(experiment: Experiment) -> None:
     experiment.add_run(PY, status="crashed", error="", metrics={"_duration_seconds": 2.0, "_tokens": 0.0})
     experiment.add_run({**PY, "language": "go"}, status="completed", error=None, metrics={"test_coverage": 0.9})
     d = only(experiment.root)
-    assert d.subtype != "harness_config"
-    assert any(c.kind == "hypothesis" and "not a verdict" in c.text for c in d.claims)
+    assert (d.verdict, d.subtype) == ("environment", "agent_start_failure")  # one run: not a whole-level config
+    assert any(c.kind == "direct" and "0 tokens" in c.text and "no model work" in c.text for c in d.claims)
+    assert any(c.kind == "hypothesis" and "not logged in" in c.text for c in d.claims)
 
 
 def test_an_older_archive_without_a_factor_in_its_folder_name_is_matched(experiment: Experiment) -> None:

@@ -8,6 +8,7 @@ RunArtifacts has (output_dir, stdout, stderr, exit_code, duration_seconds, token
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -124,3 +125,33 @@ def test_captured_workspace_is_not_counted_as_agent_code(experiment: Experiment)
     retort_plugin.FaildiagCaptureScorer().score(Artifacts(d, exit_code=0), Stack())
     inv = rt.inventory(d)
     assert all(not s.startswith(".faildiag") for s in inv.sources)
+
+
+def test_a_retry_seeded_with_the_earlier_attempts_folder_gets_its_own_capture(tmp_path: Path) -> None:
+    scorer = retort_plugin.FaildiagCaptureScorer()
+    first, retry = tmp_path / "ws1", tmp_path / "ws2"
+    first.mkdir()
+    scorer.score(Artifacts(first, stdout="done", exit_code=0, metadata={"wrote_nothing": "false"}), Stack())
+    shutil.copytree(first, retry)  # retort seeds a second chance / retry with the earlier attempt's folder
+    scorer.score(Artifacts(retry, stderr="agent crashed", exit_code=1, metadata={"kill_reason": ""}), Stack())
+    cap = json.loads((retry / ".faildiag" / ".capture.json").read_text())
+    assert (cap["exit_code"], cap["stderr_tail"], cap["origin"]) == (1, "agent crashed", "run")
+    prior = json.loads((retry / ".faildiag" / cap["prior_captures"][0]).read_text())
+    assert prior["exit_code"] == 0 and prior["stdout_tail"] == "done"
+    # the same live workspace scored again keeps its first capture
+    scorer.score(Artifacts(retry, stderr="other", exit_code=2, metadata={"x": "y"}), Stack())
+    assert json.loads((retry / ".faildiag" / ".capture.json").read_text())["stderr_tail"] == "agent crashed"
+
+
+def test_a_capture_written_by_a_rescore_is_marked_and_not_read_as_the_runs_exit(tmp_path: Path) -> None:
+    d = tmp_path / "exp" / "runs" / "agent=claude-code_language=python" / "rep1-failed"
+    d.mkdir(parents=True)
+    (d / "_meta.json").write_text(json.dumps({"replicate": 1, "succeeded": False,
+                                              "run_config": {"language": "python", "agent": "claude-code"}}))
+    # what `retort rescore` passes: the archived folder, exit 0, no output, no runner metadata
+    retort_plugin.FaildiagCaptureScorer().score(Artifacts(d, exit_code=0, duration_seconds=0.0), Stack())
+    cap = json.loads((d / ".faildiag" / ".capture.json").read_text())
+    assert cap["origin"] == "rescore" and "synthetic" in cap["note"]
+    diag = rt.diagnose_experiments(tmp_path / "exp", rt.Options(run_tests=False)).diagnoses[0]
+    assert not any("duration 0s" in c.text or "no model work" in c.text for c in diag.claims)
+    assert diag.verdict == "unknown"  # a crash with no logs: the synthetic exit 0 is not evidence

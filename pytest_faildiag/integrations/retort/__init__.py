@@ -4,8 +4,8 @@ retort (adrianco/retort) runs AI coding agents on tasks, scores the workspace, a
 when ``test_coverage == 0``; its DB then says "tests did not run" for *any* gate failure. Most recorded
 failures turned out to be harness artefacts, so this module never concludes from the gate verdict alone:
 
-1. *find* failed runs — ``retort.db`` rows with status failed/crashed, ``rep<N>-failed`` folders, runs whose
-   ``scores.json`` is all zero or has ``test_coverage == 0``;
+1. *find* every failed attempt — ``retort.db`` rows with status failed/crashed, every ``rep<N>``/``rep<N>-failed``
+   folder a later attempt superseded, runs whose ``scores.json`` is all zero or has ``test_coverage == 0``;
 2. *gather* every signal the run left (DB status/error/metrics, ``_meta.json``, scores, ``evaluation.md``,
    ``findings.jsonl``, agent logs in their JSON formats, our own ``.faildiag/.capture.json``);
 3. *ground-truth*: inventory the code (subfolders count) and run the run's own tests in a clean copy, bounded
@@ -16,7 +16,9 @@ Bad input never raises out of :func:`diagnose_experiments` except :class:`Retort
 nothing retort-like in it), which the CLI turns into one line and exit 2. A locked or corrupt ``retort.db``
 degrades to a folder-only diagnosis with a claim saying so.
 
-The package follows those stages, one module each: ``discover`` (experiments, ``retort.db`` rows, run folders),
+The package follows those stages, one module each: ``discover`` (experiments, ``retort.db`` rows, every archived
+attempt and which later one superseded it), ``environment`` (configured limits, runs that did no model work,
+failures clustered in time),
 ``signals`` (``_meta.json``, scores, ``evaluation.md``, ``findings.jsonl``, agent logs, ``rules/retort.toml``
 signatures), ``groundtruth`` (the run's own tests in a clean copy, toolchain detection), ``verdicts`` (verdicts,
 subtypes, claims), ``pipeline`` (:func:`diagnose_experiments`), ``report`` (roll-up, text/JSON output),

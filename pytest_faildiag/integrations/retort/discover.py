@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_faildiag.fsio import loads_json, within
+from pytest_faildiag.integrations.retort.environment import experiment_limits, mark_clusters
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Claim, RetortInputError, RunRecord
 from pytest_faildiag.integrations.retort.signals import _load_folder_signals, _read_json
 
@@ -91,8 +92,8 @@ def read_db(db_path: Path) -> DbRows:
         return DbRows([], 0, f"retort.db could not be opened: {exc}")
     try:
         con.row_factory = sqlite3.Row
-        runs = [dict(r) for r in con.execute(
-            "SELECT id, replicate, status, error_message, run_config_json FROM experiment_runs")]
+        # every column: older schemas lack some (finished_at dates the failures for the time clustering)
+        runs = [dict(r) for r in con.execute("SELECT * FROM experiment_runs")]
         metrics: dict[int, dict[str, float]] = {}
         for r in con.execute("SELECT run_id, metric_name, value FROM run_results"):
             metrics.setdefault(r["run_id"], {})[r["metric_name"]] = r["value"]
@@ -112,91 +113,248 @@ def _scores_failed(scores: dict[str, Any]) -> bool:
     return scores.get("test_coverage") == 0 or all(v == 0 for v in vals)
 
 
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _rep_folders(runs_dir: Path) -> dict[tuple[str, int], dict[str, Path]]:
+    """Every archived attempt, keyed by (cell path relative to runs/, replicate) -> {"plain"|"failed": folder}.
+
+    Why a walk and not ``runs/*/rep*``: a factor value holding ``/`` (``model=mlxlocal/org--name``) nests the cell
+    several folders deep, exactly as retort's own ``_iter_archive_cells`` walks it; a rep folder holds the
+    workspace, never further cells, so the walk does not descend into one.
+    """
+    found: dict[tuple[str, int], dict[str, Path]] = {}
+    if not runs_dir.is_dir():
+        return found
+    for dirpath, dirnames, _files in os.walk(runs_dir):
+        here = Path(dirpath)
+        reps = [d for d in dirnames if re.fullmatch(r"rep\d+(-failed)?", d)]
+        dirnames[:] = [d for d in dirnames if d not in reps and d not in _NOISE_DIRS and not d.startswith(".")]
+        if len(here.relative_to(runs_dir).parts) > 8:
+            dirnames[:] = []
+        for name in reps:
+            m = re.fullmatch(r"rep(\d+)(-failed)?", name)
+            assert m is not None
+            cell = here.relative_to(runs_dir).as_posix()
+            found.setdefault((cell, int(m.group(1))), {})["failed" if m.group(2) else "plain"] = here / name
+    return found
+
+
+def _succeeded(folder: Path) -> bool | None:
+    meta, _ = _read_json(folder / "_meta.json", folder)
+    v = meta.get("succeeded") if isinstance(meta, dict) else None
+    return v if isinstance(v, bool) else None
+
+
+def _captured_at(folder: Path) -> str | None:
+    cap, _ = _read_json(folder / ".faildiag" / ".capture.json", folder)
+    v = cap.get("captured_at") if isinstance(cap, dict) and cap.get("origin") != "rescore" else None
+    return v if isinstance(v, str) else None
+
+
+def _attempt_order(plain: Path, failed: Path, decisive_only: bool = False) -> tuple[str | None, str]:
+    """Which of ``repN`` and ``repN-failed`` is the LATER attempt when no DB row says so: ``("plain"|"failed", why)``
+    or ``(None, why)``.
+
+    retort names a folder ``-failed`` when the agent exited non-zero, and when a retry or second chance that
+    succeeded replaces ``repN`` it renames the older ``repN`` to ``repN-failed`` (keeping its ``succeeded: true``).
+    A crashed retry lands in ``repN-failed`` next to the older ``repN``, so the name alone does not order them.
+    """
+    if _succeeded(failed) is True:
+        return "plain", ("repN-failed records succeeded=true: retort renamed it when a later attempt replaced repN")
+    a, b = _captured_at(plain), _captured_at(failed)
+    if a and b and a != b:
+        return ("plain" if a > b else "failed"), "the faildiag captures' timestamps"
+    if (failed / "FEEDBACK.md").is_file() and not (plain / "FEEDBACK.md").is_file():
+        return "failed", ("repN-failed holds FEEDBACK.md (a second chance is seeded with it) and exited non-zero: "
+                          "it is the crashed second chance after repN")
+    if decisive_only:  # archive times are a weaker signal than a DB row
+        return None, "the archive does not record which attempt came first"
+    try:
+        ta, tb = (plain / "_meta.json").stat().st_mtime, (failed / "_meta.json").stat().st_mtime
+    except OSError:
+        return None, "the archive does not record which attempt came first"
+    if abs(ta - tb) > 2:
+        return ("plain" if ta > tb else "failed"), "the archive times of their _meta.json"
+    return None, "the archive does not record which attempt came first"
+
+
+def _scores_of(folder: Path) -> dict[str, Any]:
+    scores, _ = _read_json(folder / "scores.json", folder)
+    return scores if isinstance(scores, dict) else {}
+
+
 def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | None]:
-    """Every failed run of one experiment, DB rows first, then folders the DB does not account for."""
+    """Every failed attempt of one experiment: the DB's failed rows, and every other archived attempt that failed
+    (superseded ``repN-failed`` folders, the older ``repN`` a crashed retry left behind, folders without a row).
+
+    Each record says which later attempt superseded it (``superseded_by``) — retort's DB keeps only the LAST
+    attempt of a (cell, replicate), so the older folders are the only trace of the earlier ones.
+    """
     db = read_db(exp / "retort.db")
     runs_dir = exp / "runs"
+    folders = _rep_folders(runs_dir)
     records: list[RunRecord] = []
     claimed: set[Path] = set()
-
-    def rel(p: Path) -> str:
-        try:
-            return p.relative_to(root).as_posix()
-        except ValueError:
-            return p.as_posix()
-
-    by_key: dict[tuple[str, int], str] = {}
-    completed_keys = set()
-    for row in db.rows:
-        if row.get("status") == "completed":
-            try:
-                rc0 = loads_json(row.get("run_config_json") or "{}")
-                completed_keys.add((cell_name(rc0 if isinstance(rc0, dict) else {}), int(row.get("replicate") or 0)))
-            except (ValueError, TypeError):
-                pass
+    rows_by_key: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for row in db.rows:
         try:
             rc = loads_json(row.get("run_config_json") or "{}")
-            rc = rc if isinstance(rc, dict) else {}
         except (ValueError, TypeError):
             rc = {}
-        cell = cell_name(rc)
-        rep = int(row.get("replicate") or 0)
-        by_key[(cell, rep)] = row.get("status") or ""
-        if row.get("status") == "completed":
-            continue
-        matched_cell = cell if (runs_dir / cell).is_dir() else _closest_cell(runs_dir, rc)
-        plain = runs_dir / matched_cell / f"rep{rep}"
-        failed_dir = runs_dir / matched_cell / f"rep{rep}-failed"
-        # A crashed run is archived as repN-failed; a gate-failed one (agent exited 0) keeps repN.
-        order = [failed_dir, plain] if row.get("status") == "crashed" else [plain, failed_dir]
-        if (cell, rep) in completed_keys:  # the plain repN folder belongs to the completed retry
-            order = [failed_dir]
-        rep_dir = next((d for d in order if d.is_dir()), None)
-        rec = RunRecord(
-            experiment=exp, rel=rel(rep_dir or plain), rep_dir=rep_dir, cell=cell, replicate=rep,
-            db_id=row.get("id"), db_status=row.get("status"), db_error=row.get("error_message"),
-            run_config={str(k): str(v) for k, v in rc.items()}, metrics=row.get("metrics", {}),
-        )
-        if (cell, rep) in completed_keys:
-            rec.retry_completed = True
-            rec.notes.append(Claim("another DB row with the same configuration and replicate is 'completed': this "
-                                   "attempt was superseded by a recorded retry", "direct", "retort.db experiment_runs"))
-        if rep_dir is not None:
-            claimed.add(rep_dir)
-            if matched_cell != cell:
-                rec.notes.append(Claim(f"no folder named after the DB run config; matched folder {matched_cell} "
-                                       "whose factors are a subset of it", "hypothesis", rec.rel))
-        records.append(rec)
+        row["_rc"] = rc if isinstance(rc, dict) else {}
+        try:
+            rep = int(row.get("replicate") or 0)
+        except (TypeError, ValueError):
+            rep = 0
+        row["_rep"] = rep
+        cell = cell_name(row["_rc"])
+        row["_cell"] = cell if (runs_dir / cell).is_dir() or not runs_dir.is_dir() else _closest_cell(runs_dir, row["_rc"])
+        rows_by_key.setdefault((row["_cell"], rep), []).append(row)
 
-    if runs_dir.is_dir():
-        for rep_dir in sorted(runs_dir.glob("*/rep*")):
-            m = re.fullmatch(r"rep(\d+)(-failed)?", rep_dir.name)
-            if not m or not rep_dir.is_dir() or rep_dir in claimed:
+    def add(rec: RunRecord) -> RunRecord:
+        records.append(rec)
+        if rec.rep_dir is not None:
+            claimed.add(rec.rep_dir)
+        return rec
+
+    for (cell, rep), rows in rows_by_key.items():
+        pair = folders.get((cell, rep), {})
+        completed = [r for r in rows if r.get("status") == "completed"]
+        # The folder of the recorded (latest) attempt; the other one is an older attempt it superseded. What the
+        # folders themselves record (a renamed attempt, a crashed second chance, capture times) outranks the DB
+        # status, which `retort rescore` rewrites from whichever folder it scores.
+        latest_row = completed[0] if completed else rows[-1]
+        recorded = _recorded_folder(latest_row, pair)
+        if pair.get("plain") and pair.get("failed") and not completed:
+            later, _why = _attempt_order(pair["plain"], pair["failed"], decisive_only=True)
+            if later is not None:
+                recorded = pair[later]
+        for row in rows:
+            _add_db_row(exp, root, row, pair, bool(completed) and row.get("status") != "completed", add,
+                        recorded if row is latest_row else _recorded_folder(row, pair))
+        for folder in pair.values():
+            if folder in claimed or folder == recorded:
                 continue
-            scores, _ = _read_json(rep_dir / "scores.json", exp)
-            is_failed_dir = bool(m.group(2))
-            if not is_failed_dir and not (isinstance(scores, dict) and _scores_failed(scores)):
-                continue
-            rep = int(m.group(1))
-            status = by_key.get((rep_dir.parent.name, rep))
-            rec = RunRecord(experiment=exp, rel=rel(rep_dir), rep_dir=rep_dir, cell=rep_dir.parent.name,
-                            replicate=rep, db_status=status)
-            plain = rep_dir.parent / f"rep{rep}"
-            if is_failed_dir and plain.is_dir():
-                rec.superseded_by = rel(plain)
-                rec.retry_completed = status == "completed"
-            records.append(rec)
+            rec = add(_folder_record(exp, root, folder, cell, rep, latest_row.get("status")))
+            if recorded is None and latest_row.get("status") == "completed":
+                rec.superseded_by = f"{_rel(exp / 'runs' / cell, root)}/rep{rep} (completed in retort.db, not archived)"
+                rec.retry_completed = True
+                rec.notes.append(Claim("retort.db records this cell and replicate as completed by a later attempt "
+                                       "whose folder is not archived", "direct", "retort.db experiment_runs"))
+            elif recorded is not None:
+                rec.superseded_by = _rel(recorded, root)
+                rec.retry_completed = latest_row.get("status") == "completed"
+                rec.notes.append(Claim(f"an earlier attempt of this cell and replicate: retort's DB keeps one row per "
+                                       f"replicate, and that row ('{latest_row.get('status')}') belongs to "
+                                       f"{_rel(recorded, root)}", "direct", "retort.db experiment_runs"))
+
+    for (cell, rep), pair in sorted(folders.items()):
+        if (cell, rep) in rows_by_key:
+            continue
+        _add_folder_pair(exp, root, cell, rep, pair, add)
 
     cohorts = _instant_fail_cohorts(db.rows)
+    limits = experiment_limits(exp)
     for rec in records:
         if rec.db_id in cohorts:
             rec.cohort = cohorts[rec.db_id]
+        rec.limits = dict(limits)
         _load_folder_signals(rec)
         if db.problem:
             rec.notes.append(Claim(f"{db.problem}; diagnosed from the run folder only", "direct", "retort.db"))
-    total = db.total_runs or (len(list(runs_dir.glob("*/rep*"))) if runs_dir.is_dir() else 0)
+    mark_clusters(records)
+    total = db.total_runs or len(folders)
     return records, total, db.problem
+
+
+def _recorded_folder(row: dict[str, Any], pair: dict[str, Path]) -> Path | None:
+    """The folder of the attempt a DB row records: a crash is archived ``-failed``, anything else as ``repN``.
+
+    Older retort versions named the folder after the gate verdict instead, so the other folder is the fallback.
+    """
+    first, second = ("failed", "plain") if row.get("status") == "crashed" else ("plain", "failed")
+    if row.get("status") == "completed" and first == "plain" and not pair.get("plain"):
+        # a completed run's agent exited 0: a -failed folder whose agent exited non-zero is not its folder
+        failed = pair.get("failed")
+        return failed if failed is not None and _succeeded(failed) is not False else None
+    return pair.get(first) or pair.get(second)
+
+
+def _add_db_row(exp: Path, root: Path, row: dict[str, Any], pair: dict[str, Path], later_completed: bool,
+                add: Any, own: Path | None) -> None:
+    """A record for one DB row that is not ``completed`` (a completed row only supersedes others)."""
+    if row.get("status") == "completed":
+        return
+    runs_dir = exp / "runs"
+    cell, rep = row["_cell"], row["_rep"]
+    rep_dir = None if later_completed else own
+    if later_completed:  # the folders belong to the completed retry; this row's own folder was replaced
+        rep_dir = pair.get("failed") if pair.get("failed") and _succeeded(pair["failed"]) is not True else None
+    plain = runs_dir / cell / f"rep{rep}"
+    rec = RunRecord(
+        experiment=exp, rel=_rel(rep_dir or plain, root), rep_dir=rep_dir, cell=cell, replicate=rep,
+        db_id=row.get("id"), db_status=row.get("status"), db_error=row.get("error_message"),
+        run_config={str(k): str(v) for k, v in row["_rc"].items()}, metrics=row.get("metrics", {}),
+        finished_at=str(row.get("finished_at") or "") or None,
+    )
+    if later_completed:
+        rec.retry_completed = True
+        rec.superseded_by = _rel(pair["plain"], root) if pair.get("plain") else "a completed DB row"
+        rec.notes.append(Claim("another DB row with the same configuration and replicate is 'completed': this "
+                               "attempt was superseded by a recorded retry", "direct", "retort.db experiment_runs"))
+    if rep_dir is not None and cell != cell_name(row["_rc"]):
+        rec.notes.append(Claim(f"no folder named after the DB run config; matched folder {cell} "
+                               "whose factors are a subset of it", "hypothesis", rec.rel))
+    add(rec)
+
+
+def _folder_record(exp: Path, root: Path, folder: Path, cell: str, rep: int, status: str | None) -> RunRecord:
+    """A record for an archived attempt the DB has no row for (its own row was replaced by a later attempt's).
+
+    ``status`` is the DB status of the attempt that superseded it, kept only for context, never as this one's."""
+    rec = RunRecord(experiment=exp, rel=_rel(folder, root), rep_dir=folder, cell=cell, replicate=rep)
+    rec.later_status = status
+    return rec
+
+
+def _add_folder_pair(exp: Path, root: Path, cell: str, rep: int, pair: dict[str, Path], add: Any) -> None:
+    """Attempts with no DB row: order ``repN``/``repN-failed`` from what the folders themselves record."""
+    plain, failed = pair.get("plain"), pair.get("failed")
+    plain_failed = plain is not None and _scores_failed(_scores_of(plain))
+    if plain is None or failed is None:
+        if failed is not None:
+            add(_folder_record(exp, root, failed, cell, rep, None))
+        elif plain is not None and plain_failed:
+            add(_folder_record(exp, root, plain, cell, rep, None))
+        return
+    later, why = _attempt_order(plain, failed)
+    if later == "plain":
+        rec = add(_folder_record(exp, root, failed, cell, rep, None))
+        rec.superseded_by = _rel(plain, root)
+        rec.retry_completed = not plain_failed and bool(_scores_of(plain))
+        rec.notes.append(Claim(f"superseded by the later attempt {_rel(plain, root)} ({why})", "direct", rec.rel))
+        if plain_failed:
+            add(_folder_record(exp, root, plain, cell, rep, None))
+        return
+    if later == "failed":
+        # repN was retried, so it had failed whatever its scores say; the -failed crash is the recorded attempt
+        rec = add(_folder_record(exp, root, plain, cell, rep, None))
+        rec.superseded_by = _rel(failed, root)
+        rec.notes.append(Claim(f"superseded by the later attempt {_rel(failed, root)} ({why})", "direct", rec.rel))
+        add(_folder_record(exp, root, failed, cell, rep, None))
+        return
+    for folder, other in ((failed, plain), (plain, failed)):
+        if folder is plain and not plain_failed:
+            continue
+        rec = add(_folder_record(exp, root, folder, cell, rep, None))
+        rec.attempt_order_unknown = True
+        rec.notes.append(Claim(f"another attempt of this cell and replicate exists ({_rel(other, root)}); {why}",
+                               "direct", rec.rel))
 
 
 def _instant(row: dict[str, Any]) -> bool:

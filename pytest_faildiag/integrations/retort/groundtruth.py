@@ -9,15 +9,19 @@ timeout and the whole process group killed. Which of these held is recorded on t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pytest_faildiag.fsio import atomic_write, read_capped
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Inventory, Options, RunRecord, TestRun
 from pytest_faildiag.integrations.retort.signals import _read_json
 from pytest_faildiag.redact import redact_text
@@ -41,7 +45,7 @@ _SOURCE_EXT = {
     ".lua": "lua", ".jl": "julia", ".groovy": "groovy", ".vue": "javascript", ".svelte": "javascript",
 }
 _TEST_NAME = re.compile(
-    r"(^test_.*\.py$|_test\.py$|_test\.go$|\.test\.[cm]?[jt]sx?$|\.spec\.[cm]?[jt]sx?$|Tests?\.(java|kt|cs|swift)$"
+    r"(^test_.*\.py$|^tests?\.py$|_tests\.py$|_test\.py$|_test\.go$|\.test\.[cm]?[jt]sx?$|\.spec\.[cm]?[jt]sx?$|Tests?\.(java|kt|cs|swift)$"
     r"|_test\.exs$|_tests?\.erl$|_SUITE\.erl$|_test\.clj$|_spec\.rb$)"
 )
 _TEST_DIRS = {"tests", "test", "__tests__", "spec", "features"}
@@ -56,6 +60,9 @@ def inventory(rep_dir: Path) -> Inventory:
                        and not d.startswith(".")]
         rel_dir = Path(dirpath).relative_to(rep_dir)
         if rel_dir.parts[:1] == ("data",):
+            continue
+        if "CMakeCache.txt" in filenames:  # a CMake build tree (any name): generated, not the agent's code
+            dirnames[:] = []
             continue
         for fn in filenames:
             if fn in _HARNESS_FILES or fn.startswith("."):
@@ -72,6 +79,56 @@ def inventory(rep_dir: Path) -> Inventory:
             roots[rel_dir.parts[0] if rel_dir.parts else "."] += 1
     inv.roots = [r for r, _ in roots.most_common()]
     return inv
+
+
+_BUILD_FILES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt", "Package.swift", "meson.build")
+_NAMED_SOURCE = re.compile(r"(?<![\w$(])([\w./-]+\.(?:c|cc|cpp|cxx|m|mm|swift|rs|go|java|cs|zig))\b")
+
+
+def missing_named_sources(rep_dir: Path) -> tuple[str, list[str]] | None:
+    """A build file that names source files none of which are in the folder: ``(build file, names)``.
+
+    Why: some archives keep a project's build file but not its sources; "no code" would then blame the model for
+    what the archive dropped.
+    """
+    for name in _BUILD_FILES:
+        for bf in (rep_dir / name, *rep_dir.glob(f"*/{name}")):
+            try:
+                text = read_capped(bf, 100_000).decode("utf-8", "replace")
+            except OSError:
+                continue
+            names = sorted({m.group(1) for m in _NAMED_SOURCE.finditer(text) if "$" not in m.group(1)})
+            if names and not any((bf.parent / n).exists() or list(rep_dir.rglob(Path(n).name))[:1] for n in names):
+                return bf.relative_to(rep_dir).as_posix(), names[:8]
+    return None
+
+
+def archive_drops_language(rep_dir: Path, language: str) -> str | None:
+    """The archive's own ``.gitignore`` rule that keeps none of ``language``'s source files under ``runs/``.
+
+    retort's public archive ignores everything under ``runs/`` and re-includes an allow-list of extensions; a
+    language missing from it (C, Objective-C, Swift, C#) can never have code in a committed archive, so an empty
+    folder there says nothing about the model. Reads the nearest ``.gitignore`` files above the run folder.
+    """
+    exts = {e for e, lang in _SOURCE_EXT.items() if lang == language}
+    if not exts:
+        return None
+    for up, parent in enumerate(list(rep_dir.parents)[:12], start=1):
+        try:
+            text = read_capped(parent / ".gitignore", 200_000).decode("utf-8", "replace")
+        except OSError:
+            continue
+        lines = [ln.strip() for ln in text.splitlines()]
+        allow_list = [ln for ln in lines if re.search(r"(^|/)runs/\*\*/\*$", ln) and not ln.startswith("!")]
+        if not allow_list:
+            continue
+        kept = {m.group(1).lower() for ln in lines if ln.startswith("!") and "runs/" in ln
+                for m in [re.search(r"\*(\.[\w+]+)$", ln)] if m}
+        if not exts & kept:
+            return (f"the .gitignore {up} folder(s) above the run ignores {allow_list[0]} and re-includes no "
+                    f"{'/'.join(sorted(exts))} file")
+        return None
+    return None
 
 
 _INLINE_TEST = re.compile(
@@ -235,9 +292,16 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path, bo
            "-p", "no:faildiag", "-o", "addopts="]
     rc, out, dur = box.run(cmd, root, timeout, env)
     shown = "python -m coverage run --source=. -m pytest -q"
+    extra = _unittest_files(root) if rc == 5 else []
+    if extra:
+        # pytest's default file patterns skip tests.py / *_tests.py, but it runs unittest suites in files it is
+        # given by name: a working unittest suite there is not "no tests"
+        rc, out, d2 = box.run([*cmd, *extra], root, timeout, env)
+        dur += d2
+        shown += " " + " ".join(extra)
     if rc is None:
         return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
-    passed, failed = _count(r"(\d+) passed", out), _count(r"(\d+) (?:failed|errors?)\b", out)
+    passed, failed = _pytest_counts(out)
     missing = re.search(r"No module named '([\w\.]+)'", out)
     cov = None
     if cov_file.exists():
@@ -267,6 +331,36 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path, bo
     return result
 
 
+_UNITTEST_FILE = re.compile(r"^(tests?|.*_tests|tests?_?[a-z0-9]+)\.py$", re.I)
+_PYTEST_DEFAULT = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def _unittest_files(root: Path) -> list[str]:
+    """Test-looking Python files pytest's default patterns do not collect (``tests.py``, ``app_tests.py``)."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS and not d.startswith(".")]
+        for fn in sorted(filenames):
+            if _UNITTEST_FILE.match(fn) and not _PYTEST_DEFAULT.match(fn):
+                out.append((Path(dirpath) / fn).relative_to(root).as_posix())
+        if len(out) > 20:
+            break
+    return out[:20]
+
+
+def _pytest_counts(out: str) -> tuple[int, int]:
+    """(passed, failed+errors) from pytest's final summary line only.
+
+    Why only that line: "Interrupted: 1 error during collection" above it names the same error, so counting
+    every "N error" in the output counted one collection error twice.
+    """
+    summary = [ln for ln in out.splitlines()
+               if re.search(r"\b\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s", ln)
+               or re.search(r"\bno tests ran in [\d.]+s", ln)]
+    line = summary[-1] if summary else ""
+    return _count(r"(\d+) passed", line), _count(r"(\d+) (?:failed|errors?)\b", line)
+
+
 def _count(pattern: str, text: str) -> int:
     return sum(int(m) for m in re.findall(pattern, text))
 
@@ -286,6 +380,11 @@ _NATIVE = {
     "swift": (["swift", "test"], "swift"),
     "clojure": (["clojure", "-M:test"], "clojure"),
 }
+# npm install failing in a native addon's build (node-gyp), as opposed to the registry being unreachable
+_NATIVE_BUILD_FAIL = re.compile(r"gyp ERR! \$npm_package_name (?P<pkg>[\w@/.-]+)|gyp ERR! (build|configure) error"
+                                r"|prebuild-install.{0,40}(err|warn)|Could not locate the bindings file")
+# The dependency fetch of each native tool (run with the network, before the tests, with --install-deps).
+_FETCH = {"cargo": ["cargo", "fetch"], "go": ["go", "mod", "download"]}
 _DEPS_OFFLINE = re.compile(
     r"no matching package|failed to (download|get|load source)|attempting to make an http request, but --offline"
     r"|could not resolve (dependencies|host)|cannot access central .{0,40}offline|dependency .{0,80} not found"
@@ -333,7 +432,8 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     if install_deps:
         # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
         # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
-        cmd = [c for c in cmd if c not in ("--offline", "-o")]
+        if tool not in _FETCH:  # cargo/go fetch in their own install step; their tests stay offline
+            cmd = [c for c in cmd if c not in ("--offline", "-o")]
         env.update({"CARGO_HOME": str(work / "cargo-home"),
                     "GOPATH": str(work / "gopath"), "GOMODCACHE": str(work / "gopath" / "mod")})
         if tool == "mvn":
@@ -341,7 +441,20 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
         rc, out, _ = box.run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env, install=True)
         if rc != 0:
+            native = _NATIVE_BUILD_FAIL.search(out)
+            if native and not _DEPS_OFFLINE.search(out):
+                # the registry answered; a native addon the project depends on does not build: the project as
+                # written does not install here (npm install is all-or-nothing, so no test can run either)
+                return TestRun("compile_error", "npm install", excerpt=_tail(out),
+                               missing_module=native.group("pkg") if native.groupdict().get("pkg") else None)
             return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
+    fetch = _FETCH.get(tool) if install_deps else None
+    if fetch:
+        # The test command itself never gets the network, so dependencies are fetched first, in the install step
+        # (into the work folder's caches set above), and the tests then build from those caches.
+        rc, out, _ = box.run(fetch, root, 300, env, install=True)
+        if rc != 0:
+            return TestRun("deps_unavailable", " ".join(fetch), excerpt=_tail(out))
     rc, out, dur = box.run(cmd, root, timeout, env)
     shown = " ".join(cmd)
     if rc is None:
@@ -392,8 +505,58 @@ def _missing_support_data(root: Path, output: str) -> bool:
     return False
 
 
+def _cache_key(rep_dir: Path, language: str, opts: Options) -> str | None:
+    """Digest of everything a rerun depends on: the folder's files (names and contents) and the options.
+
+    Content, not mtimes: a fresh checkout of the same archive must hit the cache. None when the folder cannot be
+    read (then nothing is cached).
+    """
+    h = hashlib.sha256(json.dumps([_CACHE_VERSION, language, opts.install_deps, opts.test_timeout,
+                                   sorted((opts.extra_env or {}).items())], default=str).encode())
+    try:
+        for dirpath, dirnames, filenames in os.walk(rep_dir):
+            dirnames[:] = sorted(d for d in dirnames if d not in _NOISE_DIRS)
+            for fn in sorted(filenames):
+                f = Path(dirpath) / fn
+                h.update(f.relative_to(rep_dir).as_posix().encode() + b"\0")
+                st = f.lstat()
+                if stat.S_ISLNK(st.st_mode):  # a link is hashed by where it points, never followed
+                    h.update(b"->" + os.readlink(f).encode("utf-8", "replace"))
+                elif not stat.S_ISREG(st.st_mode) or st.st_size > _CACHE_HASH_BYTES:  # FIFOs, devices: never read
+                    h.update(f"{stat.S_IFMT(st.st_mode)}:{st.st_size}".encode())
+                else:
+                    h.update(read_capped(f, _CACHE_HASH_BYTES))
+    except OSError:
+        return None
+    return h.hexdigest()[:32]
+
+
+_CACHE_VERSION = 2  # bump when the rerun logic changes what a folder yields
+_CACHE_HASH_BYTES = 4 << 20
+
+
+def _cache_load(path: Path) -> TestRun | None:
+    try:
+        data = json.loads(read_capped(path, 1_000_000))
+        return TestRun(**{k: v for k, v in data.items() if k in TestRun.__dataclass_fields__})
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _cache_store(path: Path, res: TestRun) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps(asdict(res)) + "\n")
+    except OSError:
+        pass
+
+
 def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
-    """Run the run's own tests in a clean temporary copy, sandboxed, bounded by ``opts.test_timeout``."""
+    """Run the run's own tests in a clean temporary copy, sandboxed, bounded by ``opts.test_timeout``.
+
+    With ``opts.cache_dir`` a result is kept per folder content and options, so a second pass over the same
+    archive reruns nothing (the whole-archive pass is minutes; the cache makes the next one seconds).
+    """
     if not opts.run_tests:
         return TestRun("not_run", excerpt="--no-run-tests given")
     if rec.rep_dir is None:
@@ -401,6 +564,19 @@ def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
     language = rec.language or (inv.languages.most_common(1)[0][0] if inv.languages else "")
     if language == "typescript" and not inv.languages.get("typescript") and inv.languages.get("javascript"):
         language = "javascript"
+    key = _cache_key(rec.rep_dir, language, opts) if opts.cache_dir is not None else None
+    cached = _cache_load(opts.cache_dir / f"{key}.json") if key and opts.cache_dir is not None else None
+    if cached is not None:
+        cached.cached = True
+        return cached
+    res = _ground_truth_uncached(rec, language, opts)
+    if key and opts.cache_dir is not None and res.status not in {"error"}:
+        _cache_store(opts.cache_dir / f"{key}.json", res)
+    return res
+
+
+def _ground_truth_uncached(rec: RunRecord, language: str, opts: Options) -> TestRun:
+    assert rec.rep_dir is not None
     base = opts.work_dir
     if base is not None:
         base.mkdir(parents=True, exist_ok=True)
@@ -428,5 +604,6 @@ def ground_truth(rec: RunRecord, inv: Inventory, opts: Options) -> TestRun:
         elif res.status in {"failed", "error"} and _missing_support_data(root, res.excerpt):
             res.status = "data_missing"
         res.root = rel_root
+        res.timeout_s = opts.test_timeout
         res.excerpt = res.excerpt.replace(str(copy), "<run>").replace(str(work), "<work>")
         return res

@@ -61,8 +61,13 @@ class RunRecord:
     eval_text: str = ""
     findings: list[dict[str, Any]] = field(default_factory=list)
     capture: dict[str, Any] = field(default_factory=dict)
-    superseded_by: str | None = None
-    retry_completed: bool = False
+    superseded_by: str | None = None  # the later attempt that replaced this one (run path), when known
+    retry_completed: bool = False  # ... and that later attempt completed
+    attempt_order_unknown: bool = False  # repN and repN-failed both exist and nothing records which came first
+    later_status: str | None = None  # DB status of the row that superseded this folder's attempt
+    finished_at: str | None = None  # DB time the attempt was recorded
+    limits: dict[str, float] = field(default_factory=dict)  # the experiment's configured limits, in seconds
+    cluster: str | None = None  # other no-work failures of the experiment close in time (an outage)
     cohort: str | None = None
     notes: list[Claim] = field(default_factory=list)
 
@@ -104,6 +109,8 @@ class TestRun:
     duration_s: float = 0.0
     sandbox_held: list[str] = field(default_factory=list)
     sandbox_not_held: list[str] = field(default_factory=list)
+    timeout_s: float | None = None  # the bound this rerun ran under
+    cached: bool = False  # reused from an earlier pass (``--out``'s rerun cache), not run again now
 
     @property
     def conclusive(self) -> bool:
@@ -145,6 +152,8 @@ class RunDiagnosis:
     test_run: TestRun | None = None
     recorded_test_coverage: float | None = None
     superseded: bool = False
+    superseded_by: str | None = None
+    retry_completed: bool = False
 
     def to_contract(self) -> dict[str, Any]:
         return redact_obj({
@@ -158,6 +167,8 @@ class RunDiagnosis:
         out["db_run_id"] = self.db_id
         out["recorded_test_coverage"] = self.recorded_test_coverage
         out["superseded"] = self.superseded
+        out["superseded_by"] = self.superseded_by
+        out["retry_completed"] = self.retry_completed
         out["test_run"] = redact_obj(asdict(self.test_run)) if self.test_run else None
         return out
 
@@ -172,6 +183,7 @@ class Options:
     work_dir: Path | None = None
     extra_env: dict[str, str | None] = field(default_factory=dict)
     jobs: int = 1
+    cache_dir: Path | None = None  # reruns keyed by the run folder's content: a second pass reuses them
 
 
 @dataclass

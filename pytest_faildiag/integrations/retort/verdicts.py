@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_faildiag.integrations.retort.groundtruth import ground_truth, inventory
+from pytest_faildiag.integrations.retort.environment import at_limit, did_no_work, is_kill, telemetry
+from pytest_faildiag.integrations.retort.groundtruth import (
+    archive_drops_language,
+    ground_truth,
+    inventory,
+    missing_named_sources,
+)
 from pytest_faildiag.integrations.retort.model import (
     _GATE_ERROR,
     Claim,
@@ -39,20 +45,23 @@ def recorded_test_coverage(rec: RunRecord) -> float | None:
 
 
 def _telemetry_claims(rec: RunRecord, logs: LogSignals) -> list[Claim]:
-    """Duration/tokens/cost as context; '$0 and instant' is noted as a hint, never used as a verdict."""
+    """Duration/tokens/cost as context, and what they say about the environment (see ``environment``)."""
     out: list[Claim] = []
-    dur = _num(rec.metrics.get("_duration_seconds") or rec.capture.get("duration_seconds"))
-    tok = _num(rec.metrics.get("_tokens") if "_tokens" in rec.metrics else rec.capture.get("token_count"))
-    cost = _num(rec.metrics.get("_cost_usd") or (rec.capture.get("metadata") or {}).get("total_cost_usd"))
+    dur, tok, cost = telemetry(rec)
     if dur is not None or tok is not None:
         parts = [f"duration {dur:.0f}s" if dur is not None else "", f"tokens {int(tok)}" if tok is not None else "",
                  f"cost ${cost:.4f}" if cost is not None else ""]
         src = "retort.db run_results" if rec.metrics else f"{rec.rel}/.faildiag/.capture.json"
         out.append(Claim("recorded " + ", ".join(p for p in parts if p), "direct", src))
-        if dur is not None and dur < 60 and not tok and not cost:
-            out.append(Claim("finished in under a minute for $0/0 tokens: hints at an interrupted or blocked start, "
-                             "but local models cost $0 and wall-clock kills record 0 tokens, so this is not a verdict",
-                             "hypothesis", src))
+        no_work = did_no_work(rec)
+        if no_work:
+            out.append(Claim(f"the agent {no_work}: it did no model work, so what stopped it was outside the model",
+                             "direct", src))
+    limit = at_limit(rec)
+    if limit:
+        out.append(Claim(limit, "direct", "retort.db run_results + workspace.yaml"))
+    if rec.cluster:
+        out.append(Claim(rec.cluster, "direct", "retort.db experiment_runs.finished_at"))
     if logs.present:
         out.append(Claim(f"agent logs present: {', '.join(logs.present)}", "direct", rec.rel))
     return out
@@ -69,9 +78,11 @@ def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
     src = f"{tr.command or 'test run'} in a clean copy of {rec.rel}/{'' if tr.root == '.' else tr.root}".rstrip("/")
     cov = f", coverage {tr.coverage:.0%}" if tr.coverage is not None else ""
     text = {
-        "passed": f"the run's own tests pass: {tr.passed} passed, {tr.failed} failed{cov}",
+        "passed": f"the run's own tests passed here: {tr.passed} passed, {tr.failed} failed{cov}",
         "failed": f"the run's own tests fail: {tr.passed} passed, {tr.failed} failed",
-        "compile_error": "the code does not compile / import (syntax or build error)",
+        "compile_error": ("the code does not compile / import (syntax or build error)" if tr.command != "npm install"
+                          else "npm install fails building the native dependency "
+                               f"{tr.missing_module or '(see excerpt)'} here, so no test can run"),
         "no_tests": "the test runner found no tests to run",
         "undeclared_deps": f"tests fail at import of '{tr.missing_module}', which no requirements/pyproject declares",
         "deps_unavailable": "the project's dependencies are not available here (offline/not installed); "
@@ -79,11 +90,14 @@ def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
         "toolchain_missing": f"could not run the tests: {(tr.excerpt or 'toolchain missing')[:300]}",
         "data_missing": "the tests need task support data (data/...) that the archive does not hold; "
                         f"{tr.failed} failed/errored here for that reason, which says nothing about the code",
-        "timeout": "the test run did not finish within the timeout",
+        "timeout": f"the rerun of the tests did not finish within its {tr.timeout_s or 0:.0f}s timeout and was "
+                   "killed with everything it started",
         "not_run": f"tests not run: {tr.excerpt}",
         "error": f"test run errored before any test ran: {tr.excerpt[-200:]}",
     }.get(tr.status, tr.status)
     kind = "direct" if tr.status not in {"not_run"} else "hypothesis"
+    if tr.cached:
+        text += " (rerun reused from an earlier pass over the same folder content)"
     return Claim(text, kind, src)
 
 
@@ -114,10 +128,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         # rule id last: the redactor masks the word after a secret-looking "name:" (e.g. "auth-expired: x")
         claims.append(Claim(f"{h.excerpt[:240]} (rule {h.signature.id})", h.signature.kind, h.source))
 
+    live_cap = rec.capture if rec.capture.get("origin") != "rescore" else {}
     crashed = rec.db_status == "crashed" or rec.meta.get("succeeded") is False or \
-        (rec.capture.get("exit_code") not in (None, 0))
+        (live_cap.get("exit_code") not in (None, 0))
     err = (rec.db_error or "").strip()
-    kill = (rec.capture.get("metadata") or {}).get("kill_reason") or rec.capture.get("kill_reason")
 
     inv = inventory(rec.rep_dir) if rec.rep_dir is not None else Inventory()
     if rec.rep_dir is not None:
@@ -130,24 +144,59 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         if (crashed or not inv.sources) and (h.signature.kind == "direct" or not inv.sources):
             return _done(rec, claims, _Verdict(h.signature.verdict, h.signature.subtype, h.signature.action), tc)
 
-    # 2. Killed by the harness's wall clock or stall guard: the agent did not terminate.
-    if _TIMEOUT_ERROR.search(err) or kill:
-        return _done(rec, claims, _Verdict(
-            "genuine", "non_termination",
-            "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
-            "budget and re-run"), tc, test_run=None)
+    # 2. Killed by the harness's wall clock or stall guard (or ended exactly at the configured limit).
+    if is_kill(rec) or (crashed and at_limit(rec)):
+        return _killed(rec, claims, inv, opts, tc)
+
+    # 2b. The agent did no model work at all: an environment stop (or the harness's config, for a whole level).
+    if did_no_work(rec):
+        return _no_work(rec, claims, tc)
 
     # 3. The DB records a run the archive does not hold.
     if rec.rep_dir is None:
         claims.append(Claim(f"no archived folder runs/{rec.cell}/rep{rec.replicate}[-failed] for this DB row", "direct",
                             rec.rel))
+        rq = _num(rec.metrics.get("requirement_coverage"))
+        if rq is not None and rq < 1.0:
+            claims.append(Claim(f"retort's spec judge recorded requirement_coverage={rq:g} (<1): the code fell short "
+                                "of the spec whatever its tests did", "direct", "retort.db run_results"))
+            return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
+                                               "count as a genuine spec shortfall; the code itself cannot be "
+                                               "re-checked (not archived)"), tc)
         return _done(rec, claims, _Verdict(
             "infra_false_fail", "archive_gap",
             "the measurement cannot be verified; re-run the cell (retort run --resume --retry-failed) with archiving on"),
             tc)
 
+    # 3b. A half-written folder: no code and none of the files retort writes when it archives a run.
+    if not inv.sources and not any((rec.rep_dir / n).is_file() for n in ("_meta.json", "scores.json", "stack.json", "TASK.md")):
+        claims.append(Claim("the folder holds none of the files retort writes when it archives a run (_meta.json, "
+                            "scores.json, stack.json, TASK.md): it is half-written or trimmed", "direct", rec.rel))
+        return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
+                                           "the archive of this run is incomplete; re-run the cell to settle it"), tc)
+
     # 4. No code at all.
     if not inv.sources:
+        if tc is not None and tc > 0 and rec.rep_dir.name.endswith("-failed") and rec.meta.get("succeeded") is True:
+            claims.append(Claim("the agent exited 0 and its tests ran (test_coverage>0), yet the attempt was archived "
+                                "as -failed: retort renames an attempt a later one replaced, so a later gate (spec "
+                                "or factual) failed it", "hypothesis", rec.rel))
+            return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
+                                               "count as a genuine spec shortfall of this attempt; its code was not "
+                                               "archived, so it cannot be re-checked"), tc)
+        dropped = archive_drops_language(rec.rep_dir, rec.language) if rec.language else None
+        if dropped is not None:
+            claims.append(Claim(f"the archive cannot hold {rec.language} code: {dropped}", "direct", ".gitignore"))
+            return _done(rec, claims, _Verdict("infra_false_fail", "archive_gap",
+                                               f"the archive keeps no {rec.language} sources: the failure cannot be "
+                                               "re-checked from it; diagnose the working tree's runs/ instead"), tc)
+        lost = missing_named_sources(rec.rep_dir)
+        if lost is not None:
+            claims.append(Claim(f"{lost[0]} names {', '.join(lost[1])}; none of them is in the archived folder",
+                                "direct", f"{rec.rel}/{lost[0]}"))
+            return _done(rec, claims, _Verdict("infra_false_fail", "archive_gap",
+                                               "the archive dropped this run's sources: the failure cannot be "
+                                               "re-checked; keep sources in the archive and re-run the cell"), tc)
         if tc is not None and tc > 0:
             claims.append(Claim(f"test_coverage={tc:g} was measured at scoring time, so code existed then; the "
                                 "archive holds none of it", "direct", rec.rel))
@@ -169,13 +218,21 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             claims.append(Claim("a retry of the identical configuration completed, so what stopped this attempt "
                                 "was transient (interruption, limit, serving hiccup), not the model", "hypothesis",
                                 rec.rel))
-        if crashed and not logs.present and not rec.capture:
+            if not logs.present and not live_cap:
+                claims.append(Claim("it exited non-zero and left no files of its own: the agent most likely never "
+                                    "got to work (not logged in, a quota or usage-limit window, the model server "
+                                    "down); its logs, which would name the cause, were not archived",
+                                    "hypothesis", rec.rel))
+                return _done(rec, claims, _Verdict("environment", "agent_start_failure",
+                                                   "not a model result; keep the agent's stderr (faildiag_capture) "
+                                                   "to name the cause next time"), tc)
+        if crashed and not logs.present and not live_cap:
             claims.append(Claim("the agent exited non-zero and left no code and no logs; the cause is not recorded",
                                 "hypothesis", rec.rel))
             return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
                                                "re-run this cell with the faildiag retort plugin enabled to capture "
                                                "agent output"), tc)
-        if not logs.present and not rec.capture:
+        if not logs.present and not live_cap:
             claims.append(Claim("a blocked file-write tool leaves the same empty workspace; the agent logs that "
                                 "would tell the two apart were not archived", "hypothesis", rec.rel))
         return _done(rec, claims, _Verdict("genuine", "no_code",
@@ -219,10 +276,19 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
                                            "tests pass and no recorded gate explains the failure; read evaluation.md"),
                      tc, tr)
+    if tr.status == "undeclared_deps" and not (set(inv.sources) - set(inv.tests)):
+        claims.append(Claim(f"the tests import '{tr.missing_module}', and the run folder holds no code besides its "
+                            "tests: the module under test was never written (not a missing package)", "direct",
+                            rec.rel))
+        return _done(rec, claims, _Verdict("genuine", "no_code",
+                                           "count as a genuine miss: only tests were written"), tc, tr)
     if tr.status == "undeclared_deps":
         return _done(rec, claims, _Verdict("infra_false_fail", "undeclared_deps",
                                            f"declare '{tr.missing_module}' (or have the scorer install test deps) and "
                                            "rescore"), tc, tr)
+    if tr.status == "compile_error" and tr.command == "npm install":
+        claims.append(Claim("this machine's Node toolchain may differ from the runner's; retort's own evaluation "
+                            "of the run tells whether the dependency built there", "hypothesis", rec.rel))
     if tr.status == "compile_error":
         return _done(rec, claims, _Verdict("genuine", "compile_error", "count as a genuine miss (does not build)"), tc, tr)
     if tr.status == "failed":
@@ -245,15 +311,68 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         return _done(rec, claims, _Verdict("genuine", "spec_shortfall",
                                            "count as a genuine spec shortfall (per retort's gate); tests not re-run"),
                      tc, tr)
+    if tr.status == "timeout":
+        claims.append(Claim(f"the rerun hung past {tr.timeout_s or opts.test_timeout:.0f}s; nothing it printed "
+                            "settles the verdict", "direct", _test_claim(rec, tr).source))
     guess = _guess_from_records(rec)
     if guess is not None:
         claims.append(Claim(guess[2], "hypothesis", guess[3]))
         return _done(rec, claims, _Verdict(guess[0], guess[1],
                                            "install the toolchain/dependencies and re-run the diagnosis to confirm"),
                      tc, tr)
+    settle = {"timeout": f"rerun with a larger --test-timeout (this one was {tr.timeout_s or opts.test_timeout:.0f}s)",
+              "toolchain_missing": "install the language toolchain here and diagnose again",
+              "deps_unavailable": "pass --install-deps (network for the install step only) and diagnose again",
+              "data_missing": "provide the task's support data (data/...) and diagnose again"}
     return _done(rec, claims, _Verdict("unknown", "insufficient_evidence",
-                                       "install the language toolchain (or pass --install-deps) and diagnose again"),
-                 tc, tr)
+                                       settle.get(tr.status, "install the language toolchain (or pass "
+                                                             "--install-deps) and diagnose again")), tc, tr)
+
+
+def _killed(rec: RunRecord, claims: list[Claim], inv: Inventory, opts: Options, tc: float | None) -> RunDiagnosis:
+    """A harness kill (wall clock or stall guard): the agent did not finish — unless its code already works.
+
+    Code that passes its own tests when the clock ran out means the budget, not the model, ended the run.
+    """
+    if inv.sources and rec.rep_dir is not None:
+        tr = ground_truth(rec, inv, opts)
+        claims.append(_test_claim(rec, tr))
+        if tr.status == "passed" and at_limit(rec):
+            claims.append(Claim("the code passes its own tests, so the configured wall clock, not the model, ended "
+                                "this run", "hypothesis", rec.rel))
+            return _done(rec, claims, _Verdict("infra_false_fail", "harness_config",
+                                               "raise timeout_minutes for this cell and re-run it"), tc, tr)
+        return _done(rec, claims, _Verdict(
+            "genuine", "non_termination",
+            "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
+            "budget and re-run"), tc, tr)
+    return _done(rec, claims, _Verdict(
+        "genuine", "non_termination",
+        "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
+        "budget and re-run"), tc)
+
+
+def _no_work(rec: RunRecord, claims: list[Claim], tc: float | None) -> RunDiagnosis:
+    """A run that spent no tokens: a whole factor level (config), several cells at once (outage) or one start."""
+    if rec.cohort:
+        claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
+        claims.append(Claim("the harness could not launch or configure runs of that factor level", "hypothesis",
+                            "retort.db"))
+        return _done(rec, claims, _Verdict("infra_false_fail", "harness_config",
+                                           "fix how the harness runs that factor level (prompt file, agent flags, "
+                                           "tooling) and re-run those cells"), tc)
+    if rec.cluster:
+        claims.append(Claim("several cells stopping without model work at the same time point at the model server "
+                            "or provider being down (or a login/quota that lapsed for all of them)", "hypothesis",
+                            "retort.db"))
+        return _done(rec, claims, _Verdict("environment", "serving_failure",
+                                           "check the model server/provider for that window, then re-run these "
+                                           "cells (retort run --resume --retry-failed)"), tc)
+    claims.append(Claim("the agent could not start work: not logged in, a quota or usage-limit window, or the model "
+                        "server not answering; its stderr (not archived) would name which", "hypothesis", rec.rel))
+    return _done(rec, claims, _Verdict("environment", "agent_start_failure",
+                                       "not a model result: re-run the cell; keep the agent's stderr "
+                                       "(faildiag_capture) to name the cause"), tc)
 
 
 def _unusual_runner(rep_dir: Path | None, language: str) -> bool:
@@ -300,8 +419,8 @@ def _done(rec: RunRecord, claims: list[Claim], v: _Verdict, tc: float | None,
                   redact_text(c.source)) for c in claims]
     return RunDiagnosis(run=rec.rel, verdict=v.verdict, subtype=v.subtype, claims=safe, action=v.action,
                         experiment=str(rec.experiment), db_id=rec.db_id, test_run=test_run,
-                        recorded_test_coverage=tc,
-                        superseded=rec.retry_completed)
+                        recorded_test_coverage=tc, superseded=rec.superseded_by is not None,
+                        superseded_by=rec.superseded_by, retry_completed=rec.retry_completed)
 
 
 def _classify_safely(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunDiagnosis:
