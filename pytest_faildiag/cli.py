@@ -2,7 +2,9 @@
 
 Each command module exposes ``configure(parser)`` (cheap: argparse only) and ``run(args) -> int``.
 Heavy imports happen inside ``run`` so ``faildiag --help`` and ``faildiag diagnose`` stay fast.
-Any error a command does not handle becomes one line on stderr and exit 2, never a traceback.
+Any error a command does not handle becomes one line on stderr and exit 2, never a traceback; so does a
+command whose module cannot be imported (it names the module and the error, rather than vanishing from
+the parser and reading as "invalid choice").
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         try:
             module = importlib.import_module(module_name)
-        except ImportError:
+        except Exception as exc:  # a broken install or module (ImportError, SyntaxError...): listed, says why
+            p = sub.add_parser(name, help=f"{help_text} (unavailable: cannot import {module_name})",
+                               description=help_text, add_help=False)
+            p.add_argument("rest", nargs=argparse.REMAINDER)
+            p.set_defaults(_broken=f"command {name!r} is unavailable: cannot import {module_name}: "
+                                   f"{type(exc).__name__}: {exc}")
             continue
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(p)
@@ -59,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(only).parse_args(argv)
+        if getattr(args, "_broken", None):
+            raise UsageError(args._broken)
         if not getattr(args, "_module", None):
             build_parser().print_help(sys.stderr)
             return 2
@@ -70,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the last line of defence: one line, never a traceback
+    except Exception as exc:  # the last line of defence: a command's unhandled error is one line, never a traceback
         print(f"faildiag: internal error: {type(exc).__name__}: {_shown(exc)}", file=sys.stderr)
         return 2
 
