@@ -51,7 +51,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         except Exception as exc:  # a broken install or module (ImportError, SyntaxError...): listed, says why
             p = sub.add_parser(name, help=f"{help_text} (unavailable: cannot import {module_name})",
                                description=help_text, add_help=False)
-            p.add_argument("rest", nargs=argparse.REMAINDER)
             p.set_defaults(_broken=f"command {name!r} is unavailable: cannot import {module_name}: "
                                    f"{type(exc).__name__}: {exc}")
             continue
@@ -65,9 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
-        args = build_parser(only).parse_args(argv)
+        parser = build_parser(only)
+        args, unknown = parser.parse_known_args(argv)  # parse_args, with the broken command's check first
         if getattr(args, "_broken", None):
             raise UsageError(args._broken)
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         if not getattr(args, "_module", None):
             build_parser().print_help(sys.stderr)
             return 2
