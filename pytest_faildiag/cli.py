@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("pytest_faildiag.commands.diagnose", "diagnose logs, folders or stdin"),
@@ -33,7 +34,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print usage + exit 2; keep it to one line
+    def error(self, message: str) -> NoReturn:  # argparse would print usage + exit 2; keep it to one line
         raise UsageError(message)
 
 

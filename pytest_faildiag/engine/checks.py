@@ -207,7 +207,7 @@ def _flight_not_started(ctx: CheckContext, cause: RootCause, finding: dict[str, 
 
 
 def _rank_divergence(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
-    where = {}
+    where: dict[str, str] = {}
     for d in ctx.scan.dumps:
         inner = d.innermost
         if d.rank is not None and inner:

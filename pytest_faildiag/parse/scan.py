@@ -242,9 +242,9 @@ class _Scanner:
             self._keep(self.res.dumps, self.dump)
             return
         if "Traceback (most recent call last)" in body:
-            tb = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
-            self.open_tb[rank] = tb
-            self._keep_tb(tb)
+            opened = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
+            self.open_tb[rank] = opened
+            self._keep_tb(opened)
             return
         if any(c in body for c in _CHAIN):
             self.pending_chain[rank] = True
@@ -295,13 +295,16 @@ class _Scanner:
         self._keep_tb(tb)
 
     def _elastic_line(self, body: str) -> None:
+        block = self.elastic
+        if block is None:
+            return
         self.elastic_left -= 1
         s = body.strip()
         if ":" in s and not s.startswith("Traceback"):
             key, _, value = s.partition(":")
             key = key.strip()
-            if key in {"time", "host", "rank", "exitcode", "error_file", "traceback"} and key not in self.elastic.fields:
-                self.elastic.fields[key] = value.strip()[:500]
+            if key in {"time", "host", "rank", "exitcode", "error_file", "traceback"} and key not in block.fields:
+                block.fields[key] = value.strip()[:500]
         if self.elastic_left <= 0 or s.startswith("====="):
             self.elastic = None
 
@@ -389,7 +392,7 @@ class _Scanner:
         self.res.seq += 1
         return self.res.seq
 
-    def _keep(self, lst: list, item: Any, cap: int = 50) -> None:
+    def _keep(self, lst: list[Any], item: Any, cap: int = 50) -> None:
         lst.append(item)
         if len(lst) > cap:
             del lst[1]
@@ -640,7 +643,7 @@ def _scan_with_grep(path: str | None, source: str, ruleset: RuleSet, result: Sca
     return True
 
 
-def _skip_line(f) -> None:
+def _skip_line(f: BinaryIO) -> None:
     while True:
         more = f.readline(CHUNK)
         if not more or more.endswith(b"\n"):
