@@ -722,11 +722,6 @@ class LockBuilder(threading.Thread):
                 pass
 
     def run(self) -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("pytest_faildiag.capture.envlock") is None:
-            self.note = "the environment lock module is not available"
-            return
         cmd = [sys.executable, "-c", _LOCK_SCRIPT]
         nice = shutil.which("nice")
         if nice:

@@ -271,3 +271,17 @@ class PytestTimeoutBridge:
         if TIMEOUT_PLUGIN_KEY in item.stash:
             self.dumper.cancel()
         return None
+
+
+def timeout_option(config: pytest.Config) -> float | None:
+    """The session-wide hang timeout: ``--faildiag-timeout`` or ini ``faildiag_timeout``; None when unset or
+    not positive. Here, beside the watchdog it arms, so the session and the reruns both read it."""
+    value = config.getoption("faildiag_timeout", None)
+    if value is None:
+        raw = str(config.getini("faildiag_timeout") or "").strip()
+        try:
+            value = float(raw) if raw else None
+        except ValueError:
+            warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
+            value = None
+    return value if value and value > 0 else None

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
 from .pytest_rerun import register as register_rerun
 from .pytest_rerun import test_timeout
@@ -85,7 +86,7 @@ class FaildiagSession:
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
-        timeout = _timeout_option(config)
+        timeout = timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
             from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
 
@@ -473,18 +474,6 @@ def _write(tr: Any, text: str, **markup: bool) -> None:
     from ..sanitize import display
 
     tr.write_line(display(text, one_line=True), **markup)
-
-
-def _timeout_option(config: pytest.Config) -> float | None:
-    value = config.getoption("faildiag_timeout", None)
-    if value is None:
-        raw = str(config.getini("faildiag_timeout") or "").strip()
-        try:
-            value = float(raw) if raw else None
-        except ValueError:
-            warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
-            value = None
-    return value if value and value > 0 else None
 
 
 def _report_texts(rep: pytest.TestReport) -> dict[str, str]:
