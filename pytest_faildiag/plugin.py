@@ -65,7 +65,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], 
             from .integrations.pytest_args import repair_early_parse
 
             repair_early_parse(early_config, args)
-    except Exception as exc:
+    except Exception as exc:  # a faildiag option problem must not stop pytest from starting: warn instead
         import warnings
 
         warnings.warn(pytest.PytestWarning(f"faildiag: could not check how pytest read the faildiag options "
