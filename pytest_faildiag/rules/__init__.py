@@ -101,9 +101,10 @@ class RuleSet:
     fallback: dict[str, Any]
     next_actions: dict[str, list[str]]
     reasoning: Reasoning = field(default_factory=Reasoning)
-    scanner: object | None = field(default=None, compare=False, repr=False)
+    scanner: object | None = field(default=None, init=False, compare=False, repr=False)
     """What ``parse.scan`` compiles from these rules on first use (its regexes and keyword tables). Kept
-    on the rule set so it lives and dies with it and can never be handed to another rule set."""
+    on the rule set so it lives and dies with it and can never be handed to another rule set (not an
+    init field, so ``dataclasses.replace`` starts the new rule set without it)."""
 
     def by_id(self, rule_id: str) -> Rule | None:
         for r in self.rules:

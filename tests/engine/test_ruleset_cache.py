@@ -4,6 +4,7 @@ whose id was reused, and it missed its own keyword)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 from pytest_faildiag.parse.scan import ScanResult, compiled, scan_text
@@ -40,3 +41,16 @@ def test_the_compiled_scanner_is_built_once_and_kept_on_the_rule_set() -> None:
     assert rs.scanner is first and compiled(rs) is first
     other = build_ruleset([("probe.toml", PACK.replace("{n}", "1"))])
     assert other == rs and compiled(other) is not first  # equal rule sets, each with its own scanner
+
+
+def test_a_rule_set_made_with_replace_compiles_its_own_scanner() -> None:
+    """Team cards extend a rule set with ``dataclasses.replace``: the base's scanner must not come along."""
+    base = build_ruleset([("probe.toml", PACK.replace("{n}", "1"))])
+    scan_text("QZXWIDGET1JAM\n", "log", base, ScanResult())  # compiles the base's scanner
+    more = build_ruleset([("probe.toml", PACK.replace("{n}", "2"))])
+    extended = dataclasses.replace(base, rules=[*base.rules, *more.rules],
+                                   keyword_index={**base.keyword_index, **more.keyword_index},
+                                   keyword_regex=more.keyword_regex)
+    result = ScanResult()
+    scan_text("step: QZXWIDGET2JAM on the line\n", "log", extended, result)
+    assert [f.rule.id for f in result.findings] == ["probe.2"]
