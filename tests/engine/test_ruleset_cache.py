@@ -48,9 +48,12 @@ def test_a_rule_set_made_with_replace_compiles_its_own_scanner() -> None:
     base = build_ruleset([("probe.toml", PACK.replace("{n}", "1"))])
     scan_text("QZXWIDGET1JAM\n", "log", base, ScanResult())  # compiles the base's scanner
     more = build_ruleset([("probe.toml", PACK.replace("{n}", "2"))])
-    extended = dataclasses.replace(base, rules=[*base.rules, *more.rules],
-                                   keyword_index={**base.keyword_index, **more.keyword_index},
-                                   keyword_regex=more.keyword_regex)
+    extended = dataclasses.replace(
+        base,
+        rules=[*base.rules, *more.rules],
+        keyword_index={**base.keyword_index, **more.keyword_index},
+        keyword_regex=more.keyword_regex,
+    )
     result = ScanResult()
     scan_text("step: QZXWIDGET2JAM on the line\n", "log", extended, result)
     assert [f.rule.id for f in result.findings] == ["probe.2"]
