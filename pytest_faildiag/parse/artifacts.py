@@ -133,7 +133,8 @@ def read_flight_recorder(path: Path) -> dict[str, Any] | None:
         "pg_status": plain(data.get("pg_status")),
     }
     if first:
-        frames = first.get("frames") if isinstance(first.get("frames"), list) else []
+        raw_frames = first.get("frames")
+        frames: list[Any] = raw_frames if isinstance(raw_frames, list) else []
         user = next((fr for fr in reversed(frames) if isinstance(fr, dict)
                      and "site-packages" not in (_text(fr.get("filename")) or "")), None)
         summary["first_incomplete"] = {
