@@ -2,7 +2,9 @@
 
 Each command module exposes ``configure(parser)`` (cheap: argparse only) and ``run(args) -> int``.
 Heavy imports happen inside ``run`` so ``faildiag --help`` and ``faildiag diagnose`` stay fast.
-Any error a command does not handle becomes one line on stderr and exit 2, never a traceback.
+Any error a command does not handle becomes one line on stderr and exit 2, never a traceback; so does a
+command whose module cannot be imported (it names the module and the error, rather than vanishing from
+the parser and reading as "invalid choice").
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "diagnose": ("pytest_faildiag.commands.diagnose", "diagnose logs, folders or stdin"),
@@ -31,7 +34,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print usage + exit 2; keep it to one line
+    def error(self, message: str) -> NoReturn:  # argparse would print usage + exit 2; keep it to one line
         raise UsageError(message)
 
 
@@ -46,7 +49,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         try:
             module = importlib.import_module(module_name)
-        except ImportError:
+        except Exception as exc:  # a broken install or module (ImportError, SyntaxError...): listed, says why
+            p = sub.add_parser(name, help=f"{help_text} (unavailable: cannot import {module_name})",
+                               description=help_text, add_help=False)
+            p.set_defaults(_broken=f"command {name!r} is unavailable: cannot import {module_name}: "
+                                   f"{type(exc).__name__}: {exc}")
             continue
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(p)
@@ -58,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
-        args = build_parser(only).parse_args(argv)
+        parser = build_parser(only)
+        args, unknown = parser.parse_known_args(argv)  # parse_args, with the broken command's check first
+        if getattr(args, "_broken", None):
+            raise UsageError(args._broken)
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         if not getattr(args, "_module", None):
             build_parser().print_help(sys.stderr)
             return 2
@@ -70,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the last line of defence: one line, never a traceback
+    except Exception as exc:  # the last line of defence: a command's unhandled error is one line, never a traceback
         print(f"faildiag: internal error: {type(exc).__name__}: {_shown(exc)}", file=sys.stderr)
         return 2
 

@@ -321,7 +321,7 @@ def signature_keywords(pattern: str) -> Keywords:
         m = _FLAGS.match(body)
     if "x" in flags:
         raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
-    words = []
+    words: list[str] = []
     for runs in _required_runs(body, pattern):
         best = max(runs, key=len, default="")
         if len(best) < MIN_KEYWORD:
@@ -677,14 +677,11 @@ class _Memo:
         fac = read_factory(root)
         for line in fac.problems:
             _warn_line(line)
-        combined = with_cards(base, fac.rules)
-        old = self.entries.pop(key, None)
-        if old is not None:
-            _forget(old[2])
+        combined = with_cards(base, fac.rules)  # a new RuleSet: the scanner it compiles lives and dies with it
+        self.entries.pop(key, None)
         self.entries[key] = (base, folders, combined, fac)
         while len(self.entries) > self.size:
-            _, evicted = self.entries.popitem(last=False)
-            _forget(evicted[2])
+            self.entries.popitem(last=False)
         return combined, fac
 
 
@@ -693,14 +690,6 @@ def _unchanged(folders: tuple[tuple[str, int], ...]) -> bool:
         return bool(folders) and all(os.stat(f).st_mtime_ns == t for f, t in folders)
     except OSError:
         return False
-
-
-def _forget(ruleset: RuleSet) -> None:
-    """The scanner memoises its compiled alternation by ``id(ruleset)``: drop it with the rule set, so a
-    later rule set at the same address never inherits another factory's keywords."""
-    from .parse import scan
-
-    scan._CACHE.pop(id(ruleset), None)
 
 
 _MEMO = _Memo()

@@ -1,8 +1,10 @@
-"""The ``pytest11`` entry of pytest-faildiag: options, one fixture, and a ``pytest_configure`` that
-registers the real machinery (``integrations.pytest_session.FaildiagSession``) only when it is asked for.
+"""The ``pytest11`` entry of pytest-faildiag: options, faildiag's hookspecs (``pytest_addhooks``), one
+fixture, and a ``pytest_configure`` that registers the real machinery
+(``integrations.pytest_session.FaildiagSession``) only when it is asked for.
 
 Without ``--faildiag`` (or ini ``faildiag = true``) nothing else is imported and no hook of ours runs per
-test; ``-p no:faildiag`` removes even this module. See docs/pytest-plugin.md.
+test; ``-p no:faildiag`` removes even this module. See docs/pytest-plugin.md; for the
+``pytest_faildiag_*`` hooks a conftest.py may implement, see ``hookspecs.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ if TYPE_CHECKING:
     from .capture.subproc import CapturedRun
 
 PLUGIN_NAME = "faildiag-session"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Make faildiag's hooks (rule packs, checks, evidence) pytest hooks: conftest files and plugins
+    implement them as they implement any other, and the engine calls them through ``config.hook``."""
+    from . import hookspecs  # pluggy only: cheap
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,7 +65,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], 
             from .integrations.pytest_args import repair_early_parse
 
             repair_early_parse(early_config, args)
-    except Exception as exc:
+    except Exception as exc:  # a faildiag option problem must not stop pytest from starting: warn instead
         import warnings
 
         warnings.warn(pytest.PytestWarning(f"faildiag: could not check how pytest read the faildiag options "
@@ -84,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from .integrations.pytest_session import FaildiagSession
 
         config.pluginmanager.register(FaildiagSession(config), PLUGIN_NAME)
-    except Exception as exc:  # never let the diagnosis tool stop the test run
+    except Exception as exc:  # the diagnosis tool must never stop the test run: it becomes a warning
         import warnings
 
         warnings.warn(pytest.PytestWarning(f"faildiag disabled: {type(exc).__name__}: {exc}"), stacklevel=1)
@@ -99,9 +109,10 @@ def faildiag_run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     the test fails, what the command wrote is read as evidence for its diagnosis (with ``--faildiag``).
     """
     from .capture.subproc import run_captured
+    from .integrations.pytest_session import RUNS_KEY
 
     runs: list[Any] = []
-    request.node.stash[_RUNS_KEY] = runs
+    request.node.stash[RUNS_KEY] = runs
     session = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
 
     def _run(argv: Any, *, timeout: float | None = None, env: dict[str, str] | None = None,
@@ -115,6 +126,3 @@ def faildiag_run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
         return result
 
     yield _run
-
-
-_RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()

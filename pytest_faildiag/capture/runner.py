@@ -661,10 +661,7 @@ def warm_imports() -> None:
     between the command's exit and ours is latency the user sees."""
 
     def load() -> None:
-        try:
-            from .. import redact  # noqa: F401
-        except ImportError:  # pragma: no cover
-            pass
+        from .. import redact  # noqa: F401
 
     threading.Thread(target=load, name="faildiag-warm", daemon=True).start()
 
@@ -725,11 +722,6 @@ class LockBuilder(threading.Thread):
                 pass
 
     def run(self) -> None:
-        import importlib.util
-
-        if importlib.util.find_spec("pytest_faildiag.capture.envlock") is None:
-            self.note = "the environment lock module is not available"
-            return
         cmd = [sys.executable, "-c", _LOCK_SCRIPT]
         nice = shutil.which("nice")
         if nice:
@@ -862,7 +854,7 @@ def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | 
     context["extra_evidence"] = extra
     kwargs = dict(texts=texts, exit_code=None if result.hung else result.exit_status,
                   command=command_text(result.command), lock=lock, context=context, probe_machine=True,
-                  cwd=os.getcwd())
+                  cwd=os.getcwd(), out_dir=opts.out)
     try:
         diag = diagnose([*logs, *result.collected], **kwargs)
     except InputError:  # a collected path was unusable (binary, unreadable): our own logs still are

@@ -436,10 +436,8 @@ def _diff_with_green(snapshot: Path | None) -> list[dict[str, Any]]:
     for folder in (snapshot, snapshot.parent):
         green = _read_json(folder / GREEN_LOCK)
         if isinstance(green, dict) and "packages" in green:
-            try:
-                from ..capture.envlock import diff_locks
-            except ImportError:  # pragma: no cover
-                return []
+            from ..capture.envlock import diff_locks
+
             return redact_obj([c for c in diff_locks(green, failure) if c.get("kind") != "git"])
     return []
 

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         lock = _read_lock(args.lock) if args.lock else None
         diag = job or diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
                                stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
-                               factory_root=_factory_root(args.factory_root))
+                               factory_root=_factory_root(args.factory_root), out_dir=args.out)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:

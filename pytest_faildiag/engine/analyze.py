@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 import signal as _signal
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import FailurePoint, FailureProfile
-from ..parse.scan import Finding, ScanResult
+from ..parse.scan import Finding, ScanResult, Traceback
 from ..rules import RuleSet
 
 _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins on ties of evidence
@@ -75,7 +76,7 @@ def exit_findings(ruleset: RuleSet, exit_code: int | None) -> list[Finding]:
             for r in ruleset.exit_rules if exit_code in r.exit_codes]
 
 
-def order_key(f: Finding) -> tuple:
+def order_key(f: Finding) -> tuple[bool, int, str, int]:
     """Best first: non-downstream, higher priority, then earliest (timestamp, then discovery order)."""
     return (f.rule.downstream, -f.rule.priority, f.ts or "~", f.seq)
 
@@ -118,7 +119,7 @@ def _first_attr(findings: list[Finding], attr: str) -> str | None:
     for f in findings:
         v = getattr(f.rule, attr)
         if v:
-            return v
+            return str(v)
     return None
 
 
@@ -177,14 +178,14 @@ def detect_backend(scan: ScanResult) -> str | None:
     return None
 
 
-def primary_tracebacks(scan: ScanResult) -> list:
+def primary_tracebacks(scan: ScanResult) -> list[Traceback]:
     """Tracebacks whose exception line is not itself a downstream symptom (a peer's "Connection closed by
     peer", a launcher's ChildFailedError): the exceptions that can be a first failure."""
     down = {(f.source, f.line) for f in scan.findings if f.rule.downstream}
     return [tb for tb in scan.tracebacks if tb.exc_type and (tb.source, tb.exc_line) not in down]
 
 
-def rank_summary(scan: ScanResult) -> dict:
+def rank_summary(scan: ScanResult) -> dict[str, Any]:
     """Which rank failed first (by timestamp when the logs carry one, else by order in the logs)."""
     firsts = dict(scan.rank_first_error)
     for tb in primary_tracebacks(scan):  # an exception no rule knows still marks its rank as failed

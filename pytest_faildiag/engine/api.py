@@ -14,30 +14,29 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import pluggy
+
 from .. import factory as _factory
 from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
+from ..hookspecs import collect_checks, collect_evidence, collect_rule_packs
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
 from ..parse.logread import InputError, check_readable, sniff_binary
 from ..parse.scan import ScanResult, scan_file, scan_stream, scan_text
 from ..rules import RuleSet, load_ruleset
-from . import checks as _checks  # noqa: F401  (registers the built-in checks)
-from . import checks_kb as _checks_kb  # noqa: F401  (checks of the knowledge-base packs)
+from . import checks, checks_env, checks_kb
 from .analyze import analyze, failure_point
 from .rank import build_causes, stuck_points
 from .reason import gather_facts, refine_profile
 from .report import finish
-from .validate import CheckContext
-
-try:  # lock-based checks are optional until that module is present
-    from . import checks_env as _checks_env  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+from .validate import CheckContext, CheckFn
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
 MAX_FILES = 2000
 READ_BUDGET_S = 45.0  # finding and reading evidence; the rest of a diagnosis takes seconds at most
 SKIP_NAMES = {"label.json", "report.json", "failure-profile.json", "root-causes.json", "failure.lock.json", "session.json"}
+BUILTIN_CHECKS: dict[str, CheckFn] = {**checks.CHECKS, **checks_env.CHECKS, **checks_kb.CHECKS}
+"""The checks every diagnosis has, by name; plugins add theirs through ``pytest_faildiag_checks``."""
 
 
 class _Inputs:
@@ -184,6 +183,8 @@ def diagnose(
     stream_name: str = "stdin",
     cwd: str | None = None,
     factory_root: str | os.PathLike[str] | None | bool = None,
+    hook: pluggy.HookRelay | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> Diagnosis:
     """Diagnose a failed or hung run from its evidence.
 
@@ -193,9 +194,12 @@ def diagnose(
     ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
     ``factory_root``: the team's known-issue cards (None: ``FAILDIAG_FACTORY_ROOT``, then
     ``./.faildiag/factory/``; False: none); see ``pytest_faildiag.factory``.
-    Raises InputError when no usable evidence was given.
+    ``hook`` is the relay whose ``pytest_faildiag_*`` implementations contribute rule packs, checks and
+    evidence: pytest's ``config.hook`` under ``pytest --faildiag``, None for the command line's own
+    manager (entry-point group ``faildiag``). ``out_dir`` (where the diagnosis will be written) is passed
+    on to evidence collectors. Raises InputError when no usable evidence was given.
     """
-    rs = ruleset or load_ruleset(_plugin_packs())
+    rs = ruleset or load_ruleset(collect_rule_packs(hook))
     factory_notes: list[str] = []
     if factory_root is not False:
         rs, _, factory_notes = _factory.attach(rs, None if factory_root is True else factory_root)
@@ -203,8 +207,10 @@ def diagnose(
     for name, text in (texts or {}).items():
         if text:
             inp.texts.append((name, text))
-    for name, text in _plugin_evidence(command, exit_code).items():
-        inp.texts.append((name, text))
+    hook_context = {"command": command, "exit_code": exit_code, "out_dir": os.fspath(out_dir) if out_dir else None}
+    for name, text in collect_evidence(hook_context, hook).items():
+        if text:
+            inp.texts.append((name, text))
     if not inp.logs and not inp.texts and not inp.flight and exit_code is None and stream is None:
         what = ", ".join(str(p) for p in paths) or "the input"
         raise InputError(f"no logs found in {what}")
@@ -233,7 +239,8 @@ def diagnose(
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock
-    ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data)
+    ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data,
+                       checks={**BUILTIN_CHECKS, **collect_checks(hook)})
     causes = build_causes(scan, analysis, rs, ctx, facts)
     for ev in ctx_data.get("extra_evidence") or []:
         if causes and isinstance(ev, Evidence):
@@ -253,20 +260,3 @@ def diagnose(
             diag.notes.append(f"{info.name}: {info.truncated_lines} over-long line(s) were read up to 16 KiB each")
     return diag
 
-
-def _plugin_packs() -> list[tuple[str, str]]:
-    """Rule packs contributed through the ``faildiag_rule_packs`` hook (see hookspecs)."""
-    try:
-        from ..hookspecs import collect_rule_packs
-    except ImportError:  # pragma: no cover
-        return []
-    return collect_rule_packs()
-
-
-def _plugin_evidence(command: str | None, exit_code: int | None) -> dict[str, str]:
-    """Extra evidence texts from ``faildiag_collect_evidence`` implementations (a vendor tool's output)."""
-    try:
-        from ..hookspecs import collect_evidence
-    except ImportError:  # pragma: no cover
-        return {}
-    return {k: v for k, v in collect_evidence({"command": command, "exit_code": exit_code}).items() if v}

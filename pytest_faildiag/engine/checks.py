@@ -1,6 +1,6 @@
 """Built-in validation checks: each reads numbers or structure out of the evidence (or, for a live
-failure, the machine) and says whether it supports the cause. Registered by name; rule files refer to
-them. Environment-lock checks live in ``checks_env``.
+failure, the machine) and says whether it supports the cause. ``CHECKS`` at the end names them; rule
+files refer to those names. Environment-lock checks live in ``checks_env``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from .validate import CheckContext, check
+from .validate import CheckContext, CheckFn
 
 _SIZE = r"([\d.]+)\s*([KMGT]?i?B|bytes)"
 _UNITS = {"B": 1 / 2**30, "BYTES": 1 / 2**30, "KB": 1 / 2**20, "KIB": 1 / 2**20, "MB": 1 / 2**10, "MIB": 1 / 2**10,
@@ -64,7 +64,6 @@ def _oom_text(ctx: CheckContext, finding: dict[str, Any]) -> dict[str, float]:
     return nums
 
 
-@check("oom-single-allocation")
 def _oom_single(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     n = _oom_text(ctx, finding)
     if "alloc" not in n or ("free" not in n and "total" not in n):
@@ -76,7 +75,6 @@ def _oom_single(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     return ValidationCheck("oom-single-allocation", "failed", detail + ": the request itself is small")
 
 
-@check("oom-growth")
 def _oom_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     n = _oom_text(ctx, finding)
     if "allocated" not in n or "total" not in n:
@@ -88,7 +86,6 @@ def _oom_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     return ValidationCheck("oom-growth", "failed", detail)
 
 
-@check("oom-fragmentation")
 def _oom_frag(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     n = _oom_text(ctx, finding)
     if "reserved_unallocated" not in n or "alloc" not in n:
@@ -99,7 +96,6 @@ def _oom_frag(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> V
     return ValidationCheck("oom-fragmentation", "failed", detail)
 
 
-@check("oom-other-process")
 def _oom_other(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     n = _oom_text(ctx, finding)
     if not {"total", "free", "process"} <= n.keys():
@@ -119,7 +115,6 @@ def memory_trend(samples: list[float]) -> tuple[float, float, float] | None:
     return samples[0], samples[-1], ups / (len(samples) - 1)
 
 
-@check("memory-growth")
 def _memory_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     timeline = ctx.context.get("timeline") or []
     samples = [float(s.get("rss_gib", 0)) + float(s.get("gpu_gib", 0)) for s in timeline if isinstance(s, dict)]
@@ -138,7 +133,6 @@ def _memory_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any])
     return ValidationCheck("memory-growth", "failed", detail)
 
 
-@check("killed-after-progress")
 def _killed_after_progress(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     trend = memory_trend([v for v, _, _ in ctx.scan.mem_series])
     if trend and trend[1] > trend[0] * 1.5 and trend[2] >= 0.6:
@@ -148,7 +142,6 @@ def _killed_after_progress(ctx: CheckContext, cause: RootCause, finding: dict[st
     return ValidationCheck("killed-after-progress", "passed", "no error was printed before the kill")
 
 
-@check("user-frame")
 def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     from .analyze import primary_tracebacks  # a launcher's re-raise is not where the user's code failed
 
@@ -162,7 +155,6 @@ def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     return None
 
 
-@check("launch-blocking")
 def _launch_blocking(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     env = (ctx.lock or {}).get("env", {}) if isinstance(ctx.lock, dict) else {}
     if str(env.get("CUDA_LAUNCH_BLOCKING", "")) == "1":
@@ -170,7 +162,6 @@ def _launch_blocking(ctx: CheckContext, cause: RootCause, finding: dict[str, Any
     return ValidationCheck("launch-blocking", "skipped", "CUDA_LAUNCH_BLOCKING was not set: kernel errors are reported asynchronously, so the Python stack may point at a later call")
 
 
-@check("index-assert")
 def _index_assert(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     pat = re.compile(r"index out of bounds|ind >= ?0 && ind < |srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|idx_dim >= 0 && idx_dim < index_size|index out of range")
     for f in ctx.scan.findings:
@@ -179,7 +170,6 @@ def _index_assert(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
     return ValidationCheck("index-assert", "skipped", "no kernel assertion text in the logs")
 
 
-@check("nan-first-step")
 def _nan_first(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     nan = [f for f in ctx.scan.findings if f.rule.id == finding.get("rule")]
     if not nan:
@@ -190,7 +180,6 @@ def _nan_first(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> 
     return ValidationCheck("nan-first-step", "failed", f"finite for {first.line - 1} lines before turning non-finite: divergence (learning rate, fp16 overflow) is as likely")
 
 
-@check("flight-recorder")
 def _flight(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     dumps = ctx.context.get("flight_recorder") or []
     if not dumps:
@@ -207,7 +196,6 @@ def _flight(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> Val
     return ValidationCheck("flight-recorder", "passed" if stuck else "failed", "; ".join(parts))
 
 
-@check("flight-recorder-not-started")
 def _flight_not_started(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     dumps = ctx.context.get("flight_recorder") or []
     firsts = [d["first_incomplete"] for d in dumps if d.get("first_incomplete")]
@@ -218,9 +206,8 @@ def _flight_not_started(ctx: CheckContext, cause: RootCause, finding: dict[str, 
     return ValidationCheck("flight-recorder-not-started", "failed", "the collective started and waited for peers")
 
 
-@check("rank-divergence")
 def _rank_divergence(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
-    where = {}
+    where: dict[str, str] = {}
     for d in ctx.scan.dumps:
         inner = d.innermost
         if d.rank is not None and inner:
@@ -236,7 +223,6 @@ def _rank_divergence(ctx: CheckContext, cause: RootCause, finding: dict[str, Any
     return ValidationCheck("rank-divergence", "skipped", "the logs do not tell ranks apart")
 
 
-@check("native-frame")
 def _native_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     for d in ctx.scan.dumps:
         if d.innermost:
@@ -245,7 +231,6 @@ def _native_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
     return ValidationCheck("native-frame", "skipped", "no faulthandler dump: the Python frame that called native code is unknown")
 
 
-@check("oom-killer")
 def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     for f in ctx.scan.findings:
         if re.search(r"Out of memory: Killed process|oom-kill|oom_reaper|invoked oom-killer", f.text):
@@ -267,7 +252,6 @@ def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     return ValidationCheck("oom-killer", "skipped", "no readable cgroup memory.events or kernel log")
 
 
-@check("module-installed")
 def _module_installed(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     module = (finding.get("groups") or {}).get("module")
     if not module:
@@ -297,7 +281,6 @@ _FIXTURE_PLUGINS = {
 }
 
 
-@check("fixture-plugin")
 def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     name = (finding.get("groups") or {}).get("fixture", "")
     plugin = _FIXTURE_PLUGINS.get(name)
@@ -307,7 +290,6 @@ def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     return ValidationCheck("fixture-plugin", "failed", f"'{name}' is not a fixture of a well-known plugin: likely the project's own")
 
 
-@check("state-dict-prefix")
 def _prefix(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     for f in ctx.scan.findings:
         if "module." in f.text and ("Missing key" in f.text or "Unexpected key" in f.text):
@@ -318,9 +300,31 @@ def _prefix(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> Val
     return None
 
 
-@check("stuck-frame")
 def _stuck(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     stuck = ctx.context.get("stuck") or []
     if not stuck:
         return ValidationCheck("stuck-frame", "skipped", "no thread dump in the evidence")
     return ValidationCheck("stuck-frame", "passed", "; ".join(s["detail"] for s in stuck[:4]))
+
+
+CHECKS: dict[str, CheckFn] = {
+    "oom-single-allocation": _oom_single,
+    "oom-growth": _oom_growth,
+    "oom-fragmentation": _oom_frag,
+    "oom-other-process": _oom_other,
+    "memory-growth": _memory_growth,
+    "killed-after-progress": _killed_after_progress,
+    "user-frame": _user_frame,
+    "launch-blocking": _launch_blocking,
+    "index-assert": _index_assert,
+    "nan-first-step": _nan_first,
+    "flight-recorder": _flight,
+    "flight-recorder-not-started": _flight_not_started,
+    "rank-divergence": _rank_divergence,
+    "native-frame": _native_frame,
+    "oom-killer": _oom_killer,
+    "module-installed": _module_installed,
+    "fixture-plugin": _fixture_plugin,
+    "state-dict-prefix": _prefix,
+    "stuck-frame": _stuck,
+}

@@ -6,7 +6,7 @@ say *which* versions clashed (torch built for CUDA 12.8, driver for 12.2), and t
 ``failed`` contradicts it, ``skipped`` says why it could not run (first of all: no lock). They read only
 the lock and the finding's text, never the live machine, so a stored lock from another host works too.
 
-Importing this module registers the checks; it imports nothing heavy.
+``CHECKS`` at the end names them (data the engine reads); importing this module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from ..capture.envlock import diff_locks, format_change
 from ..model import RootCause, ValidationCheck
-from .validate import CheckContext, check
+from .validate import CheckContext, CheckFn
 
 GIB = 1024**3
 SHM_MIN_BYTES = 1 * GIB  # below this, DataLoader workers passing batches through /dev/shm run out
@@ -91,7 +91,6 @@ def torch_cuda_build(lock: dict[str, Any]) -> str | None:
     return torch.get("cuda") or torch.get("cuda_from_wheel") or None
 
 
-@check("lock-cuda-driver")
 def check_cuda_driver(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when torch's CUDA build is newer than the CUDA version the driver supports."""
     name = "lock-cuda-driver"
@@ -131,7 +130,6 @@ def _local_tag(version: str) -> str | None:
     return m[1] if m else None
 
 
-@check("lock-torchvision-match")
 def check_torchvision_match(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when torchvision/torchaudio belong to another torch release (or another CUDA build)."""
     name = "lock-torchvision-match"
@@ -161,7 +159,6 @@ def check_torchvision_match(ctx: CheckContext, cause: RootCause, finding: dict[s
     return ValidationCheck(name, "failed", f"{found} match torch {torch}")
 
 
-@check("lock-numpy-abi")
 def check_numpy_abi(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when numpy 2 is installed and the failure says an extension was compiled for NumPy 1.x."""
     name = "lock-numpy-abi"
@@ -181,7 +178,6 @@ def check_numpy_abi(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     return ValidationCheck(name, "failed", f"numpy {numpy} (1.x) is installed: not a NumPy-2 ABI break")
 
 
-@check("lock-hccl-timeouts")
 def check_hccl_timeouts(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT are set below CANN's defaults."""
     name = "lock-hccl-timeouts"
@@ -209,7 +205,6 @@ def check_hccl_timeouts(ctx: CheckContext, cause: RootCause, finding: dict[str, 
     return ValidationCheck(name, "failed", f"HCCL timeouts unset in the lock: defaults ({defaults}) apply")
 
 
-@check("lock-shm-size")
 def check_shm_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when /dev/shm is under 1 GiB (or nearly full) and the failure involves DataLoader workers."""
     name = "lock-shm-size"
@@ -229,7 +224,6 @@ def check_shm_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any])
     return ValidationCheck(name, "failed", f"{size}: enough for DataLoader workers")
 
 
-@check("lock-disk-free")
 def check_disk_free(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed when the working directory's disk had under 2 GiB or 3% free when the lock was taken."""
     name = "lock-disk-free"
@@ -245,7 +239,6 @@ def check_disk_free(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     return ValidationCheck(name, "failed", detail)
 
 
-@check("lock-changed-since-green")
 def check_changed_since_green(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     """Passed, naming the changes, when the environment differs from the lock of the last passing run.
 
@@ -267,7 +260,13 @@ def check_changed_since_green(ctx: CheckContext, cause: RootCause, finding: dict
     return ValidationCheck(name, "passed", "since the last green run: " + "; ".join(shown) + more)
 
 
-CHECK_NAMES = (
-    "lock-cuda-driver", "lock-torchvision-match", "lock-numpy-abi", "lock-hccl-timeouts", "lock-shm-size",
-    "lock-disk-free", "lock-changed-since-green",
-)
+CHECKS: dict[str, CheckFn] = {
+    "lock-cuda-driver": check_cuda_driver,
+    "lock-torchvision-match": check_torchvision_match,
+    "lock-numpy-abi": check_numpy_abi,
+    "lock-hccl-timeouts": check_hccl_timeouts,
+    "lock-shm-size": check_shm_size,
+    "lock-disk-free": check_disk_free,
+    "lock-changed-since-green": check_changed_since_green,
+}
+CHECK_NAMES = tuple(CHECKS)

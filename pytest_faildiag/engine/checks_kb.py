@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ..model import RootCause, ValidationCheck
-from .validate import CheckContext, check
+from .validate import CheckContext, CheckFn
 
 _GIB = float(2**30)
 
@@ -33,7 +33,6 @@ def ms_oom_numbers(text: str) -> dict[str, float]:
     return out
 
 
-@check("ms-oom-size")
 def _ms_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     nums: dict[str, float] = {}
     for t in _texts_of_rule(ctx, finding):
@@ -57,7 +56,6 @@ _UNIT = {"B": 1 / _GIB, "KIB": 1 / 2**20, "KB": 1 / 2**20, "MIB": 1 / 2**10, "MB
          "TIB": 1024.0, "TB": 1024.0}
 
 
-@check("xla-oom-size")
 def _xla_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     req = None
     for t in _texts_of_rule(ctx, finding):
@@ -93,7 +91,6 @@ _OPTION_PLUGINS = {
 }
 
 
-@check("pytest-option-plugin")
 def _pytest_option_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     groups = finding.get("groups") or {}
     args = (groups.get("args") or groups.get("args2") or "").split()
@@ -111,3 +108,10 @@ def _pytest_option_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str
                 cause.fix_hints.insert(0, hint)
             return ValidationCheck("pytest-option-plugin", "passed", f"{opt} is an option of {plugin}, which is not active in this run")
     return ValidationCheck("pytest-option-plugin", "failed", f"{' '.join(args)[:80]} is not an option of a well-known plugin: likely a typo or a wrong runner command")
+
+
+CHECKS: dict[str, CheckFn] = {
+    "ms-oom-size": _ms_oom_size,
+    "xla-oom-size": _xla_oom_size,
+    "pytest-option-plugin": _pytest_option_plugin,
+}

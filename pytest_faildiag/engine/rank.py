@@ -14,7 +14,7 @@ from typing import Any
 
 from ..factory import is_card_rule, support
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import Finding, ScanResult
+from ..parse.scan import Finding, Frame, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
 from .reason import Facts, apply_context, calibrate, differential, diversify
@@ -25,7 +25,7 @@ MAX_EVIDENCE = 4
 MAX_CAUSES = 8
 
 
-class _Fmt(defaultdict):
+class _Fmt(defaultdict[str, str]):
     def __missing__(self, key: str) -> str:
         return "?"
 
@@ -35,7 +35,7 @@ def _format(template: str, finding: Finding) -> str:
     values["line"] = finding.text[:160]
     try:
         return template.format_map(values)
-    except Exception:  # a template with literal braces or attribute access: show it as written
+    except (ValueError, IndexError, AttributeError, KeyError, TypeError):  # literal braces, {0}, {x.y}: show it as written
         return template
 
 
@@ -129,7 +129,8 @@ def _fix_template(spec: CauseSpec, f: Finding) -> dict[str, Any] | None:
     return out
 
 
-def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict, stuck: dict[str, Any]) -> None:
+def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict[str, tuple[list[str], dict[str, Any]]],
+                     stuck: dict[str, Any]) -> None:
     cid = f"hang.{stuck['category']}"
     ev = Evidence("direct", stuck["source"], stuck["detail"], stuck.get("line"))
     if cid in causes:
@@ -176,7 +177,7 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
     return out
 
 
-def _match_stuck(entry: dict[str, Any], frames):
+def _match_stuck(entry: dict[str, Any], frames: list[Frame]) -> Frame | None:
     func_re = re.compile(entry.get("func", ".*"))
     file_re = re.compile(entry["file"]) if entry.get("file") else None
     fr = frames[0]

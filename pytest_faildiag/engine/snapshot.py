@@ -37,7 +37,8 @@ def report_dict(diag: Diagnosis) -> dict[str, Any]:
     """The redacted ``report.json`` content (private keys such as the lock copy are left out)."""
     d = diag.to_dict()
     d.pop("_lock", None)
-    return redact_obj(d)
+    redacted: dict[str, Any] = redact_obj(d)
+    return redacted
 
 
 def write_snapshot(diag: Diagnosis, out_dir: str | os.PathLike[str], *, lock: dict[str, Any] | None = None,

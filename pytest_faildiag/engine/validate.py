@@ -1,7 +1,10 @@
 """Stage 2b: validation checks, executed against the evidence and (when allowed) the machine.
 
-A check is a small function registered by name with ``@check("name")``; rule files list the names of
-the checks that support or contradict their causes. A check returns a ``ValidationCheck`` whose status
+A check is a small function known by name; rule files list the names of the checks that support or
+contradict their causes. Which names exist is data handed in with the context (``CheckContext.checks``):
+the built-in tables (``checks.CHECKS``, ``checks_env.CHECKS``, ``checks_kb.CHECKS``) plus whatever the
+``pytest_faildiag_checks`` hook returned, so importing a module never changes what runs. A check returns a
+``ValidationCheck`` whose status
 moves the cause's confidence (passed raises it, failed lowers it, skipped leaves it) or ``None`` when it
 has nothing to say. Checks must never raise: the runner turns an exception into ``skipped`` with the
 reason, because a broken check must not cost the user their diagnosis.
@@ -9,7 +12,7 @@ reason, because a broken check must not cost the user their diagnosis.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,37 +23,29 @@ from ..model import RootCause, ValidationCheck
 class CheckContext:
     """What a check may look at. ``scan`` is the engine's ScanResult (lines matched, tracebacks,
     tails); ``lock`` the environment lock when one was given; ``probe_machine`` is False when the
-    evidence comes from another machine (a stored log), so checks of the live machine must skip."""
+    evidence comes from another machine (a stored log), so checks of the live machine must skip.
+    ``checks`` maps a check's name to its function: the names a rule may list in this diagnosis."""
 
     scan: Any
     profile: Any
     lock: dict[str, Any] | None = None
     probe_machine: bool = False
     context: dict[str, Any] = field(default_factory=dict)
+    checks: Mapping[str, CheckFn] = field(default_factory=dict)
 
 
 CheckFn = Callable[[CheckContext, RootCause, dict[str, Any]], "ValidationCheck | None"]
-CHECKS: dict[str, CheckFn] = {}
+"""A check: (context, the cause it tests, the finding that produced the cause as plain data) → result."""
 
 # How much a check result moves a cause's confidence.
 PASSED_FACTOR = 1.15
 FAILED_FACTOR = 0.55
 
 
-def check(name: str) -> Callable[[CheckFn], CheckFn]:
-    """Register ``fn`` as the validation check ``name`` (a later registration replaces an earlier one)."""
-
-    def deco(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = fn
-        return fn
-
-    return deco
-
-
 def run_checks(ctx: CheckContext, cause: RootCause, names: list[str], finding: dict[str, Any]) -> None:
     """Run the named checks for ``cause`` and fold their outcome into its confidence."""
     for name in names:
-        fn = CHECKS.get(name)
+        fn = ctx.checks.get(name)
         if fn is None:
             result: ValidationCheck | None = ValidationCheck(name, "skipped", "no such check is installed")
         else:

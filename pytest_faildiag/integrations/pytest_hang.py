@@ -32,6 +32,7 @@ import pytest
 
 from ..fsio import ensure_output_root, open_output_file
 from .pytest_journal import annotate_main_thread, stacks_file
+from .pytest_warn import warn
 
 HANG_MARK = "faildiag: hang detected"
 FIRE_DELAY = 0.2  # SIGALRM after faulthandler, so its dump is on disk when the handler reads it
@@ -175,7 +176,7 @@ class HangWatch:
                 self._arm(item, phase, seconds)
                 armed = True
             except Exception as exc:  # a watchdog that cannot be armed must not fail the test
-                _warn(f"faildiag: hang watchdog not armed for {item.nodeid}: {exc}")
+                warn(f"faildiag: hang watchdog not armed for {item.nodeid}: {exc}")
         try:
             return (yield)
         finally:
@@ -189,7 +190,7 @@ class HangWatch:
             try:
                 value = float(raw)
             except (TypeError, ValueError):
-                _warn(f"faildiag: {item.nodeid}: faildiag_timeout({raw!r}) is not a number of seconds; ignored")
+                warn(f"faildiag: {item.nodeid}: faildiag_timeout({raw!r}) is not a number of seconds; ignored")
                 return self.timeout
             return value if value > 0 else None
         return self.timeout
@@ -262,7 +263,7 @@ class PytestTimeoutBridge:
         try:
             self.dumper.arm(max(seconds - min(0.5, seconds * 0.1), 0.01), item.nodeid)
         except Exception as exc:
-            _warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
+            warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
         return None
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -272,7 +273,15 @@ class PytestTimeoutBridge:
         return None
 
 
-def _warn(msg: str) -> None:
-    from .pytest_session import warn
-
-    warn(msg)
+def timeout_option(config: pytest.Config) -> float | None:
+    """The session-wide hang timeout: ``--faildiag-timeout`` or ini ``faildiag_timeout``; None when unset or
+    not positive. Here, beside the watchdog it arms, so the session and the reruns both read it."""
+    value = config.getoption("faildiag_timeout", None)
+    if value is None:
+        raw = str(config.getini("faildiag_timeout") or "").strip()
+        try:
+            value = float(raw) if raw else None
+        except ValueError:
+            warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
+            value = None
+    return value if value and value > 0 else None

@@ -94,12 +94,11 @@ def test_timeout(item: pytest.Item, config: pytest.Config) -> float | None:
             return float(marker.args[0] if marker.args else marker.kwargs.get("seconds"))
         except (TypeError, ValueError):
             pass
-    from .pytest_hang import TIMEOUT_PLUGIN_KEY
-    from .pytest_session import _timeout_option
+    from .pytest_hang import TIMEOUT_PLUGIN_KEY, timeout_option
 
     if TIMEOUT_PLUGIN_KEY in item.stash:
         return item.stash[TIMEOUT_PLUGIN_KEY]
-    return _timeout_option(config)
+    return timeout_option(config)
 
 
 def _budget(config: pytest.Config) -> float:
@@ -562,7 +561,7 @@ class RerunPlugin:
             except KeyboardInterrupt:
                 break
             except Exception as exc:
-                from .pytest_session import warn
+                from .pytest_warn import warn
 
                 warn(f"faildiag: rerun of {entry['nodeid']} failed: {type(exc).__name__}: {exc}")
         self.cost = time.monotonic() - start

@@ -21,17 +21,20 @@ import shlex
 import sys
 import threading
 import traceback
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
 from .pytest_rerun import register as register_rerun
 from .pytest_rerun import test_timeout
 from .pytest_threads import ThreadEvidence, name_dead_thread
+from .pytest_warn import PytestFaildiagWarning, warn
+
+__all__ = ["FaildiagSession", "PytestFaildiagWarning", "RUNS_KEY", "group_entries", "warn"]
 
 SESSION_SCHEMA = "faildiag.session/1"
 HANG_PLUGIN = "faildiag-hang"
@@ -40,27 +43,8 @@ EVIDENCE_TAIL = 512 * 1024
 _UNSET: Any = object()
 
 
-class PytestFaildiagWarning(pytest.PytestWarning):
-    """An internal problem of faildiag: the diagnosis is missing or partial, the test outcome is untouched."""
-
-
-def warn(msg: str, config: pytest.Config | None = None) -> None:
-    """Emit a faildiag warning; never raises (``-W error`` turns warnings into exceptions). Outside a test
-    (session start) pass ``config`` so the warning reaches pytest's summary instead of escaping it. The
-    message names tests, files and errors of the run: redacted, control characters made visible."""
-    try:
-        from ..sanitize import display
-
-        msg = display(msg)
-    except Exception:
-        pass
-    try:
-        if config is not None:
-            config.issue_config_time_warning(PytestFaildiagWarning(msg), stacklevel=2)
-        else:
-            warnings.warn(PytestFaildiagWarning(msg), stacklevel=2)
-    except Exception:
-        print(msg, file=sys.stderr)
+RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()
+"""The ``CapturedRun`` results of the ``faildiag_run`` fixture (``plugin.py``) for a test: their output is evidence."""
 
 
 def _lib_roots() -> tuple[str, ...]:
@@ -102,7 +86,7 @@ class FaildiagSession:
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
-        timeout = _timeout_option(config)
+        timeout = timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
             from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
 
@@ -224,9 +208,7 @@ class FaildiagSession:
                 pass
         paths: list[Path] = []
         hang = self._hang_evidence(item, rep, texts)
-        from ..plugin import _RUNS_KEY
-
-        runs = item.stash.get(_RUNS_KEY, [])
+        runs = item.stash.get(RUNS_KEY, [])
         tmp = _tmp_path_of(item)
         if tmp is not None and tmp.is_dir():
             paths.append(tmp)
@@ -322,14 +304,15 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         factory = self.config.getoption("faildiag_factory", None)
+        slug = slugify(nodeid, when)
+        snap = self.out / slug
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
                         stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
                         cwd=str(self.config.rootpath),
-                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None)
+                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None,
+                        hook=self.config.hook, out_dir=snap)
         name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
-        slug = slugify(nodeid, when)
-        snap = self.out / slug
         entry: dict[str, Any] = {
             "nodeid": nodeid, "slug": slug, "when": when, "outcome": "failed",
             "category": top.category if top else "unknown", "type": diag.profile.type,
@@ -371,10 +354,8 @@ class FaildiagSession:
                 from ..capture.envlock import build_lock
 
                 self._lock = build_lock(cwd=self.config.rootpath, timeout=2.0)
-            except ImportError:
-                pass
-            except Exception as exc:
-                warn(f"faildiag: environment lock not built: {exc}")
+            except Exception as exc:  # probing the machine can fail in many ways: diagnose without a lock
+                warn(f"faildiag: environment lock not built: {type(exc).__name__}: {exc}")
         return self._lock
 
     # ------------------------------------------------------------------ killed sessions
@@ -468,19 +449,19 @@ class FaildiagSession:
             self._call_ci(tr, module_name, func, call)
 
     def _call_ci(self, tr: Any, module_name: str, func: str, call: Any) -> None:
-        """Run one optional reporter; a missing one is skipped, a failing one becomes a warning."""
-        try:
-            import importlib
+        """Run one reporter the user asked for (``--faildiag-html``, GitHub annotations, ...). One that cannot
+        be loaded (a renamed module or function) or that fails says so on the terminal and as a warning: the
+        user asked for its output, so it never goes quietly missing, and the outcome stays untouched."""
+        import importlib
 
+        try:
             module = importlib.import_module(module_name)
             if not hasattr(module, func):
-                return
+                raise AttributeError(f"module {module_name} has no {func}()")
             call(module)
-        except ImportError:
-            return
-        except Exception as exc:
+        except Exception as exc:  # a reporter's failure is reported, never a changed test outcome
             _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
-            warn(f"faildiag: {module_name}.{func} failed: {exc}")
+            warn(f"faildiag: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -493,18 +474,6 @@ def _write(tr: Any, text: str, **markup: bool) -> None:
     from ..sanitize import display
 
     tr.write_line(display(text, one_line=True), **markup)
-
-
-def _timeout_option(config: pytest.Config) -> float | None:
-    value = config.getoption("faildiag_timeout", None)
-    if value is None:
-        raw = str(config.getini("faildiag_timeout") or "").strip()
-        try:
-            value = float(raw) if raw else None
-        except ValueError:
-            warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
-            value = None
-    return value if value and value > 0 else None
 
 
 def _report_texts(rep: pytest.TestReport) -> dict[str, str]:
@@ -604,13 +573,11 @@ def _public(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _last_green(out: Path) -> dict[str, Any] | None:
-    try:
-        from ..capture.envlock import load_green
-    except ImportError:
-        return None
+    from ..capture.envlock import load_green
+
     try:
         return load_green(out)
-    except Exception:
+    except Exception:  # a damaged last-green lock only costs the "changed since green" check
         return None
 
 

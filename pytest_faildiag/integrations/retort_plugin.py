@@ -1,7 +1,8 @@
 """retort plugin: capture the evidence a later ``faildiag retort diagnose`` needs, while the run happens.
 
-retort discovers plugins with pluggy (project name ``retort``) from the entry-point group ``retort``; its docs
-also name ``retort.plugins``, so pyproject registers this module under both. It implements
+retort discovers plugins with pluggy (project name ``retort``) from the entry-point group ``retort`` (its
+``get_plugin_manager()`` loads that group, whatever its docstring says), so pyproject registers this module
+there. It implements
 ``retort_register_scorers`` and returns one scorer, ``faildiag_capture``. retort calls every scorer listed in
 the workspace's ``responses:`` for each recorded run, on the live playpen, *before* the workspace is archived
 — the last moment the agent's stdout/stderr, exit code and kill reason are all in hand. Enable it with one line

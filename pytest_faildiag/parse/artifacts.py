@@ -16,7 +16,7 @@ import pickle
 import pickletools
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..fsio import MAX_JSON_BYTES, ReadRefused, load_json, read_capped
 
@@ -32,7 +32,7 @@ _CODE_OPS = frozenset({"GLOBAL", "STACK_GLOBAL", "REDUCE", "INST", "OBJ", "NEWOB
 
 
 class _NoClasses(pickle.Unpickler):
-    def find_class(self, module: str, name: str):  # noqa: D401 - pickle API
+    def find_class(self, module: str, name: str) -> NoReturn:  # noqa: D401 - pickle API
         raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a dump")
 
     def persistent_load(self, pid: Any) -> Any:
@@ -133,7 +133,8 @@ def read_flight_recorder(path: Path) -> dict[str, Any] | None:
         "pg_status": plain(data.get("pg_status")),
     }
     if first:
-        frames = first.get("frames") if isinstance(first.get("frames"), list) else []
+        raw_frames = first.get("frames")
+        frames: list[Any] = raw_frames if isinstance(raw_frames, list) else []
         user = next((fr for fr in reversed(frames) if isinstance(fr, dict)
                      and "site-packages" not in (_text(fr.get("filename")) or "")), None)
         summary["first_incomplete"] = {

@@ -165,6 +165,7 @@ class _Scanner:
 
     def __init__(self, ruleset: RuleSet, result: ScanResult, source: str):
         self.rs = ruleset
+        self.compiled = compiled(ruleset)
         self.res = result
         self.source = source
         self.info = SourceInfo(source)
@@ -174,7 +175,6 @@ class _Scanner:
         self.dump: StackDump | None = None
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
-        self.line_regex = ruleset.keyword_regex
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
 
     # -- state that forces line mode ------------------------------------------------------------
@@ -242,9 +242,9 @@ class _Scanner:
             self._keep(self.res.dumps, self.dump)
             return
         if "Traceback (most recent call last)" in body:
-            tb = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
-            self.open_tb[rank] = tb
-            self._keep_tb(tb)
+            opened = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
+            self.open_tb[rank] = opened
+            self._keep_tb(opened)
             return
         if any(c in body for c in _CHAIN):
             self.pending_chain[rank] = True
@@ -295,22 +295,25 @@ class _Scanner:
         self._keep_tb(tb)
 
     def _elastic_line(self, body: str) -> None:
+        block = self.elastic
+        if block is None:
+            return
         self.elastic_left -= 1
         s = body.strip()
         if ":" in s and not s.startswith("Traceback"):
             key, _, value = s.partition(":")
             key = key.strip()
-            if key in {"time", "host", "rank", "exitcode", "error_file", "traceback"} and key not in self.elastic.fields:
-                self.elastic.fields[key] = value.strip()[:500]
+            if key in {"time", "host", "rank", "exitcode", "error_file", "traceback"} and key not in block.fields:
+                block.fields[key] = value.strip()[:500]
         if self.elastic_left <= 0 or s.startswith("====="):
             self.elastic = None
 
     # -- keyword hits ---------------------------------------------------------------------------
     def _keywords(self, number: int, text: str, body: str, rank: str | None) -> None:
-        lookup = _keyword_lookup(self.rs)
-        if lookup is None:
+        c = self.compiled
+        regex, within, order = c.keyword_regex, c.within, c.order
+        if regex is None:
             return
-        regex, within, order = lookup
         raw = text.encode("utf-8", "replace")
         hits: set[str] = set()
         m = regex.search(raw)
@@ -389,7 +392,7 @@ class _Scanner:
         self.res.seq += 1
         return self.res.seq
 
-    def _keep(self, lst: list, item: Any, cap: int = 50) -> None:
+    def _keep(self, lst: list[Any], item: Any, cap: int = 50) -> None:
         lst.append(item)
         if len(lst) > cap:
             del lst[1]
@@ -424,46 +427,56 @@ def _structural_regex(ruleset: RuleSet) -> re.Pattern[bytes]:
     return re.compile(b"|".join(b"(?:" + p + b")" for p in parts))
 
 
-_CACHE: dict[int, re.Pattern[bytes]] = {}
-
-
-class _Within(dict):
+class _Within(dict[str, list[str]]):
     """index key → the index keys it contains (itself included), computed on first use: a log hits few
     distinct keywords, so computing this for all of them up front would only cost start-up time."""
 
     def __init__(self, keys: list[str]):
         super().__init__()
-        self.keys = keys
+        self.keys_ = keys
         self.known = set(keys)
 
     def __missing__(self, key: str) -> list[str]:
         low = key.lower()
-        found = [s for s in self.keys if s in key or s in low] if key in self.known else []
+        found = [s for s in self.keys_ if s in key or s in low] if key in self.known else []
         self[key] = found
         return found
 
 
-def _keyword_lookup(ruleset: RuleSet) -> tuple[re.Pattern[bytes], dict[str, list[str]], dict[int, int]] | None:
-    """Per rule set, once: for each index key the index keys it contains (itself included) and the rules'
-    order, so a hit line costs O(its hits) rather than O(all keywords)."""
-    cached = getattr(ruleset, "_faildiag_lookup", False)
-    if cached is not False:
-        return cached
-    out = None
-    if ruleset.keyword_regex is not None:
-        order = {id(r): i for i, r in enumerate(ruleset.rules)}
-        out = (ruleset.keyword_regex, _Within(list(ruleset.keyword_index)), order)
-    ruleset._faildiag_lookup = out  # type: ignore[attr-defined]
-    return out
+@dataclass
+class CompiledRules:
+    """What scanning needs from a rule set, compiled once per rule set and kept on it (``RuleSet.scanner``):
+    the candidate-line regex (structural markers + every keyword), the keyword alternation, for each index
+    key the keys it contains, the rules' order, and the words of the grep prefilter. A hit line then costs
+    O(its hits) rather than O(all keywords)."""
+
+    candidates: re.Pattern[bytes]
+    keyword_regex: re.Pattern[bytes] | None
+    within: _Within
+    order: dict[int, int]
+    grep_words: list[str]
+
+
+def compiled(ruleset: RuleSet) -> CompiledRules:
+    """The rule set's compiled scanner, built on first use. Two threads may both build it; either result
+    is correct, so the last one stored wins."""
+    if isinstance(ruleset.scanner, CompiledRules):
+        return ruleset.scanner
+    built = CompiledRules(
+        candidates=_structural_regex(ruleset),
+        keyword_regex=ruleset.keyword_regex,
+        within=_Within(list(ruleset.keyword_index)),
+        order={id(r): i for i, r in enumerate(ruleset.rules)},
+        grep_words=_grep_keywords(ruleset),
+    )
+    ruleset.scanner = built
+    return built
 
 
 def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanResult) -> None:
     """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE."""
-    key = id(ruleset)
-    big = _CACHE.get(key)
-    if big is None:
-        big = _CACHE[key] = _structural_regex(ruleset)
     sc = _Scanner(ruleset, result, source)
+    big = sc.compiled.candidates
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     line_no = 0  # lines fully consumed before ``buf``
     carry = b""
@@ -596,7 +609,7 @@ def _grep_keywords(ruleset: RuleSet) -> list[str]:
 
 def _scan_with_grep(path: str | None, source: str, ruleset: RuleSet, result: ScanResult, data: bytes | None = None) -> bool:
     """Scan a file (or in-memory bytes) through a grep prefilter. False (nothing recorded) when grep failed."""
-    hits = prefilter.grep_lines(path, _grep_keywords(ruleset), data=data)
+    hits = prefilter.grep_lines(path, compiled(ruleset).grep_words, data=data)
     if hits is None:
         return False
     sc = _Scanner(ruleset, result, source)
@@ -630,7 +643,7 @@ def _scan_with_grep(path: str | None, source: str, ruleset: RuleSet, result: Sca
     return True
 
 
-def _skip_line(f) -> None:
+def _skip_line(f: BinaryIO) -> None:
     while True:
         more = f.readline(CHUNK)
         if not more or more.endswith(b"\n"):

@@ -3,7 +3,8 @@
 A rule pack is a TOML file of ``[[rule]]`` tables (see ``docs/rules.md``). Loading compiles every rule's
 literal ``keywords`` into one alternation so that a log is scanned once, whatever the number of rules;
 only lines that hit a keyword are handed to the rules that own it. Third-party packs arrive through the
-``faildiag_rule_packs`` hook; a malformed pack is skipped with a warning, never fatal.
+``pytest_faildiag_rule_packs`` hook (a conftest.py may implement it); a malformed pack is skipped with a
+warning, never fatal.
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ class RuleSet:
     fallback: dict[str, Any]
     next_actions: dict[str, list[str]]
     reasoning: Reasoning = field(default_factory=Reasoning)
+    scanner: object | None = field(default=None, init=False, compare=False, repr=False)
+    """What ``parse.scan`` compiles from these rules on first use (its regexes and keyword tables). Kept
+    on the rule set so it lives and dies with it and can never be handed to another rule set (not an
+    init field, so ``dataclasses.replace`` starts the new rule set without it)."""
 
     def by_id(self, rule_id: str) -> Rule | None:
         for r in self.rules:
@@ -263,18 +268,21 @@ def _keyword_regex(rules: list[Rule]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(alts)) if alts else None
 
 
+_Trie = dict[int, "_Trie"]  # byte → subtree; key -1 marks the end of a keyword
+
+
 def _trie(words: list[bytes]) -> bytes:
     """The keywords as one prefix tree (``ab(?:c|d)`` rather than ``abc|abd``): the regex engine then tries
     one branch per position instead of every keyword, which is what keeps hundreds of keywords cheap. At a
     position the longest keyword wins (greedy optional tails)."""
-    tree: dict[int, dict] = {}
+    tree: _Trie = {}
     for w in words:
         node = tree
         for ch in w:
             node = node.setdefault(ch, {})
         node[-1] = {}
 
-    def emit(node: dict[int, dict]) -> bytes:
+    def emit(node: _Trie) -> bytes:
         branches = [re.escape(bytes([ch])) + emit(node[ch]) for ch in sorted(k for k in node if k >= 0)]
         if not branches:
             return b""

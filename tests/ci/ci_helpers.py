@@ -136,7 +136,7 @@ except MemoryError:
 @pytest.fixture(scope="session")
 def oom_snapshot(tmp_path_factory) -> Path:
     """A real process that ran out of memory (RLIMIT_AS) while psutil sampled it into timeline.jsonl."""
-    psutil = pytest.importorskip("psutil")
+    import psutil  # a declared dependency: its absence is a broken install, not a reason to skip
     snap = tmp_path_factory.mktemp("oom") / "snap"
     proc = subprocess.Popen([sys.executable, "-c", ALLOC_SCRIPT], stderr=subprocess.PIPE, text=True)
     p = psutil.Process(proc.pid)
@@ -216,8 +216,12 @@ def hang_snapshot(tmp_path_factory) -> Path:
         deadline = time.monotonic() + 120
         markers = ("rank 0 entering all_reduce", "rank 1 loading its shard")
         while not all(m in log.read_text() for m, log in zip(markers, logs, strict=True)):
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                pytest.skip("the gloo job did not reach its hang here: " + logs[0].read_text()[-300:])
+            # a rank that exits (or never gets there) is a crash where a hang was expected: a regression to
+            # report, never a skip
+            ended = [f"rank {r} exited with {p.returncode}" for r, p in enumerate(procs) if p.poll() is not None]
+            if ended or time.monotonic() > deadline:
+                tails = "\n".join(f"--- rank {r}:\n{log.read_text(errors='replace')[-600:]}" for r, log in enumerate(logs))
+                pytest.fail(f"the gloo job did not reach its hang ({'; '.join(ended) or 'still starting after 120 s'}):\n{tails}")
             time.sleep(0.1)
         time.sleep(0.5)  # rank 0 is inside the collective now
         # the job's time limit: SIGTERM, rank 0 first so rank 1's exit cannot end rank 0's wait

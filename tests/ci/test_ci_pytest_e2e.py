@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -11,9 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.ci.test_ci_github import errors, parse
-
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pytest_faildiag.plugin") is None,
-                                reason="the pytest plugin (pytest_faildiag.plugin) is not there yet")
 
 TESTS = r'''
 import pytest

@@ -52,13 +52,12 @@ def test_a_malformed_pack_is_skipped_with_a_warning_not_an_error():
     assert rs.by_id("acme.flux_capacitor") is not None
 
 
-def test_a_third_party_pack_arrives_through_the_pluggy_hook(monkeypatch):
-    plugin = types.SimpleNamespace(faildiag_rule_packs=hookspecs.hookimpl(lambda: [("acme.toml", PACK)]))
+def test_a_third_party_pack_arrives_through_the_pluggy_hook():
+    plugin = types.SimpleNamespace(pytest_faildiag_rule_packs=hookspecs.hookimpl(lambda: [("acme.toml", PACK)]))
     pm = pluggy.PluginManager("faildiag")
     pm.add_hookspecs(hookspecs)
     pm.register(plugin, name="acme")
-    monkeypatch.setattr(hookspecs, "_PM", pm)
-    packs = hookspecs.collect_rule_packs()
+    packs = hookspecs.collect_rule_packs(pm.hook)
     assert packs == [("acme.toml", PACK)]
     d = diagnose(texts={"stderr": "acme.FluxCapacitorError: 1210K\n"}, exit_code=1, ruleset=load_ruleset(packs))
     assert d.root_causes[0].id == "hardware.flux"
@@ -72,28 +71,26 @@ def test_a_later_pack_replaces_a_builtin_rule_with_the_same_id():
     assert rs.by_id("torch.device_mismatch").causes[0].id == "hardware.flux"
 
 
-def test_a_hook_that_raises_becomes_a_warning(monkeypatch):
+def test_a_hook_that_raises_becomes_a_warning():
     def boom():
         raise RuntimeError("plugin bug")
 
-    plugin = types.SimpleNamespace(faildiag_rule_packs=hookspecs.hookimpl(boom))
+    plugin = types.SimpleNamespace(pytest_faildiag_rule_packs=hookspecs.hookimpl(boom))
     pm = pluggy.PluginManager("faildiag")
     pm.add_hookspecs(hookspecs)
     pm.register(plugin)
-    monkeypatch.setattr(hookspecs, "_PM", pm)
     with pytest.warns(UserWarning, match="plugin bug"):
-        assert hookspecs.collect_rule_packs() == []
+        assert hookspecs.collect_rule_packs(pm.hook) == []
 
 
-def test_a_third_party_collector_adds_evidence_through_the_pluggy_hook(monkeypatch):
+def test_a_third_party_collector_adds_evidence_through_the_pluggy_hook():
     def collect(context):
         assert context["exit_code"] == 1
         return {"npu-smi.txt": "EZ9999: Inner Error! device 3 health status: Alarm\n"}
 
-    plugin = types.SimpleNamespace(faildiag_collect_evidence=hookspecs.hookimpl(collect))
+    plugin = types.SimpleNamespace(pytest_faildiag_collect_evidence=hookspecs.hookimpl(collect))
     pm = pluggy.PluginManager("faildiag")
     pm.add_hookspecs(hookspecs)
     pm.register(plugin, name="vendor")
-    monkeypatch.setattr(hookspecs, "_PM", pm)
-    d = diagnose(texts={"stderr": "training stopped\n"}, exit_code=1)
+    d = diagnose(texts={"stderr": "training stopped\n"}, exit_code=1, hook=pm.hook)
     assert "npu-smi.txt" in d.sources

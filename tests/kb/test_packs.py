@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from pytest_faildiag.engine import api  # noqa: F401  (registers every built-in check)
-from pytest_faildiag.engine.validate import CHECKS
+from pytest_faildiag.engine.api import BUILTIN_CHECKS as CHECKS
 from pytest_faildiag.model import CATEGORIES, TYPES
 from pytest_faildiag.rules import _builtin_packs, build_ruleset, parse_pack
 

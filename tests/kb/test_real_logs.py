@@ -30,7 +30,13 @@ def test_it_diagnoses_the_real_log_as_labelled(log: Path):
     assert cats and cats[0] == label["category"], cats
     top = diag.root_causes[0]
     assert top.fix_hints, "a cause without a fix hint is not actionable"
-    assert any(e.kind == "direct" and e.excerpt for e in top.evidence)
+    # a signature of the knowledge base named the cause: not the fallback that guesses by stack
+    assert top.rule not in (None, "fallback") and not top.id.startswith("unknown."), (top.id, top.rule)
+    # and its direct evidence points at the line of this log that shows it
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    cited = [e for e in top.evidence if e.kind == "direct" and e.source == log.name and e.line]
+    assert any(0 < e.line <= len(lines) and e.excerpt[:80].strip() in lines[e.line - 1] for e in cited), \
+        [(e.source, e.line, e.excerpt[:80]) for e in top.evidence]
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -9,7 +9,8 @@ import pytest
 
 from pytest_faildiag.capture.envlock import build_lock
 from pytest_faildiag.engine import checks_env
-from pytest_faildiag.engine.validate import CHECKS, CheckContext, run_checks
+from pytest_faildiag.engine.checks_env import CHECKS
+from pytest_faildiag.engine.validate import CheckContext, run_checks
 from pytest_faildiag.model import RootCause
 
 GIB = 1024**3
@@ -172,7 +173,7 @@ def test_changed_since_green_skips_without_a_green_lock():
 
 def test_run_checks_folds_results_into_confidence(site, fake_nvidia):
     site("torch", "2.6.0+cu128")
-    ctx = CheckContext(scan=None, profile=None, lock=build_lock())
+    ctx = CheckContext(scan=None, profile=None, lock=build_lock(), checks=CHECKS)
     cause = _cause("torch built for a newer CUDA than the driver")
     run_checks(ctx, cause, ["lock-cuda-driver", "lock-numpy-abi"], {"text": "CUDA driver version is insufficient"})
     assert [c.status for c in cause.validation_checks] == ["passed", "skipped"]

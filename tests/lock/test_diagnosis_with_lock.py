@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pytest_faildiag.capture.envlock import build_lock
-
-api = pytest.importorskip("pytest_faildiag.engine.api")
+from pytest_faildiag.engine import api
 
 DRIVER_LOG = (
     "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    torch.zeros(1).cuda()\n"

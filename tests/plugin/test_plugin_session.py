@@ -247,7 +247,6 @@ def test_the_run_fixture_works_without_faildiag_turned_on(pytester: pytest.Pytes
 
 
 def test_github_annotations_come_out_when_asked(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("pytest_faildiag.ci.github")
     pytester.makepyfile(test_a="def test_bad():\n    assert 1 == 2\n")
     result = pytester.runpytest("--faildiag", "--faildiag-github")
     result.assert_outcomes(failed=1)
@@ -256,7 +255,7 @@ def test_github_annotations_come_out_when_asked(pytester: pytest.Pytester) -> No
 
 def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(pytester: pytest.Pytester,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    html = pytest.importorskip("pytest_faildiag.ci.html")
+    from pytest_faildiag.ci import html
 
     def broken(out_dir, html_path):
         raise ValueError("template missing")
@@ -267,6 +266,19 @@ def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(pytester: pyt
     result.assert_outcomes(failed=1, passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*faildiag: warning: pytest_faildiag.ci.html.write_html failed*template missing*"])
+
+
+def test_a_renamed_html_renderer_is_reported_not_silently_skipped(pytester: pytest.Pytester,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_faildiag.ci import html
+
+    monkeypatch.delattr(html, "write_html")
+    pytester.makepyfile(test_a="def test_bad():\n    assert 0\n")
+    result = pytester.runpytest("--faildiag", "--faildiag-html", "report.html")
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*faildiag: warning: pytest_faildiag.ci.html.write_html failed*has no write_html*"])
+    assert not (pytester.path / "report.html").exists()
 
 
 def test_a_module_that_fails_to_import_is_diagnosed_as_a_collection_error(pytester: pytest.Pytester) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -58,10 +59,14 @@ def scorers_from_entry_points() -> list:
     return [s for batch in pm.hook.retort_register_scorers() for s in (batch or [])]
 
 
-def test_the_plugin_is_registered_under_both_entry_point_groups() -> None:
-    for group in ("retort", "retort.plugins"):
-        values = {ep.value for ep in entry_points(group=group)}
-        assert "pytest_faildiag.integrations.retort_plugin" in values, group
+def test_the_plugin_is_registered_under_the_group_retort_loads_and_no_other() -> None:
+    values = {ep.value for ep in entry_points(group="retort")}
+    assert "pytest_faildiag.integrations.retort_plugin" in values
+    # what the next install registers (the installed metadata may predate a change to pyproject.toml)
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    groups = [g for g, eps in project["project"]["entry-points"].items()
+              if "pytest_faildiag.integrations.retort_plugin" in eps.values()]
+    assert groups == ["retort"]
 
 
 def test_pluggy_loads_it_and_it_contributes_one_capture_scorer() -> None:

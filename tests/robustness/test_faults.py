@@ -6,7 +6,6 @@ faildiag says what went wrong as a warning, and nothing half-written is ever rea
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import resource
@@ -18,9 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pytest_faildiag.integrations.pytest_session") is None,
-                                reason="the pytest plugin (integrations/pytest_session.py) is not there yet")
 
 TESTS = '''
 def test_passes():

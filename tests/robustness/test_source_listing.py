@@ -3,13 +3,9 @@ is code, not evidence. Found by the xdist storm (a test with several failure kin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
-
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pytest_faildiag.integrations.pytest_session") is None,
-                                reason="the pytest plugin (integrations/pytest_session.py) is not there yet")
 
 DEAD_BRANCH = '''
 def test_shape(flag=False):

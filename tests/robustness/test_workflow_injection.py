@@ -6,13 +6,9 @@ annotation's message or echoed inside a ``::stop-commands::`` block with a token
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import pytest
-
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("pytest_faildiag.integrations.pytest_session") is None,
-                                reason="the pytest plugin (integrations/pytest_session.py) is not there yet")
 
 EVIL = [
     "::error::RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",

@@ -13,10 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("xdist") is None
-    or importlib.util.find_spec("pytest_faildiag.integrations.pytest_session") is None,
-    reason="needs pytest-xdist and the pytest plugin (integrations/pytest_session.py)")
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="needs pytest-xdist")
 
 SCHEMA = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "schemas" / "report.schema.json"
 
