@@ -199,3 +199,11 @@ def test_new_shapes_are_masked_in_bulk_text_too():
     noise = "NCCL INFO ok\n" * 200
     for text, secret, _ in MORE_SECRETS:
         assert secret not in redact_text(noise + text + "\n" + noise), text
+
+
+def test_a_test_count_after_pass_is_not_a_password():
+    assert redact_text("tests pass: 12 passed") == "tests pass: 12 passed"
+    assert redact_text("pass: 3 fail: 1") == "pass: 3 fail: 1"
+    assert "hunter2x" not in redact_text("pass: hunter2x")
+    assert "4242" not in redact_text("DB_PASS=4242") and "987654" not in redact_text("password: 987654")
+    assert "1234" not in redact_text("PASS=1234")
