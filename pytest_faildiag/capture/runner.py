@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fsio import open_output_file, safe_atomic_write, safe_mkdir
+from ..store import LAST_GREEN_LOCK, read_last_green, write_last_green
 from .proc import shell_status, signal_group, signal_name
 from .tee import HEAD_BYTES, TAIL_BYTES, BoundedLog, Pump
 
@@ -779,7 +780,7 @@ class LockBuilder(threading.Thread):
         return self.lock
 
 
-LAST_GREEN = "last-green.lock.json"
+LAST_GREEN = LAST_GREEN_LOCK
 FINGERPRINT = ".faildiag/last-green.fingerprint"
 _VOLATILE_ENV = {"_", "OLDPWD", "PWD", "SHLVL", "TERM_SESSION_ID", "WINDOWID", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY"}
 
@@ -816,14 +817,6 @@ def env_fingerprint(cwd: str) -> str:
     return h.hexdigest()
 
 
-def read_last_green(out: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((out / LAST_GREEN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def write_run_files(result: RunResult, out: Path, lock: dict[str, Any] | None, *, redacted: bool = False) -> None:
     """``run.json`` always; ``last-green.lock.json`` after a passing run (the baseline for the next failure).
 
@@ -832,7 +825,7 @@ def write_run_files(result: RunResult, out: Path, lock: dict[str, Any] | None, *
 
     safe_atomic_write(out, "run.json", _dump(redact_obj(result.to_json())))
     if not result.failed and lock:
-        safe_atomic_write(out, LAST_GREEN, _dump(lock if redacted else redact_obj(lock)))
+        write_last_green(out, _dump(lock if redacted else redact_obj(lock)))
 
 
 def _dump(obj: Any) -> str:
