@@ -20,6 +20,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("pytest_faildiag.commands.recover", "diagnose the test a killed pytest session was running"),
     "retort": ("pytest_faildiag.commands.retort", "diagnose retort experiment runs"),
     "card": ("pytest_faildiag.commands.card", "draft a known-issue card from a snapshot, or lint a factory (--check)"),
+    "job": ("pytest_faildiag.commands.job", "per-node table of a multi-node job folder (--job-dir)"),
+    "mcp": ("pytest_faildiag.commands.mcp", "serve the tools to coding agents over MCP (stdio; extra `mcp`)"),
+    "skill": ("pytest_faildiag.commands.skill", "print the agent skill (SKILL.md)"),
 }
 
 

@@ -4,13 +4,266 @@ records, retort captures, fix backups).
 Why one place: "a reader never sees half a file" is a promise of the contract; it holds only if every
 writer does temp file + fsync + rename in the same folder, and a single helper keeps it that way.
 Standard library only, so the pytest plugin can import it without pulling in the engine.
+
+Reads live here too, for the same reason: every input faildiag reads was left behind by a failed run and may
+be crafted (a symlink to ``/dev/zero`` or ``~/.aws/credentials``, a FIFO nobody writes, JSON nested 900 deep),
+so "regular files only, inside the allowed folders, size-capped, depth-capped" holds only if every reader
+goes through the same few helpers.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import shutil
+import stat
 import tempfile
-from pathlib import Path
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePath
+from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no FIFOs to guard against either
+    fcntl = None  # type: ignore[assignment]
+
+# ====================================================================== reads: bounded, regular files only
+# Writers are further down. Every reader below refuses anything that is not a regular file once symlinks are
+# resolved (a device, a FIFO, a socket, a folder), and never holds more than its cap in memory.
+
+MAX_JSON_BYTES = 16 * 1024 * 1024  # report.json, session.json, locks, error.json: far below this in practice
+MAX_JSON_NODES = 1_000_000  # ~100 bytes each once parsed: the real bound on the memory a JSON file costs
+MAX_JSON_DEPTH = 64  # what faildiag writes or reads nests under 10 levels; recursion breaks near 1000
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # a whole small text file (a source file, a markdown note)
+MAX_HOLES = 1024 * 1024  # of a file read whole: written files have none; more is a crafted sparse file
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+class ReadRefused(OSError):
+    """A file faildiag will not read (special file, too large, outside the allowed folders, too deep).
+
+    An OSError, so every reader that already skips unreadable files skips these too; ``str()`` is the one
+    line a person reads in a note: ``<path>: <reason>``."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        super().__init__(errno.EPERM, reason)
+        self.filename = os.fspath(path)
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+def _kind(mode: int) -> str | None:
+    return next((name for test, name in _KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def check_regular(path: str | os.PathLike[str]) -> os.stat_result:
+    """``os.stat`` (symlinks followed) that raises ReadRefused unless the target is a regular file.
+
+    Why stat before open: opening a device can act (a tape rewinds, a serial line hangs up) and opening a
+    FIFO blocks until someone writes; a path that fails here is never opened."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ReadRefused(path, "symbolic link loop; skipped") from None
+        raise
+    kind = _kind(st.st_mode)
+    if kind:
+        raise ReadRefused(path, f"{kind}, not a regular file; skipped")
+    return st
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a regular file for binary reading, refusing special files (ReadRefused).
+
+    Opened with O_NONBLOCK and checked again on the descriptor, so a file swapped for a FIFO between the
+    check and the open cannot block; the flag is cleared before the file is handed out."""
+    before = check_regular(path)
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | nonblock | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if _kind(st.st_mode) or (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise ReadRefused(path, "changed while it was being opened; skipped")
+        if nonblock and fcntl is not None:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~nonblock)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _size(n: int) -> str:
+    return f"{n // (1 << 20)} MiB" if n >= 1 << 20 else f"{n // 1024} KiB"
+
+
+def read_capped(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The whole file, or ReadRefused when it is larger than ``limit`` bytes (nothing is half-read)."""
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > limit:
+            raise ReadRefused(path, f"larger than {_size(limit)}; skipped")
+        if hole_bytes(f, MAX_HOLES) > MAX_HOLES:
+            raise ReadRefused(path, "a sparse file (mostly holes), not data; skipped")
+        data = f.read(limit + 1)
+    if len(data) > limit:  # it grew while being read
+        raise ReadRefused(path, f"larger than {_size(limit)}; skipped")
+    return data
+
+
+def read_head(path: str | os.PathLike[str], limit: int) -> bytes:
+    """At most the first ``limit`` bytes."""
+    with open_regular(path) as f:
+        return f.read(limit)
+
+
+def read_tail(path: str | os.PathLike[str], limit: int) -> bytes:
+    """At most the last ``limit`` bytes: logs are allowed to be huge, their end is what explains a failure."""
+    with open_regular(path) as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - limit))
+        return f.read(limit)
+
+
+def hole_bytes(f: IO[bytes], stop: int) -> int:
+    """Bytes of holes in an open file (never written, read back as NULs: ``truncate -s 1T``), counted until
+    they pass ``stop``; 0 where the file system cannot tell. A sparse "log" costs no disk and would cost a
+    reader its whole apparent size in time."""
+    seek_hole, seek_data = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
+    if seek_hole is None or seek_data is None:
+        return 0
+    fd, holes, pos = f.fileno(), 0, 0
+    size = os.fstat(fd).st_size
+    try:
+        for _ in range(4096):  # bounded: a file of a million tiny holes is counted in part
+            hole = os.lseek(fd, pos, seek_hole)
+            if hole >= size:
+                break
+            try:
+                pos = os.lseek(fd, hole, seek_data)
+            except OSError:  # ENXIO: the hole runs to the end
+                pos = size
+            holes += pos - hole
+            if holes > stop or pos >= size:
+                break
+    except OSError:
+        pass
+    finally:
+        f.seek(0)
+    return holes
+
+
+def iter_lines(path: str | os.PathLike[str], *, max_line: int, max_bytes: int | None = None) -> Iterator[bytes]:
+    """The lines of a file, streamed; a line longer than ``max_line`` is skipped without being buffered,
+    and reading stops after ``max_bytes`` (memory stays flat whatever the file holds)."""
+    read = 0
+    with open_regular(path) as f:
+        while max_bytes is None or read < max_bytes:
+            raw = f.readline(max_line + 1)
+            if not raw:
+                return
+            read += len(raw)
+            if len(raw) > max_line and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # drain the rest of the over-long line
+                    raw = f.readline(1 << 20)
+                    read += len(raw)
+                continue
+            yield raw
+
+
+def loads_json(data: str | bytes, *, max_nodes: int = MAX_JSON_NODES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` with bounds: ValueError (one line) for more than ``max_nodes`` values or nesting
+    deeper than ``max_depth``, instead of gigabytes of objects or a RecursionError later on.
+
+    The node count is an upper bound taken before parsing (commas and brackets, in C): parsing is what
+    costs the memory, so it must be refused before, not after."""
+    if not isinstance(data, str | bytes | bytearray):
+        raise ValueError(f"not JSON text ({type(data).__name__})")
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+    if text.count(",") + text.count("[") + text.count("{") > max_nodes:
+        raise ValueError(f"JSON with more than {max_nodes} values; not read")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels; not read") from None
+    if json_depth(value, max_depth) > max_depth:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels; not read")
+    return value
+
+
+def json_depth(value: Any, stop: int) -> int:
+    """Nesting depth of parsed JSON, walked without recursion; stops counting past ``stop``."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if not isinstance(node, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > stop:
+            return deepest
+        todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def load_json(path: str | os.PathLike[str], *, limit: int = MAX_JSON_BYTES) -> Any:
+    """Read and parse a JSON file under every bound above. Raises ReadRefused/OSError for the file,
+    ValueError for its content (malformed, too many values, too deep)."""
+    return loads_json(read_capped(path, limit))
+
+
+def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The project a command runs in: the nearest folder at or above ``start`` (default: the current folder)
+    holding a project marker, else ``start``. None when that is ``/`` or the home folder itself, which would
+    make every dotfile "inside the project"."""
+    here = Path(start or os.getcwd()).resolve()
+    root = next((d for d in (here, *here.parents) if any((d / m).exists() for m in _PROJECT_MARKERS)), here)
+    if root == Path(root.anchor) or root == Path.home().resolve():
+        return None
+    return root
+
+
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "pytest.ini", ".git")
+
+
+def read_roots(folders: Iterable[str | os.PathLike[str] | None]) -> list[Path]:
+    """Folders reads may reach into, resolved (symlinks followed) and de-duplicated; missing ones dropped."""
+    out: list[Path] = []
+    for f in folders:
+        if f is None:
+            continue
+        try:
+            p = Path(f).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if p.is_dir() and p not in out:
+            out.append(p)
+    return out
+
+
+def within(path: str | os.PathLike[str], roots: Iterable[Path]) -> Path | None:
+    """``path`` with every symlink resolved when that lies inside one of ``roots`` (already resolved),
+    else None. Resolve first, then compare: a link inside a root that points out of it is outside."""
+    try:
+        real = Path(path).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on older Pythons
+        return None
+    return real if any(real == r or real.is_relative_to(r) for r in roots) else None
+
+
+def read_allowed(path: str | os.PathLike[str], roots: Iterable[Path]) -> Path:
+    """``within`` that raises ReadRefused with the note a person reads when the file lies outside."""
+    real = within(path, roots)
+    if real is None:
+        raise ReadRefused(path, "outside the folders faildiag may read (the named folders, the output folder "
+                                "and the project); skipped")
+    return real
+
+
+# ====================================================================== writes
 
 
 def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, mode: int | None = None) -> Path:
@@ -57,12 +310,6 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, mode: int |
 # Paths are still used after the check (the child, faulthandler and tempfile need paths): that is sound
 # because no other user can write into a checked folder, so nobody else can swap a component between the
 # check and the use. Folders above the root are the user's choice and are not checked.
-
-import errno  # noqa: E402 - kept with the helpers that use it (this section is self-contained)
-import shutil  # noqa: E402
-import stat  # noqa: E402
-from pathlib import PurePath  # noqa: E402
-from typing import IO, Any  # noqa: E402
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600

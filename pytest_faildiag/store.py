@@ -6,8 +6,9 @@ summary, the CI reporters, ``faildiag report``, ``recover`` and fix mode. When e
 own way they drifted apart (the terminal counted one cause where the HTML report counted two). Here:
 
 * the file names, defined once;
-* reads: regular files only, size- and depth-capped, JSON that is malformed, too big or too deep reads as
-  missing (``None``); snapshot folders named by a session stay inside it (``snapshot_dir``);
+* reads: through ``fsio``'s bounded readers (regular files only, size, value-count and depth caps); JSON
+  that is malformed, too big or too deep reads as missing (``None``); snapshot folders named by a session
+  stay inside it (``snapshot_dir``);
 * writes: through ``fsio``'s no-follow helpers (``safe_atomic_write``, ``open_nofollow_for_write``), so a
   planted symlink is replaced, never followed;
 * ``Diagnosis.from_dict`` (``load_diagnosis``) as the way back from a ``report.json``;
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .fsio import ensure_output_root, open_nofollow_for_write, safe_atomic_write
+from .fsio import MAX_JSON_BYTES, ensure_output_root, load_json, open_nofollow_for_write, safe_atomic_write
 from .model import Diagnosis
 
 REPORT = "report.json"
@@ -42,8 +43,6 @@ PREVIOUS_JOURNAL = "journal.prev.jsonl"
 LAST_GREEN_LOCK = "last-green.lock.json"  # the environment lock of the last passing run
 LAST_GREEN_GIT = "last-green.git.json"  # the git revision of the last passing session
 
-MAX_JSON_BYTES = 16 * 1024 * 1024  # what faildiag writes stays far below; a bigger file is not ours
-MAX_JSON_DEPTH = 64  # what faildiag writes nests under 10 levels; Python's recursion breaks near 1000
 MAX_SESSION_ENTRIES = 5000
 
 T = TypeVar("T")
@@ -53,40 +52,10 @@ T = TypeVar("T")
 
 
 def read_json(path: str | os.PathLike[str], *, limit: int = MAX_JSON_BYTES) -> Any:
-    """A JSON file of the output folder, parsed. Raises OSError when it is missing, not a regular file (a FIFO
-    would block, a device never ends) or larger than ``limit``; ValueError when it is not JSON or nests
-    deeper than ``MAX_JSON_DEPTH``."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: opening a FIFO or a device acts
-        raise OSError(f"{os.fspath(path)}: not a regular file")
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            raise OSError(f"{os.fspath(path)}: not a regular file of at most {limit} bytes")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{os.fspath(path)}: larger than {limit} bytes")
-    try:
-        value = json.loads(data.decode("utf-8", errors="replace"))
-    except RecursionError:
-        raise ValueError("JSON nested too deep") from None
-    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise ValueError("JSON nested too deep")
-    return value
-
-
-def _depth(value: Any, stop: int) -> int:
-    """Nesting depth of parsed JSON, walked without recursion; stops counting past ``stop``."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        node, depth = todo.pop()
-        if isinstance(node, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > stop:
-                return deepest
-            todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
-    return deepest
+    """A JSON file of the output folder, parsed within ``fsio``'s bounds. Raises OSError (``fsio.ReadRefused``)
+    when it is missing, not a regular file (a FIFO would block, a device never ends) or larger than
+    ``limit``; ValueError when it is not JSON, holds too many values or nests too deep."""
+    return load_json(path, limit=limit)
 
 
 def read_json_or_none(path: str | os.PathLike[str]) -> Any:

@@ -16,12 +16,14 @@ reporter count the same causes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fsio import MAX_JSON_BYTES, iter_lines, loads_json
 from ..model import Diagnosis
 from ..redact import redact_obj
 from ..store import (
@@ -124,7 +126,8 @@ class Session:
 
 
 def _read_json(path: Path) -> Any:
-    """A JSON file within ``store``'s bounds (regular file, size, depth); None otherwise."""
+    """A session's JSON within fsio's bounds (regular file, size, value count, depth), read through
+    ``store``; None otherwise."""
     return read_json_or_none(path)
 
 
@@ -348,10 +351,10 @@ def read_timeline(snapshot: Path | None) -> list[dict[str, float]]:
             continue
         out: list[dict[str, float]] = []
         try:
-            with open(p, encoding="utf-8", errors="replace") as f:
+            with contextlib.closing(iter_lines(p, max_line=64 * 1024, max_bytes=MAX_JSON_BYTES)) as f:
                 for raw in f:
                     try:
-                        d = json.loads(raw)
+                        d = loads_json(raw, max_depth=8)
                     except ValueError:
                         continue
                     if isinstance(d, dict) and "t" in d:

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..fsio import project_root, read_allowed, read_capped, read_roots
+from ..redact import redact_text
 from ..sanitize import display
 from ._load import CauseGroup, Failure, ReportInputError, Session, load, read_lock_diff, read_timeline
 
@@ -26,6 +28,7 @@ MAX_CAUSES_PER_TEST = 4
 MAX_EVIDENCE = 12
 MAX_FAILURES_RENDERED = 500
 SOURCE_CONTEXT = 3
+MAX_SOURCE_BYTES = 2_000_000
 MAX_PICTURES = 6
 
 CSS = """
@@ -248,25 +251,32 @@ def _conf_bar(conf: float) -> str:
 
 
 def source_lines(file: str | None, line: int | None, base: Path | None = None) -> str:
-    """The user's code around the failing line, when the file is still readable here (best effort)."""
-    if not file or not line or line < 1:
+    """The user's code around the failing line, when the file is still readable here (best effort).
+
+    ``file`` comes from a session on disk, which may be crafted: only a regular file inside the project
+    (the one ``base`` lies in; never the home folder or ``/`` as a whole) is read, at most
+    ``MAX_SOURCE_BYTES`` of it, and the lines shown are redacted like every other excerpt."""
+    if not file or not isinstance(line, int) or line < 1:
         return ""
     p = Path(file)
     if not p.is_absolute() and base is not None:
         p = base / p
     try:
-        if not p.is_file() or p.stat().st_size > 2_000_000:
-            return ""
-        with open(p, encoding="utf-8", errors="replace") as f:
-            text = f.read().splitlines()
-    except OSError:
+        data = read_capped(read_allowed(p, read_roots([project_root(base)])), MAX_SOURCE_BYTES)
+    except (OSError, ValueError):
         return ""
+    if b"\x00" in data[:8192]:
+        return ""
+    text = data.decode("utf-8", errors="replace").splitlines()
     lo, hi = max(1, line - SOURCE_CONTEXT), min(len(text), line + SOURCE_CONTEXT)
     if lo > hi:
         return ""
+    window = redact_text("\n".join(text[lo - 1:hi])).split("\n")
+    if len(window) != hi - lo + 1:  # a secret spanning lines was masked: the numbering would lie
+        return ""
     rows = []
-    for n in range(lo, hi + 1):
-        row = f"{n:>5}  {esc(text[n - 1])}"
+    for n, src in zip(range(lo, hi + 1), window, strict=True):
+        row = f"{n:>5}  {esc(src)}"
         rows.append(f'<span class="hl">{row}</span>' if n == line else row + "\n")
     return f'<pre class="src">{"".join(rows)}</pre>'
 

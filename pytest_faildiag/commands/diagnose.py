@@ -18,6 +18,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
     p.add_argument("--cwd", default=None, help="the folder the command ran in (recorded for `faildiag fix`)")
     p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
+    p.add_argument("--max-chars", type=_positive, default=None, metavar="N",
+                   help="print at most N characters: the first failure, the ranked causes and their direct "
+                        "evidence are kept, the rest is dropped first (the snapshot stays whole)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,13 +35,14 @@ def run(args: argparse.Namespace) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("give log files or folders, or '-' to read stdin")
         use_stdin = True
+    job = _merge_job(paths[0]) if len(paths) == 1 and not use_stdin and _is_job_dir(paths[0]) else None
     try:
         packs = [read_pack_file(r) for r in args.rules]
         ruleset = load_ruleset(packs) if packs else None
         lock = _read_lock(args.lock) if args.lock else None
-        diag = diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
-                        stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
-                        factory_root=_factory_root(args.factory_root))
+        diag = job or diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
+                               stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
+                               factory_root=_factory_root(args.factory_root))
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -50,12 +54,29 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         from ..sanitize import json_safe
 
-        sys.stdout.write(json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n")
+        text = json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n"
     elif args.format == "md":
-        sys.stdout.write(render_markdown(diag))
+        text = render_markdown(diag)
     else:
-        sys.stdout.write(render_text(diag) + "\n")
+        text = render_text(diag) + "\n"
+    if args.max_chars is not None and len(text) > args.max_chars:  # the rest goes first: agents/budget.py
+        from ..agents.budget import render_report
+
+        text = render_report(report_dict(diag), args.format, args.max_chars)
+    sys.stdout.write(text)
     return 0
+
+
+def _positive(value: str) -> int:
+    from ..cli import UsageError
+
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UsageError(f"--max-chars {value}: give a positive number of characters")
+    return n
 
 
 def _factory_root(value: str | None) -> str | None:
@@ -66,14 +87,34 @@ def _factory_root(value: str | None) -> str | None:
     return value
 
 
-def _read_lock(path: str) -> dict:
+def _is_job_dir(path: str) -> bool:
+    """A multi-node job folder (``DIR/nodes/<NAME>/``, written by ``faildiag run --job-dir``): merged, not searched."""
+    from ..job.merge import is_job_dir
+
+    return is_job_dir(path)
+
+
+def _merge_job(path: str):
     from ..cli import UsageError
+    from ..job.merge import merge
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: not a readable environment lock ({exc})") from None
+        return merge(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _read_lock(path: str) -> dict:
+    """``--lock FILE`` within fsio's bounds (a regular file, size, value count, depth): one line otherwise."""
+    from ..cli import UsageError
+    from ..fsio import ReadRefused, load_json
+
+    try:
+        data = load_json(path)
+    except ReadRefused as exc:
+        raise UsageError(f"not a readable environment lock: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable environment lock ({exc.strerror if isinstance(exc, OSError) else exc})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not an environment lock")
     return data

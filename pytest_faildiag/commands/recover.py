@@ -5,6 +5,9 @@ A session killed outright (SIGKILL, the OOM killer, ``os._exit``, a CI cancel) n
 end; the journal's last ``start`` without a ``finish`` names the test, and the output files its commands
 journaled (and a stack dump, when a hang watchdog was armed) are the evidence. Snapshots go to
 ``DIR/<test-slug>-killed/``. The next ``pytest --faildiag`` run does the same on its own at start-up.
+
+The journal names the files to read; they are read only inside DIR, the project, pytest's temporary
+folders and the folders given with ``--root`` (a crafted journal naming ``~/.aws/credentials`` gets a note).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="faildiag-out", help="the pytest --faildiag output folder (default ./faildiag-out)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="also read journaled output files under DIR (e.g. pytest's --basetemp); repeatable")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..cli import UsageError
     from ..engine import diagnose, render_text, write_snapshot
+    from ..fsio import ReadRefused, check_regular
     from ..integrations.pytest_journal import JOURNAL, PREVIOUS, dead_test_texts, dead_tests, read_events, slugify
     from ..parse.logread import InputError
 
@@ -32,10 +38,14 @@ def run(args: argparse.Namespace) -> int:
     journal = out / JOURNAL if (out / JOURNAL).exists() else out / PREVIOUS
     if not journal.exists():
         raise UsageError(f"{out}: no journal.jsonl (was pytest run with --faildiag --faildiag-out {out}?)")
+    try:
+        check_regular(journal)
+    except OSError as exc:
+        raise UsageError(str(exc) if isinstance(exc, ReadRefused) else f"{journal}: {exc.strerror}") from None
     dead = dead_tests(read_events(journal))
     results = []
     for d in dead:
-        texts = dead_test_texts(out, d)
+        texts = dead_test_texts(out, d, extra_roots=args.root)
         try:
             diag = diagnose(texts=texts, stack="pytest", command=f"pytest {shlex.quote(d.nodeid)}")
         except InputError as exc:  # pragma: no cover - the journal text is always there

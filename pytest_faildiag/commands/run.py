@@ -25,6 +25,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-diagnose", action="store_true", help="keep logs and timeline, skip the diagnosis")
     p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
     p.add_argument("--quiet", action="store_true", help="print nothing of faildiag's own (the command's output still passes through)")
+    p.add_argument("--job-dir", default=None, metavar="DIR",
+                   help="a folder shared by every node of a multi-node job: this node writes DIR/nodes/NAME/ "
+                        "(its snapshot and node.json) instead of --out; `faildiag diagnose DIR` merges them")
+    p.add_argument("--node", default=None, metavar="NAME", help="this node's name in --job-dir (default: the host name)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -45,6 +49,17 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
     out = Path(args.out)
+    node = None
+    if args.job_dir:
+        from ..job.node import NodeRecorder
+
+        try:
+            node = NodeRecorder.begin(Path(args.job_dir), args.node, cmd)
+        except OSError as exc:
+            raise UsageError(f"cannot use --job-dir {args.job_dir}: {exc.strerror or exc}") from None
+        out = node.folder
+    elif args.node:
+        raise UsageError("--node names this node inside --job-dir; give --job-dir too")
     try:  # a symlink, or a folder someone else can write into, is refused before the command starts
         ensure_output_root(out)
     except OutputFolderRefused as exc:
@@ -75,17 +90,26 @@ def run(args: argparse.Namespace) -> int:
         import os
 
         os.environ["FAILDIAG_FACTORY_ROOT"] = str(Path(args.factory_root).resolve())
+    lock = diag = None
     try:
         lock = None if result.start_error else locker.result(1.0)
         if locker.note:
             result.notes.append(locker.note)
+        if node is not None:
+            result.collected += node.after_run(result)
         diag = finish_run(result, opts, lock if not locker.reused or result.failed else None,
                           diagnose_failure=not args.no_diagnose, redacted_lock=None if locker.reused else locker.redacted)
         if not result.failed and lock:
             locker.save_fingerprint()
     except Exception as exc:  # the wrapper's own failure never replaces the command's status
         say(f"faildiag: warning: no diagnosis written: {type(exc).__name__}: {exc}")
-        return result.exit_status
+        if node is None:
+            return result.exit_status
+    if node is not None:
+        try:
+            node.write(result, diag, lock if lock is not None else locker.redacted)
+        except Exception as exc:  # a node record that could not be written is itself evidence for the merge
+            say(f"faildiag: warning: node record not written: {type(exc).__name__}: {exc}")
     if diag is not None:
         from ..engine import render_text
 

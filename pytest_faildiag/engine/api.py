@@ -9,11 +9,13 @@ to a best-effort diagnosis with notes.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from .. import factory as _factory
+from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
 from ..parse.logread import InputError, check_readable, sniff_binary
@@ -34,6 +36,7 @@ except ImportError:  # pragma: no cover
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
 MAX_FILES = 2000
+READ_BUDGET_S = 45.0  # finding and reading evidence; the rest of a diagnosis takes seconds at most
 SKIP_NAMES = {"label.json", "report.json", "failure-profile.json", "root-causes.json", "failure.lock.json", "session.json"}
 
 
@@ -45,6 +48,15 @@ class _Inputs:
         self.lock: dict[str, Any] | None = None
         self.notes: list[str] = []
         self.readiness: dict[str, Any] | None = None
+        # why a deadline: any folder must be diagnosed in bounded time, whatever it holds (2000 huge files)
+        self.deadline = time.monotonic() + READ_BUDGET_S
+
+    def out_of_time(self, what: str) -> bool:
+        """True (and a note, once) when the reading budget is spent."""
+        if time.monotonic() <= self.deadline:
+            return False
+        self.notes.append(f"{what} not read: the {READ_BUDGET_S:.0f} s reading budget was spent")
+        return True
 
 
 def _name(path: Path, base: Path | None) -> str:
@@ -99,11 +111,11 @@ def _add_json(inp: _Inputs, path: Path, name: str) -> None:
         if text:
             inp.texts.append((name, text))
             return
-    data = artifacts.read_json(path)
-    if data is None:
-        inp.notes.append(f"{name}: malformed JSON, ignored")
+    data, problem = artifacts.load_json_artifact(path)
+    if not isinstance(data, dict):
+        inp.notes.append(f"{name}: {problem or 'not a JSON object'}, ignored")
         return
-    if lower.endswith("lock.json") and "packages" in data or data.get("schema", "").startswith("faildiag.lock"):
+    if lower.endswith("lock.json") and "packages" in data or str(data.get("schema", "")).startswith("faildiag.lock"):
         inp.lock = data
     elif "readiness" in lower or "verdict" in data or "readiness" in str(data.get("schema", "")):
         inp.readiness = data
@@ -121,13 +133,18 @@ def collect(paths: Iterable[str | os.PathLike[str]]) -> _Inputs:
             check_readable(check_path)  # raises with the right one-line reason
         if p.is_dir():
             _walk(inp, p)
-        else:
-            _add_file(inp, p, None, explicit=True)
+            continue
+        try:
+            check_regular(p)  # a device, FIFO or socket named on the command line: one line, not a hang
+        except ReadRefused as exc:
+            raise InputError(str(exc)) from None
+        _add_file(inp, p, None, explicit=True)
     return inp
 
 
 def _walk(inp: _Inputs, root: Path) -> None:
     count = 0
+    roots = read_roots([root])
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".git", "__pycache__", "faildiag-out")))
         for fn in sorted(filenames):
@@ -136,7 +153,15 @@ def _walk(inp: _Inputs, root: Path) -> None:
                 inp.notes.append(f"{root}: more than {MAX_FILES} files; the rest were not read")
                 return
             p = Path(dirpath) / fn
-            if p.is_symlink() and not p.exists():
+            if inp.out_of_time(f"{root}: the rest of the folder"):
+                return
+            try:  # special files and links out of the named folder are noted, never opened
+                check_regular(p)
+                read_allowed(p, roots)
+            except FileNotFoundError:  # a dangling symlink
+                continue
+            except OSError as exc:
+                inp.notes.append(f"{_name(p, root)}: {exc.strerror}")
                 continue
             try:
                 _add_file(inp, p, root, explicit=False)
@@ -184,7 +209,9 @@ def diagnose(
         what = ", ".join(str(p) for p in paths) or "the input"
         raise InputError(f"no logs found in {what}")
     scan = ScanResult()
-    for name, path in inp.logs:
+    for i, (name, path) in enumerate(inp.logs):
+        if inp.out_of_time(f"{len(inp.logs) - i} log(s) from {name} on"):
+            break
         try:
             scan_file(str(path), name, rs, scan)
         except OSError as exc:

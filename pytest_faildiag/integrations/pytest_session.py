@@ -301,7 +301,7 @@ class FaildiagSession:
         journaled = redact_text(report.nodeid)  # the journal keeps redacted ids
         dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == journaled]
         if dead:
-            texts.update(dead_test_texts(self.out, dead[-1]))
+            texts.update(dead_test_texts(self.out, dead[-1], extra_roots=self._evidence_roots()))
         path = report.location[0] if report.location else report.nodeid.split("::")[0]
         entry = self._run_engine(report.nodeid, "crash", texts, [], file=path, line=None, hang=False)
         self._attach(report, entry)
@@ -377,6 +377,13 @@ class FaildiagSession:
         return self._lock
 
     # ------------------------------------------------------------------ killed sessions
+    def _evidence_roots(self) -> list[Any]:
+        """Besides the output folder: the folders journaled files may be read from (see dead_test_texts);
+        the root folder only when it is a project, not the home folder pytest falls back to."""
+        from ..fsio import project_root
+
+        return [project_root(self.config.rootpath), getattr(self.config.option, "basetemp", None)]
+
     def _recover_previous(self) -> None:
         path = self.out / JOURNAL
         if not path.exists():
@@ -386,7 +393,8 @@ class FaildiagSession:
             if dead.session_ended:
                 continue  # a worker crash the controller already diagnosed
             try:
-                entry = self._run_engine(dead.nodeid, "killed", dead_test_texts(self.out, dead), [],
+                texts = dead_test_texts(self.out, dead, extra_roots=self._evidence_roots())
+                entry = self._run_engine(dead.nodeid, "killed", texts, [],
                                          file=dead.nodeid.split("::")[0], line=None, hang=False)
                 entry.pop("_text", None)
                 entry["outcome"] = "killed"

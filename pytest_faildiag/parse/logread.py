@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 
+from ..fsio import ReadRefused, check_regular, hole_bytes, open_regular
+
 MAX_LINE = 16 * 1024  # bytes of one physical line kept for matching; the rest is skipped, not buffered
 CHUNK = 1 << 20
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -35,22 +37,29 @@ def _visible(segment: str) -> str:
     return clean(segment.rstrip("\n"))
 
 
+MAX_HOLES = 64 * 1024 * 1024
+
+
 def sniff_binary(path: str) -> bool:
-    """True for files that are not text logs: a NUL byte in the first 8 KiB."""
-    with open(path, "rb") as f:
-        head = f.read(8192)
-    return b"\x00" in head
+    """True for files that are not text logs: a NUL byte in the first 8 KiB, or more than ``MAX_HOLES`` of
+    holes (a sparse file reads back gigabytes of NULs from no disk at all; a log is written, not seeked)."""
+    with open_regular(path) as f:
+        return b"\x00" in f.read(8192) or hole_bytes(f, MAX_HOLES) > MAX_HOLES
 
 
 def check_readable(path: str) -> None:
-    """Raise InputError with a one-line reason when ``path`` cannot be used as a log."""
+    """Raise InputError with a one-line reason when ``path`` cannot be used as a log.
+
+    Only regular files are logs: a FIFO would block the reader forever and ``/dev/zero`` never ends, so
+    devices, FIFOs and sockets are refused here, before anything opens them (pipe a stream to ``-``)."""
     try:
-        st = os.stat(path)
+        st = check_regular(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file or directory") from None
+    except ReadRefused as exc:
+        hint = "; pipe it to `faildiag diagnose -` instead" if "FIFO" in str(exc.strerror) else ""
+        raise InputError(f"{exc}{hint}") from None
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP
-            raise InputError(f"{path}: symbolic link loop") from None
         raise InputError(f"{path}: {exc.strerror}") from None
     if not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied")

@@ -4,6 +4,10 @@ Python's ``re`` tries every alternative of a large alternation at every position
 several-hundred-keyword pattern crawl at about 1 MB/s; grep compiles the same literals into a DFA and
 runs at hundreds of MB/s. The prefilter only narrows the lines Python looks at: when grep is missing,
 or fails, the caller scans the file itself and gets the same findings, slower.
+
+grep holds a whole line in memory to match it, and a log can be one line of gigabytes (a sparse file, a
+progress bar that never printed a newline): grep runs under a virtual-memory limit, so such a file makes
+it fail ("memory exhausted") and the caller's bounded Python scan takes over.
 """
 
 from __future__ import annotations
@@ -22,9 +26,18 @@ MAX_ARG_PATTERN = 100_000  # Linux refuses one argument over 128 KiB (MAX_ARG_ST
 _ERE_SPECIAL = re.compile(r"([\\.\[\]()*+?{}|^$])")
 
 
+GREP_MEMORY_KIB = 192 * 1024  # grep's own needs are ~10 MB; a line larger than this is scanned in Python
+_LIMITED = 'ulimit -v {kib} 2>/dev/null; exec "$0" "$@"'
+
+
 @lru_cache(maxsize=1)
 def _grep() -> str | None:
     return shutil.which("grep")
+
+
+@lru_cache(maxsize=1)
+def _sh() -> str | None:
+    return shutil.which("sh")
 
 
 def available() -> bool:
@@ -83,6 +96,9 @@ def grep_lines(path: str | None, keywords: list[str], data: bytes | None = None)
         read_end, write_end = os.pipe()  # (thousands of team cards): one pattern a line, through a pipe
         fds = (read_end,)
         argv[5:7] = ["-f", f"/dev/fd/{read_end}"]
+    sh = _sh()
+    if sh is not None:  # the limit through the shell: preexec_fn is unsafe in a process with threads
+        argv = [sh, "-c", _LIMITED.format(kib=GREP_MEMORY_KIB), *argv]
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=fds,
                                 stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL, env=env)

@@ -75,7 +75,9 @@ def full_out(session_out: Path, oom_snapshot: Path, hang_snapshot: Path, tmp_pat
     return write_session(out, session["tests"])
 
 
-def test_the_report_groups_failures_by_cause_with_evidence_checks_and_hints(full_out: Path):
+def test_the_report_groups_failures_by_cause_with_evidence_checks_and_hints(full_out: Path, workspace: Path,
+                                                                            monkeypatch):
+    monkeypatch.chdir(workspace)  # rendered from the project: its source lines may be shown, nothing outside it
     page = ci_html.render_path(full_out)
     tags = parse_html(page)
     sections = [a for t, a in tags.tags if t == "section" and a.get("class", "").startswith("group")]

@@ -72,8 +72,11 @@ def test_a_killed_session_is_named_by_recover_and_by_the_next_run(pytester: pyte
     out = pytester.path / "faildiag-out"
     assert not (out / "session.json").exists()  # nothing written at session end survived
 
+    # pytester ran the session with --basetemp=<its folder>/runpytest-0 (and HOME set to its folder, so it is
+    # no "project"): the folder holding the journaled output files is named, as a user with --basetemp does
     proc = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format",
-                           "json"], capture_output=True, text=True, timeout=120)
+                           "json", "--root", str(pytester.path / "runpytest-0")], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     killed = json.loads(proc.stdout)["killed"]
     assert [k["nodeid"] for k in killed] == ["test_k.py::test_killed"]

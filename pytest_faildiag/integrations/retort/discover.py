@@ -5,7 +5,6 @@ A locked or corrupt ``retort.db`` is reported as a problem and the folders are u
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_faildiag.fsio import loads_json, within
 from pytest_faildiag.integrations.retort.model import _NOISE_DIRS, Claim, RetortInputError, RunRecord
 from pytest_faildiag.integrations.retort.signals import _load_folder_signals, _read_json
 
@@ -79,9 +79,12 @@ class DbRows:
 
 
 def read_db(db_path: Path) -> DbRows:
-    """All experiment_runs rows with their metrics, read-only; a locked/corrupt DB yields ``problem``."""
+    """All experiment_runs rows with their metrics, read-only; a locked/corrupt DB yields ``problem``.
+    A ``retort.db`` that is a symlink out of its experiment folder is a problem, not a read."""
     if not db_path.is_file():
         return DbRows([], 0, None)
+    if within(db_path, [db_path.parent.resolve()]) is None:
+        return DbRows([], 0, "retort.db points outside its experiment folder; not read")
     try:
         con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=1.0)
     except sqlite3.Error as exc:
@@ -127,15 +130,15 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
     for row in db.rows:
         if row.get("status") == "completed":
             try:
-                rc0 = json.loads(row.get("run_config_json") or "{}")
+                rc0 = loads_json(row.get("run_config_json") or "{}")
                 completed_keys.add((cell_name(rc0 if isinstance(rc0, dict) else {}), int(row.get("replicate") or 0)))
             except (ValueError, TypeError):
                 pass
     for row in db.rows:
         try:
-            rc = json.loads(row.get("run_config_json") or "{}")
+            rc = loads_json(row.get("run_config_json") or "{}")
             rc = rc if isinstance(rc, dict) else {}
-        except ValueError:
+        except (ValueError, TypeError):
             rc = {}
         cell = cell_name(rc)
         rep = int(row.get("replicate") or 0)
@@ -171,7 +174,7 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             m = re.fullmatch(r"rep(\d+)(-failed)?", rep_dir.name)
             if not m or not rep_dir.is_dir() or rep_dir in claimed:
                 continue
-            scores, _ = _read_json(rep_dir / "scores.json")
+            scores, _ = _read_json(rep_dir / "scores.json", exp)
             is_failed_dir = bool(m.group(2))
             if not is_failed_dir and not (isinstance(scores, dict) and _scores_failed(scores)):
                 continue
@@ -215,7 +218,7 @@ def _instant_fail_cohorts(rows: list[dict[str, Any]], min_size: int = 3) -> dict
     levels: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         try:
-            rc = json.loads(r.get("run_config_json") or "{}")
+            rc = loads_json(r.get("run_config_json") or "{}")
         except ValueError:
             continue
         if isinstance(rc, dict):

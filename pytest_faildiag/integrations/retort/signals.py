@@ -1,12 +1,13 @@
 """Reading what a run left behind: ``rules/retort.toml`` signatures, the run folder's JSON/markdown files, agent logs.
 
 Every reader is best-effort: a missing or malformed file becomes a claim on the record, never an exception.
+Run folders hold what an agent wrote, so every read is bounded (regular files only, size- and depth-capped,
+logs read from their tail) and a run folder's files are read only when they resolve inside the experiment.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -14,6 +15,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_faildiag.fsio import (
+    ReadRefused,
+    iter_lines,
+    load_json,
+    loads_json,
+    read_allowed,
+    read_head,
+    read_roots,
+    read_tail,
+)
 from pytest_faildiag.integrations.retort.model import Claim, RunRecord, Signature, SignatureHit
 
 _WRONG_PLACE = re.compile(
@@ -22,6 +33,9 @@ _WRONG_PLACE = re.compile(
     re.I,
 )
 _MAX_LOG_BYTES = 4_000_000
+_MAX_EVAL_BYTES = 1_000_000  # evaluation.md: the first 200,000 characters are kept
+_MAX_FINDINGS_BYTES = 16 * 1024 * 1024
+_MAX_JSON_LINE = 1024 * 1024
 
 
 def load_signatures(path: Path | None = None) -> list[Signature]:
@@ -50,13 +64,22 @@ def load_signatures(path: Path | None = None) -> list[Signature]:
     return out
 
 
-def _read_json(path: Path) -> tuple[Any, str | None]:
+def _read_json(path: Path, root: Path | None = None) -> tuple[Any, str | None]:
+    """(data, None), (None, None) when the file is absent, or (None, problem). With ``root``, a file that
+    resolves outside it (a symlink an agent planted) is a problem, not a read."""
     try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace")), None
+        return load_json(read_allowed(path, read_roots([root])) if root is not None else path), None
     except FileNotFoundError:
         return None, None
+    except ReadRefused as exc:
+        return None, f"{path.name} unreadable: {exc.strerror}"
     except (OSError, ValueError) as exc:
         return None, f"{path.name} unreadable: {type(exc).__name__}"
+
+
+def _inside(rec: RunRecord, path: Path) -> Path:
+    """``path`` resolved, or ReadRefused when it lies outside the run's experiment folder."""
+    return read_allowed(path, read_roots([rec.experiment]))
 
 
 def _load_folder_signals(rec: RunRecord) -> None:
@@ -68,7 +91,7 @@ def _load_folder_signals(rec: RunRecord) -> None:
                        (".faildiag/.capture.json", "capture"), (".faildiag/capture.json", "capture")):
         if attr == "capture" and rec.capture:
             continue
-        data, problem = _read_json(d / name)
+        data, problem = _read_json(d / name, rec.experiment)
         if isinstance(data, dict):
             setattr(rec, attr, data)
         elif problem:
@@ -76,7 +99,7 @@ def _load_folder_signals(rec: RunRecord) -> None:
     if not rec.run_config and isinstance(rec.meta.get("run_config"), dict):
         rec.run_config = {str(k): str(v) for k, v in rec.meta["run_config"].items()}
     try:
-        text = (d / "evaluation.md").read_text(encoding="utf-8", errors="replace")
+        text = read_head(_inside(rec, d / "evaluation.md"), _MAX_EVAL_BYTES).decode("utf-8", errors="replace")
         rec.eval_text = text[:200_000]
         m = re.search(r"\*\*Status:\*\*\s*(.+)", text)
         rec.eval_status = (m.group(1).strip() if m else "")[:400]
@@ -87,9 +110,10 @@ def _load_folder_signals(rec: RunRecord) -> None:
     except OSError:
         pass
     try:
-        for line in (d / "findings.jsonl").read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in iter_lines(_inside(rec, d / "findings.jsonl"), max_line=_MAX_JSON_LINE,
+                               max_bytes=_MAX_FINDINGS_BYTES):
             try:
-                item = json.loads(line)
+                item = loads_json(line)
             except ValueError:
                 continue
             if isinstance(item, dict):
@@ -186,12 +210,12 @@ def read_agent_logs(rec: RunRecord) -> LogSignals:
     for name in ("_agent_stdout.log", "_agent_stderr.log", "_hermes_session.jsonl"):
         path = rec.rep_dir / name
         try:
-            with open(path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                size = fh.tell()
-                fh.seek(max(0, size - _MAX_LOG_BYTES))
-                text = fh.read().decode("utf-8", "replace")
-        except OSError:
+            text = read_tail(_inside(rec, path), _MAX_LOG_BYTES).decode("utf-8", "replace")
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if isinstance(exc, ReadRefused):
+                rec.notes.append(Claim(f"{name} not read: {exc.strerror}", "direct", f"{rec.rel}/{name}"))
             continue
         sig.present.append(name)
         src = f"{rec.rel}/{name}"
@@ -201,7 +225,7 @@ def read_agent_logs(rec: RunRecord) -> LogSignals:
                 continue
             if s.startswith("{"):
                 try:
-                    ev = json.loads(s)
+                    ev = loads_json(s)
                 except ValueError:
                     ev = None
                 if isinstance(ev, dict):
