@@ -42,6 +42,13 @@ class Evidence:
             d["line"] = self.line
         return d
 
+    @classmethod
+    def from_dict(cls, d: Any) -> Evidence:
+        """From ``report.json`` (see ``Diagnosis.from_dict``): an unknown kind reads as ``direct``."""
+        d = d if isinstance(d, dict) else {}
+        kind: EvidenceKind = d["kind"] if d.get("kind") in EVIDENCE_KINDS else "direct"
+        return cls(kind, _text(d.get("source")), _text(d.get("excerpt")), _line(d.get("line")))
+
 
 @dataclass
 class ValidationCheck:
@@ -54,6 +61,12 @@ class ValidationCheck:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Any) -> ValidationCheck:
+        d = d if isinstance(d, dict) else {}
+        status: CheckStatus = d["status"] if d.get("status") in CHECK_STATUSES else "skipped"
+        return cls(_text(d.get("name")), status, _text(d.get("detail")))
+
 
 @dataclass
 class FailurePoint:
@@ -63,6 +76,12 @@ class FailurePoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "line": self.line, "excerpt": self.excerpt}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> FailurePoint | None:
+        if not isinstance(d, dict):
+            return None
+        return cls(_text(d.get("source")), _line(d.get("line")), _text(d.get("excerpt")))
 
 
 @dataclass
@@ -90,6 +109,18 @@ class FailureProfile:
             d["ranks"] = self.ranks
         return d
 
+    @classmethod
+    def from_dict(cls, d: Any) -> FailureProfile:
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            stage=_text(d.get("stage")) or "unknown", type=_text(d.get("type")) or "unknown",
+            stack=_text(d.get("stack")) or "other", backend=_opt_text(d.get("backend")),
+            domains=_texts(d.get("domains")), confidence=_confidence(d.get("confidence")),
+            command=_opt_text(d.get("command")), exit_code=_int(d.get("exit_code")),
+            signal=_opt_text(d.get("signal")), first_failure=FailurePoint.from_dict(d.get("first_failure")),
+            ranks=_ranks(d.get("ranks")),
+        )
+
 
 @dataclass
 class RootCause:
@@ -102,6 +133,9 @@ class RootCause:
     fix_hints: list[str] = field(default_factory=list)
     rule: str | None = None
     fix: dict[str, Any] | None = None
+    # the error a cause explains when no rule recognised it (``unknown.*``, differential hypotheses): what
+    # tells two such failures apart when they are grouped by cause, kept as data rather than re-read from prose
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -115,7 +149,25 @@ class RootCause:
             d["rule"] = self.rule
         if self.fix:
             d["fix_template"] = self.fix
+        if self.error:
+            d["error"] = self.error
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> RootCause:
+        d = d if isinstance(d, dict) else {}
+        cid = _text(d.get("id"))
+        evidence = [Evidence.from_dict(e) for e in _dicts(d.get("evidence"))]
+        error = _opt_text(d.get("error"))
+        if error is None and cid.startswith("unknown."):  # written before the field: the engine's first evidence
+            error = next((e.excerpt for e in evidence if e.kind == "direct"), None)
+        return cls(
+            id=cid, category=_text(d.get("category")) or "unknown", confidence=_confidence(d.get("confidence")),
+            summary=_text(d.get("summary")), evidence=evidence,
+            validation_checks=[ValidationCheck.from_dict(v) for v in _dicts(d.get("validation_checks"))],
+            fix_hints=_texts(d.get("fix_hints")), rule=_opt_text(d.get("rule")),
+            fix=d["fix_template"] if isinstance(d.get("fix_template"), dict) else None, error=error,
+        )
 
 
 @dataclass
@@ -150,3 +202,74 @@ class Diagnosis:
             d["sources"] = list(self.sources)
         d.update(self.extra)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Diagnosis:
+        """The one way back from a ``report.json`` (``store.load_diagnosis``, the CI reporters, ``faildiag
+        report``, fix mode). The file may come from another version, be edited by hand or half-written, so
+        every field is coerced to its type (blanks for what is missing or wrong), never trusted; keys this
+        model does not know are kept in ``extra`` so that ``to_dict`` gives them back."""
+        d = d if isinstance(d, dict) else {}
+        known = {"schema", "summary", "profile", "root_causes", "next_actions", "notes", "sources", "artifacts"}
+        return cls(
+            summary=_text(d.get("summary")) or "no summary", profile=FailureProfile.from_dict(d.get("profile")),
+            root_causes=[RootCause.from_dict(c) for c in _dicts(d.get("root_causes"))],
+            next_actions=_texts(d.get("next_actions")), notes=_texts(d.get("notes")),
+            sources=_texts(d.get("sources")), extra={k: v for k, v in d.items() if k not in known},
+        )
+
+
+# ---------------------------------------------------------------------------- coercion, for from_dict only
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else ("" if v is None or isinstance(v, dict | list) else str(v))
+
+
+def _opt_text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _texts(v: Any) -> list[str]:
+    return [_text(x) for x in v if x is not None] if isinstance(v, list) else []
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        return int(v)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _line(v: Any) -> int | None:
+    n = _int(v)
+    return n if n is not None and n > 0 else None
+
+
+def _confidence(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return 0.0
+    try:
+        x = float(v)
+    except (ValueError, OverflowError):
+        return 0.0
+    return min(1.0, max(0.0, x)) if x == x else 0.0  # NaN reads as 0; infinities are clamped
+
+
+def _ranks(v: Any) -> dict[str, Any]:
+    """``profile.ranks`` as the engine writes it (first failing rank, its first error, ranks with errors)."""
+    if not isinstance(v, dict) or not v:
+        return {}
+    raw_fe, raw_ranks = v.get("first_error"), v.get("ranks_with_errors")
+    fe: dict[str, Any] = raw_fe if isinstance(raw_fe, dict) else {}
+    ranks: list[Any] = raw_ranks if isinstance(raw_ranks, list) else []
+    return {"first_failing": _text(v.get("first_failing")) or None,
+            "first_error": {"source": _text(fe.get("source")), "line": _line(fe.get("line")),
+                            "excerpt": _text(fe.get("excerpt")), "time": _text(fe.get("time")) or None},
+            "ranks_with_errors": [_text(r) for r in ranks if isinstance(r, str | int) and not isinstance(r, bool)]}

@@ -56,6 +56,8 @@ from pathlib import Path
 
 import psutil
 
+from .capture.proc import signal_group
+
 __all__ = ["PROTECTIONS", "SandboxResult", "netns_prefix", "run_untrusted", "sandbox_env"]
 
 ENV = "env allow-list"
@@ -631,10 +633,10 @@ def _belongs(proc: psutil.Process, run: _RunId) -> bool:
 
 
 def _signal_all(group: int, members: list[psutil.Process], sig: int) -> None:
-    try:
-        os.killpg(group, sig)
-    except OSError:
-        pass
+    """The group through ``proc.signal_group``; the members one by one. Not ``proc.stop_group``: a sandboxed
+    run's members are also found by marker and network namespace after the group is gone, waited for as a
+    set (zombies a container's init never reaps included), and the survivors are reported."""
+    signal_group(group, sig)
     for proc in members:
         try:
             proc.send_signal(sig)

@@ -20,9 +20,6 @@ from pytest_faildiag import cli
 
 PACKAGE = "pytest_faildiag"
 SOURCE = Path(__file__).resolve().parents[1] / PACKAGE
-# capture/runner.py imports capture/monitor.py inside a function, monitor imports runner for its types:
-# issue #15 splits the runner by concern, which removes this pair.
-KNOWN_CYCLE = frozenset({f"{PACKAGE}.capture.runner", f"{PACKAGE}.capture.monitor"})
 
 
 def _modules() -> dict[str, Path]:
@@ -127,13 +124,8 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
 
 
 def test_no_cycle_closes_through_an_import_inside_a_function_either() -> None:
-    found = cycles(import_graph(inside_functions=True))
-    assert [c for c in found if c != KNOWN_CYCLE] == []
-
-
-@pytest.mark.xfail(strict=True, reason="issue #15: capture/runner.py and capture/monitor.py import each other")
-def test_the_run_wrapper_and_its_monitor_do_not_import_each_other() -> None:
-    assert KNOWN_CYCLE not in cycles(import_graph(inside_functions=True))
+    """Not even the run wrapper and its monitor (they imported each other until the wrapper was split)."""
+    assert cycles(import_graph(inside_functions=True)) == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -251,11 +251,11 @@ def fit_rendered(report: Report, max_chars: int, render: Callable[[Report], str]
 def render_report(report: Report, fmt: str, max_chars: int) -> str:
     """``faildiag diagnose --max-chars``: the redacted report in ``fmt`` (json, md, text) within the budget,
     as printed (the trailing newline counts)."""
-    from ..commands.report import _diagnosis  # the renderers take the model; rebuild it from the report
     from ..engine.report import render_markdown, render_text
+    from ..model import Diagnosis  # the renderers take the model; rebuild it from the report
 
     if fmt == "json":
         return _printed(fit_report(report, max_chars, lambda r: len(_printed(r))))
     if fmt == "md":
-        return fit_rendered(report, max_chars, lambda r: render_markdown(_diagnosis(r)))
-    return fit_rendered(report, max_chars, lambda r: render_text(_diagnosis(r)) + "\n")
+        return fit_rendered(report, max_chars, lambda r: render_markdown(Diagnosis.from_dict(r)))
+    return fit_rendered(report, max_chars, lambda r: render_text(Diagnosis.from_dict(r)) + "\n")

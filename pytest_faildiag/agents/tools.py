@@ -334,8 +334,9 @@ class Toolbox:
 
     def explain(self, a: dict[str, Any]) -> dict[str, Any]:
         from ..ci._load import ReportInputError, load
-        from ..commands.report import _diagnosis, _text
+        from ..commands.report import _text
         from ..engine.report import render_markdown
+        from ..model import Diagnosis
 
         folder = self._snapshot(a["snapshot"])
         try:
@@ -345,7 +346,7 @@ class Toolbox:
         lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
         limit = a.get("max_chars")
         if lone and limit and session.failures[0].report is not None:
-            markdown = fit_rendered(session.failures[0].report, limit, lambda r: render_markdown(_diagnosis(r)))
+            markdown = fit_rendered(session.failures[0].report, limit, lambda r: render_markdown(Diagnosis.from_dict(r)))
         else:
             markdown = _text(session, markdown=True)
             markdown = cut_text(markdown, limit) if limit else markdown

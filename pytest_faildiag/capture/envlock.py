@@ -33,8 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..fsio import atomic_write, safe_atomic_write
+from ..fsio import atomic_write
 from ..redact import redact_env, redact_obj, redact_text
+from ..store import LAST_GREEN_LOCK, read_last_green, write_last_green
 
 SCHEMA = "faildiag.lock/1"
 LOCK_FILENAME = "env.lock.json"
@@ -511,23 +512,20 @@ def load_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-GREEN_FILENAME = "last-green.lock.json"
+GREEN_FILENAME = LAST_GREEN_LOCK  # the name is the output folder's: defined in store
 
 
 def save_green(out_dir: str | os.PathLike[str], lock: dict[str, Any]) -> Path:
     """Keep ``lock`` as the lock of the last passing run in ``out_dir`` (what the plugin and the run
     wrapper call after a green run), so a later failure can say what changed since. ``out_dir`` is an output
     folder: refused (``fsio.OutputFolderRefused``) when it is a symlink or others can write into it."""
-    return safe_atomic_write(out_dir, GREEN_FILENAME, _lock_json(lock))
+    return write_last_green(out_dir, _lock_json(lock))
 
 
 def load_green(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The last green lock kept in ``out_dir``, or ``None`` when there is none or it is unreadable
-    (a missing baseline is no evidence, not an error)."""
-    try:
-        return load_lock(Path(out_dir) / GREEN_FILENAME)
-    except LockError:
-        return None
+    (a missing baseline is no evidence, not an error). Read through ``store`` (bounded)."""
+    return read_last_green(out_dir)
 
 
 # ------------------------------------------------------------------------------------------------ diff

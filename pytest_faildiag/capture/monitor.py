@@ -25,7 +25,7 @@ import psutil
 from .stacks import rank_of, tree_pids
 
 if TYPE_CHECKING:
-    from .runner import RunOptions
+    from .options import RunOptions
 
 MAX_TIMELINE = 2000
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 TAIL_BYTES = 1 << 20
 
@@ -32,12 +35,40 @@ def signal_name(returncode: int | None) -> str | None:
         return None
 
 
-def signal_group(pgid: int, sig: int) -> None:
-    """``os.killpg`` that tolerates a group already gone (or not ours): stopping a finished run is not an error."""
+def signal_group(pgid: int, sig: int) -> bool:
+    """``os.killpg`` that tolerates a group already gone (or not ours): stopping a finished run is not an error.
+    Returns whether the signal was delivered."""
     try:
         os.killpg(pgid, sig)
     except OSError:
-        pass
+        return False
+    return True
+
+
+def stop_group(proc: subprocess.Popen[Any], grace: float | None, *, kill_wait: float = 5.0,
+               also: Callable[[int], None] | None = None) -> str:
+    """Stop a child that leads its own process group (``start_new_session`` / ``process_group=0``): SIGTERM
+    to the group, up to ``grace`` seconds for the child to exit, then SIGKILL and up to ``kill_wait`` seconds.
+    ``grace=None`` sends SIGKILL at once. ``also(sig)`` signals the run's processes outside the group (a
+    ``setsid`` grandchild); it is called first, while they can still be found from the child's tree.
+    Returns the signal that ended the child ("SIGTERM" or "SIGKILL"). The one copy of this sequence: the
+    run wrapper, the ``faildiag_run`` fixture, reruns and fix mode's verification all stop a child this way.
+    """
+    steps = ([] if grace is None else [(signal.SIGTERM, grace)]) + [(signal.SIGKILL, kill_wait)]
+    for sig, wait in steps:
+        if also is not None:
+            also(sig)
+        if not signal_group(proc.pid, sig) and sig == signal.SIGKILL:
+            try:
+                proc.kill()  # not a group leader after all: the child itself
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=wait)
+            return signal.Signals(sig).name
+        except subprocess.TimeoutExpired:
+            continue
+    return "SIGKILL"
 
 
 def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:

@@ -12,7 +12,6 @@ child wrote on disk (the journal records where).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fsio import ensure_output_root, open_output_file
-from .proc import TAIL_BYTES, read_tail, signal_group, signal_name
+from .proc import TAIL_BYTES, read_tail, signal_name, stop_group
 
 __all__ = ["TAIL_BYTES", "CapturedRun", "read_tail", "run_captured", "signal_name"]
 
@@ -100,10 +99,4 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
 
 def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM the child's process group, SIGKILL it if it lingers; a gone group is fine."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        signal_group(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    stop_group(proc, grace)

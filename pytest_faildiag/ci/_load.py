@@ -8,7 +8,10 @@ long after it ended, on another machine. Three shapes are accepted:
 * one snapshot folder (``report.json`` at its top).
 
 Malformed files degrade to what can still be read; ``load`` raises ``ReportInputError`` (one line) only
-when nothing usable is there. Everything read passes through redaction before it is returned.
+when nothing usable is there. Everything read passes through redaction before it is returned. The files
+themselves are read through ``store`` (bounded, confined), reports come back through
+``Diagnosis.from_dict`` and failures group by ``store.cause_key``: the terminal, fix mode and every
+reporter count the same causes.
 """
 
 from __future__ import annotations
@@ -16,26 +19,35 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fsio import MAX_JSON_BYTES, iter_lines, load_json, loads_json
+from ..fsio import MAX_JSON_BYTES, iter_lines, loads_json
+from ..model import Diagnosis
 from ..redact import redact_obj
+from ..store import (
+    FAILURE_LOCK,
+    LAST_GREEN_LOCK,
+    MAX_SESSION_ENTRIES,
+    REPORT,
+    SESSION,
+    TEST_FILE,
+    cause_key,
+    entry_snapshot,
+    group_by_cause,
+    read_json_or_none,
+    read_last_green,
+    session_entries,
+)
 
-SESSION_FILE = "session.json"
-REPORT_FILE = "report.json"
-TEST_FILE = "test.json"  # written by the pytest plugin into each snapshot: nodeid, when, file, line
+SESSION_FILE = SESSION
+REPORT_FILE = REPORT
 TIMELINE_NAMES = ("timeline.jsonl", "artifacts/timeline.jsonl", "meta/timeline.jsonl")
 LOCK_DIFF_NAMES = ("artifacts/lock-diff.json", "meta/lock-diff.json")
-GREEN_LOCK = "last-green.lock.json"  # capture.envlock.GREEN_FILENAME, not imported to keep this module light
-MAX_SNAPSHOTS = 5000
+GREEN_LOCK = LAST_GREEN_LOCK
+MAX_SNAPSHOTS = MAX_SESSION_ENTRIES
 MAX_TIMELINE_SAMPLES = 20000
-
-
-_FALLBACK = re.compile(r"unrecognised failure \((?P<what>.*)\); look in")
-_DIGITS = re.compile(r"\d+")
 
 
 class ReportInputError(Exception):
@@ -53,6 +65,7 @@ class Failure:
     confidence: float = 0.0
     cause_id: str | None = None
     cause_summary: str | None = None
+    error: str | None = None  # the error an unrecognised cause explains (``RootCause.error``)
     file: str | None = None
     line: int | None = None
     fix_hints: list[str] = field(default_factory=list)
@@ -63,24 +76,13 @@ class Failure:
 
     @property
     def unrecognised(self) -> str | None:
-        """For a failure no rule recognised (``unknown.*``): the error it raised, else None."""
-        if self.cause_id and not self.cause_id.startswith("unknown."):
-            return None
-        for text in (self.cause_summary, self.summary):
-            m = _FALLBACK.search(text or "")
-            if m:
-                return m["what"].strip()
-        return None
+        """For the engine's catch-all ``unknown.*`` cause: the error it raised, else None."""
+        return self.error if (self.cause_id or "").startswith("unknown.") else None
 
     @property
     def group_key(self) -> str:
-        """Failures with the same key share a cause: the cause id when a rule recognised it; for the
-        engine's catch-all ``unknown.*`` causes, the id plus the error with its numbers blanked, so that
-        a ValueError and a KeyError are not one "cause" while ``label_0``/``label_11`` still group."""
-        what = self.unrecognised
-        if what is not None:
-            return f"{self.cause_id}|{_DIGITS.sub('#', what)}"
-        return self.cause_id or self.cause_summary or self.summary or "unknown"
+        """Failures with the same key share a cause (``store.cause_key``, the grouping every view uses)."""
+        return cause_key(self.cause_id, self.error, self.type, self.summary)
 
 
 @dataclass
@@ -124,11 +126,9 @@ class Session:
 
 
 def _read_json(path: Path) -> Any:
-    """A session's JSON within fsio's bounds (regular file, size, value count, depth); None otherwise."""
-    try:
-        return load_json(path)
-    except (OSError, ValueError):
-        return None
+    """A session's JSON within fsio's bounds (regular file, size, value count, depth), read through
+    ``store``; None otherwise."""
+    return read_json_or_none(path)
 
 
 def _num(v: Any, default: float = 0.0) -> float:
@@ -166,43 +166,9 @@ def _conf(v: Any) -> float:
 
 def normalise_report(rep: dict[str, Any]) -> dict[str, Any]:
     """A report.json with every field the renderers read in the type the contract gives it, so a file
-    from another version, edited by hand or partly written degrades to blanks instead of a crash."""
-    out = dict(rep)
-    out["summary"] = _s(rep.get("summary")) or "no summary"
-    prof = dict(rep["profile"]) if isinstance(rep.get("profile"), dict) else {}
-    for key in ("stage", "type", "stack"):
-        prof[key] = _s(prof.get(key)) or "unknown"
-    for key in ("backend", "command", "signal"):
-        prof[key] = prof[key] if isinstance(prof.get(key), str) else None
-    prof["exit_code"] = _int_or_none(prof.get("exit_code")) if not isinstance(prof.get("exit_code"), bool) else None
-    prof["confidence"] = _conf(prof.get("confidence"))
-    prof["domains"] = _str_list(prof.get("domains"))
-    ff = prof.get("first_failure")
-    prof["first_failure"] = ({"source": _s(ff.get("source")), "line": _line(ff.get("line")),
-                              "excerpt": _s(ff.get("excerpt"))} if isinstance(ff, dict) else None)
-    ranks = prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {}
-    if ranks:
-        fe = ranks.get("first_error") if isinstance(ranks.get("first_error"), dict) else {}
-        ranks = {"first_failing": _s(ranks.get("first_failing")) or None,
-                 "first_error": {"source": _s(fe.get("source")), "line": _line(fe.get("line")),
-                                 "excerpt": _s(fe.get("excerpt")), "time": _s(fe.get("time")) or None},
-                 "ranks_with_errors": [_s(r) for r in ranks.get("ranks_with_errors") or []
-                                       if isinstance(r, str | int) and not isinstance(r, bool)]
-                 if isinstance(ranks.get("ranks_with_errors"), list) else []}
-    prof["ranks"] = ranks
-    out["profile"] = prof
-    causes = []
-    for c in _dicts(rep.get("root_causes")):
-        causes.append({**c, "id": _s(c.get("id")), "category": _s(c.get("category")) or "unknown",
-                       "confidence": _conf(c.get("confidence")), "summary": _s(c.get("summary")),
-                       "evidence": [{"kind": _s(e.get("kind")) or "direct", "source": _s(e.get("source")),
-                                     "excerpt": _s(e.get("excerpt")), "line": _line(e.get("line"))}
-                                    for e in _dicts(c.get("evidence"))],
-                       "validation_checks": [{"name": _s(v.get("name")), "status": _s(v.get("status")) or "skipped",
-                                              "detail": _s(v.get("detail"))} for v in _dicts(c.get("validation_checks"))],
-                       "fix_hints": [_s(h) for h in c["fix_hints"]] if isinstance(c.get("fix_hints"), list) else []})
-    out["root_causes"] = causes
-    out["next_actions"] = [_s(a) for a in rep["next_actions"]] if isinstance(rep.get("next_actions"), list) else []
+    from another version, edited by hand or partly written degrades to blanks instead of a crash: the
+    model's own way back (``Diagnosis.from_dict``), plus the hang's ``stuck`` list the HTML report shows."""
+    out = Diagnosis.from_dict(rep).to_dict()
     if "notes" in rep:
         out["notes"] = [_s(a) for a in rep["notes"]] if isinstance(rep.get("notes"), list) else []
     if "stuck" in rep:
@@ -263,6 +229,7 @@ def failure_from_report(report: dict[str, Any], nodeid: str, snapshot: Path | No
         confidence=_conf(top["confidence"]) if "confidence" in top else _conf(prof.get("confidence")),
         cause_id=top.get("id") or None,
         cause_summary=top.get("summary") or None,
+        error=top.get("error") or None,
         file=file,
         line=line,
         fix_hints=list(top.get("fix_hints") or []),
@@ -273,16 +240,15 @@ def failure_from_report(report: dict[str, Any], nodeid: str, snapshot: Path | No
 
 def _failure_from_entry(root: Path, entry: dict[str, Any]) -> Failure:
     snap_name = entry.get("snapshot") or entry.get("slug")
-    snap: Path | None = None
+    snap = entry_snapshot(root, entry)  # inside the session folder, or not read at all
     report: dict[str, Any] | None = None
-    if isinstance(snap_name, str) and snap_name and not os.path.isabs(snap_name) and ".." not in Path(snap_name).parts:
-        candidate = root / snap_name
-        if candidate.is_dir():
-            snap = candidate
-            data = _read_json(candidate / REPORT_FILE)
-            report = normalise_report(data) if isinstance(data, dict) else None
+    if snap is not None:
+        data = _read_json(snap / REPORT_FILE)
+        report = normalise_report(data) if isinstance(data, dict) else None
     top = top_cause(report) or {}
     cause = entry.get("cause_id")
+    # the report's own cause when the entry names none or the same one: its error tells unrecognised ones apart
+    same = not cause or cause == top.get("id")
     f = Failure(
         nodeid=_s(entry.get("nodeid")) or _s(snap_name) or "unknown test",
         summary=_s(entry.get("summary")) or (report or {}).get("summary") or "no summary",
@@ -292,6 +258,7 @@ def _failure_from_entry(root: Path, entry: dict[str, Any]) -> Failure:
         confidence=_conf(top["confidence"]) if "confidence" in top else _conf(entry.get("confidence")),
         cause_id=_s(cause) if cause else (top.get("id") or None),
         cause_summary=top.get("summary") or None,
+        error=_s(entry.get("error")) or (top.get("error") if same else None) or None,
         file=_s(entry.get("file")) or None,
         line=_line(entry.get("line")),
         fix_hints=_str_list(entry.get("fix_hints")) or list(top.get("fix_hints") or []),
@@ -321,9 +288,7 @@ def load(path: str | os.PathLike[str]) -> Session:
         notes.append(f"{SESSION_FILE}: unreadable or malformed; read the snapshot folders instead")
     if isinstance(session, dict) and isinstance(session.get("tests"), list):
         # "recovered": tests a killed previous session was running, diagnosed from its journal
-        recovered = session.get("recovered") if isinstance(session.get("recovered"), list) else []
-        entries = [t for t in session["tests"] + recovered if isinstance(t, dict)]
-        failures = [_failure_from_entry(root, t) for t in entries[:MAX_SNAPSHOTS]]
+        failures = [_failure_from_entry(root, t) for t in session_entries(session)]
         return Session(root, [_redacted(f) for f in failures], notes)
     report = _read_json(root / REPORT_FILE)
     if isinstance(report, dict):
@@ -359,15 +324,8 @@ def _redacted(f: Failure) -> Failure:
 
 
 def group_failures(failures: list[Failure]) -> list[CauseGroup]:
-    """Group by cause and rank: most tests first, then higher confidence, then first seen.
-
-    Why this order: the cause that broke most tests is usually the one to fix first (a broken fixture,
-    an OOM in a shared model), and GitHub shows only the first ten error annotations of a step."""
-    by_key: dict[str, CauseGroup] = {}
-    for f in failures:
-        by_key.setdefault(f.group_key, CauseGroup(f.group_key, [])).failures.append(f)
-    order = {k: i for i, k in enumerate(by_key)}
-    return sorted(by_key.values(), key=lambda g: (-g.count, -g.confidence, order[g.key]))
+    """Group by cause and rank (``store.group_by_cause``: most tests first, then higher confidence)."""
+    return [CauseGroup(g[0].group_key, g) for g in group_by_cause(failures, lambda f: f.group_key, lambda f: f.confidence)]
 
 
 def short_title(f: Failure, limit: int = 80) -> str:
@@ -430,11 +388,11 @@ def read_lock_diff(snapshot: Path | None, report: dict[str, Any] | None) -> list
 def _diff_with_green(snapshot: Path | None) -> list[dict[str, Any]]:
     if snapshot is None:
         return []
-    failure = _read_json(snapshot / "artifacts" / "failure.lock.json")
+    failure = _read_json(snapshot / FAILURE_LOCK)
     if not isinstance(failure, dict) or "packages" not in failure:
         return []
     for folder in (snapshot, snapshot.parent):
-        green = _read_json(folder / GREEN_LOCK)
+        green = read_last_green(folder)
         if isinstance(green, dict) and "packages" in green:
             from ..capture.envlock import diff_locks
 

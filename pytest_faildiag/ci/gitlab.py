@@ -49,7 +49,8 @@ def _path_of(f: Failure, workspace: str | None) -> tuple[str, int]:
 def codequality(session: Session, workspace: str | None = None) -> list[dict[str, Any]]:
     """The Code Quality issues, ranked like the annotations (biggest cause first)."""
     out: list[dict[str, Any]] = []
-    for group in session.groups():
+    groups = session.groups()  # the grouping the terminal and every other view count (store.group_by_cause)
+    for i, group in enumerate(groups, 1):
         for f in group.failures:
             path, line = _path_of(f, workspace)
             desc = f"{f.nodeid}: {short_title(f)}"
@@ -62,7 +63,7 @@ def codequality(session: Session, workspace: str | None = None) -> list[dict[str
                 "severity": severity(f),
                 "location": {"path": display(path, one_line=True), "lines": {"begin": line}},
                 "categories": ["Bug Risk"],
-                "content": {"body": md_text(f.summary)},
+                "content": {"body": f"cause {i} of {len(groups)} ({group.count} test(s)): {md_text(f.summary)}"},
             })
     return out
 

@@ -248,39 +248,44 @@ def render_result(record: dict[str, Any]) -> str:
 
 def propose_for_session(out_dir: Path, *, write: Any = None, cwd: str | None = None) -> list[dict[str, Any]]:
     """Propose one fix per failed test of a pytest session folder (``<out>/session.json``), printing each
-    proposal line by line through ``write`` (default: stdout); never applies anything. Unreadable entries are skipped; returns
-    ``[{"nodeid", "snapshot", "proposal"}]``."""
+    proposal line by line through ``write`` (default: stdout); never applies anything. Tests come in the
+    order of their causes (``store.group_by_cause``, the grouping the terminal and the reporters show), each
+    cause announced once. Unreadable entries are skipped; returns ``[{"nodeid", "snapshot", "cause",
+    "proposal"}]``."""
     from ..fix.context import SnapshotError, load_context
     from ..fix.propose import propose
     from ..redact import redact_obj, redact_text
     from ..sanitize import visible
+    from ..store import REPORT, entry_key, entry_snapshot, group_entries, read_session, session_entries
 
     emit = write or (lambda line: sys.stdout.write(line + "\n"))
     root = Path(out_dir)
-    try:
-        session = json.loads((root / "session.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        session = {}
-    tests = session.get("tests") if isinstance(session, dict) else None
-    entries: list[tuple[str, Path]] = []
-    if isinstance(tests, list):
-        for t in tests:
-            if not isinstance(t, dict):
-                continue
-            name = t.get("snapshot") or t.get("slug")
-            if isinstance(name, str) and name and ".." not in Path(name).parts and not Path(name).is_absolute():
-                entries.append((str(t.get("nodeid") or name), root / name))
-    else:
-        entries = [(p.name, p) for p in sorted(root.iterdir()) if (p / "report.json").is_file()] if root.is_dir() else []
-    cwd = cwd or (session.get("cwd") if isinstance(session, dict) else None)
+    session = read_session(root)
+    if session is not None and isinstance(session.get("tests"), list):
+        listed = session_entries(session)
+    else:  # no index (a killed session): every snapshot folder, each its own entry
+        folders = sorted(p for p in root.iterdir() if (p / REPORT).is_file()) if root.is_dir() else []
+        listed = [{"nodeid": p.name, "snapshot": p.name} for p in folders]
+    cwd = cwd or (session.get("cwd") if session is not None and isinstance(session.get("cwd"), str) else None)
+    groups = group_entries(listed)
     out: list[dict[str, Any]] = []
-    for nodeid, snap in entries:
-        try:
-            ctx = load_context(snap, cwd=cwd if cwd and Path(str(cwd)).is_dir() else None)
-        except SnapshotError:
-            continue
-        proposal = propose(ctx)
-        for line in redact_text(f"{visible(nodeid, one_line=True)}:\n" + render_proposal(proposal, str(snap))).split("\n"):
-            emit(line)
-        out.append({"nodeid": nodeid, "snapshot": str(snap), "proposal": redact_obj(proposal.to_dict())})
+    for i, group in enumerate(groups, 1):
+        members = [e for e in listed if entry_key(e) == group["key"]]
+        if len(groups) > 1:
+            emit(redact_text(f"cause {i} of {len(groups)} ({group['count']} test(s)): "
+                             f"{visible(group['summary'] or group['cause_id'] or 'unknown', one_line=True)}"))
+        for entry in members:
+            snap = entry_snapshot(root, entry)
+            if snap is None:
+                continue
+            nodeid = str(entry.get("nodeid") or snap.name)
+            try:
+                ctx = load_context(snap, cwd=cwd if cwd and Path(cwd).is_dir() else None)
+            except SnapshotError:
+                continue
+            proposal = propose(ctx)
+            for line in redact_text(f"{visible(nodeid, one_line=True)}:\n" + render_proposal(proposal, str(snap))).split("\n"):
+                emit(line)
+            out.append({"nodeid": nodeid, "snapshot": str(snap), "cause": group["key"],
+                        "proposal": redact_obj(proposal.to_dict())})
     return out

@@ -24,38 +24,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
 
 
-def _diagnosis(report: dict[str, Any]):
-    """Rebuild the model from a report.json so the engine's own text/Markdown renderers apply."""
-    from ..model import Diagnosis, Evidence, FailurePoint, FailureProfile, RootCause, ValidationCheck
-
-    prof = report.get("profile") if isinstance(report.get("profile"), dict) else {}
-    ff = prof.get("first_failure") if isinstance(prof.get("first_failure"), dict) else None
-    profile = FailureProfile(
-        stage=str(prof.get("stage") or "unknown"), type=str(prof.get("type") or "unknown"),
-        stack=str(prof.get("stack") or "other"), backend=prof.get("backend"),
-        domains=[str(d) for d in prof.get("domains") or []], confidence=float(prof.get("confidence") or 0),
-        command=prof.get("command"), exit_code=prof.get("exit_code"), signal=prof.get("signal"),
-        first_failure=FailurePoint(str(ff.get("source", "")), ff.get("line"), str(ff.get("excerpt", ""))) if ff else None,
-        ranks=prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {},
-    )
-    causes = []
-    for c in report.get("root_causes") or []:
-        if not isinstance(c, dict):
-            continue
-        causes.append(RootCause(
-            id=str(c.get("id", "")), category=str(c.get("category", "")), confidence=float(c.get("confidence") or 0),
-            summary=str(c.get("summary", "")),
-            evidence=[Evidence(e.get("kind", "direct"), str(e.get("source", "")), str(e.get("excerpt", "")), e.get("line"))
-                      for e in c.get("evidence") or [] if isinstance(e, dict)],
-            validation_checks=[ValidationCheck(str(v.get("name", "")), v.get("status", "skipped"), str(v.get("detail", "")))
-                               for v in c.get("validation_checks") or [] if isinstance(v, dict)],
-            fix_hints=[str(h) for h in c.get("fix_hints") or []],
-        ))
-    return Diagnosis(summary=str(report.get("summary", "")), profile=profile, root_causes=causes,
-                     next_actions=[str(a) for a in report.get("next_actions") or []],
-                     notes=[str(n) for n in report.get("notes") or []])
-
-
 def _demote(md: str) -> str:
     """Every Markdown heading one level down, leaving fenced code (``#0 all_reduce from …``) alone. A fence
     closes only on a backtick-only line at least as long as it opened with (CommonMark), so a shorter one
@@ -73,6 +41,7 @@ def _demote(md: str) -> str:
 
 def _text(session, markdown: bool) -> str:
     from ..engine.report import render_markdown, render_text
+    from ..model import Diagnosis
     from ..sanitize import display, md_text
 
     lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
@@ -98,7 +67,7 @@ def _text(session, markdown: bool) -> str:
             if not lone:
                 out.append(f"## {md_text(f.nodeid)}: {md_text(f.summary)}\n" if markdown else f"{f.nodeid}: {f.summary}\n")
             continue
-        diag = _diagnosis(f.report)
+        diag = Diagnosis.from_dict(f.report)
         if markdown:
             md = render_markdown(diag)
             if not lone:  # one level down under the session's heading, titled by the test
@@ -114,9 +83,10 @@ def _text(session, markdown: bool) -> str:
 def _json(session) -> str:
     from ..redact import redact_obj
     from ..sanitize import json_safe
+    from ..store import SESSION_SCHEMA, read_report
 
     lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
-    raw = _read_raw(session.root / "report.json") if lone else None
+    raw = read_report(session.root) if lone else None  # the file as written, within store's bounds
     if isinstance(raw, dict):
         data: Any = raw  # the file as written, not the normalised copy the renderers use
     else:
@@ -126,18 +96,8 @@ def _json(session) -> str:
                   "snapshot": f.snapshot.name if f.snapshot is not None else None} for f in session.failures]
         groups = [{"cause": g.key, "title": g.title, "category": g.category, "confidence": g.confidence,
                    "tests": [f.nodeid for f in g.failures]} for g in session.groups()]
-        data = {"schema": "faildiag.session/1", "tests": tests, "groups": groups}
+        data = {"schema": SESSION_SCHEMA, "tests": tests, "groups": groups}
     return json_safe(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str)) + "\n"
-
-
-def _read_raw(path) -> Any:
-    """report.json as written, within fsio's bounds (regular file, size, value count, depth); None otherwise."""
-    from ..fsio import load_json
-
-    try:
-        return load_json(path)
-    except (OSError, ValueError):
-        return None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import atomic_write
+from ..store import LAST_GREEN_GIT, LAST_GREEN_LOCK
 
-GREEN_GIT = "last-green.git.json"
-GREEN_LOCK = "last-green.lock.json"  # written by `faildiag run` after a passing run: its git revision counts too
+GREEN_GIT = LAST_GREEN_GIT
+GREEN_LOCK = LAST_GREEN_LOCK  # written by `faildiag run` after a passing run: its git revision counts too
 GIT_TIMEOUT = 10.0
 MAX_SUSPECTS = 10
 # How much a changed, executed line is suspected, by when it ran: in the failure's own traceback, while the

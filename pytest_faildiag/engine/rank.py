@@ -214,7 +214,7 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
         ev = list(ev) + [Evidence("hypothesis", "fallback", f"no known signature matched; for a {analysis.profile.stack} run the {cat} layer is a likely place to look")]
         out.append(RootCause(f"unknown.{cat}", cat, prior, f"unrecognised failure ({what[:120]}); look in the {cat.replace('_', ' ')} first", ev,
                              fix_hints=["read the error message and the user frame of the traceback; reduce to a small repro"],
-                             rule="fallback"))
+                             rule="fallback", error=what))
     if out:
         out[0].validation_checks.append(ValidationCheck("rule-match", "failed", "no rule of the knowledge base matched this failure"))
     return out

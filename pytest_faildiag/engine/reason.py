@@ -440,7 +440,8 @@ def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[st
         # the summary names what failed: a person (and an annotation) reads the error, then the hypothesis
         what = point.excerpt[:120] if point else title
         c = RootCause(f"{family}.{sc.category}", sc.category, conf, f"{what} — {sc.summary}", ev,
-                      fix_hints=list(sc.fix_hints), rule=f"differential:{family}")
+                      fix_hints=list(sc.fix_hints), rule=f"differential:{family}",
+                      error=point.excerpt if point else None)
         c.validation_checks.extend(_checks_for(moved, facts))
         out.append((c, list(sc.checks)))
     if primary and out:

@@ -9,7 +9,6 @@ through a symlink: the folder is refused when it is one or when others can write
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
@@ -26,11 +25,10 @@ from ..fsio import (
 from ..model import Diagnosis
 from ..redact import redact_obj
 from ..seal import write_seal
+from ..store import FAILURE_LOCK, REPORT_MD, dump_json, write_report
 from .report import render_markdown
 
-
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+__all__ = ["atomic_write", "dump_json", "report_dict", "write_snapshot"]
 
 
 def report_dict(diag: Diagnosis) -> dict[str, Any]:
@@ -76,9 +74,9 @@ def _write_all(out: Path, diag: Diagnosis, lock: dict[str, Any] | None, extra: d
         except ValueError:
             continue  # a name that leaves the output folder: never written
     lock_obj = redact_obj(lock) if lock else {"reason": "no environment lock was available for this diagnosis"}
-    safe_atomic_write(out, "artifacts/failure.lock.json", dump_json(lock_obj))
+    safe_atomic_write(out, FAILURE_LOCK, dump_json(lock_obj))
     safe_atomic_write(out, "meta/failure-profile.json", dump_json(rep["profile"]))
     safe_atomic_write(out, "meta/root-causes.json", dump_json(rep["root_causes"]))
-    safe_atomic_write(out, "report.md", render_markdown(diag))
-    safe_atomic_write(out, "report.json", dump_json(rep))  # last: its presence means the snapshot is whole
+    safe_atomic_write(out, REPORT_MD, render_markdown(diag))
+    write_report(out, rep)  # last: its presence means the snapshot is whole
     write_seal(out, rep["profile"].get("command"), rep.get("cwd"))  # fix mode reruns only sealed commands unasked

@@ -14,7 +14,6 @@ only when it was given with ``--command`` or this user's faildiag sealed it for 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -202,33 +201,28 @@ def walk_files(root: Path, suffixes: set[str], *, skip: Path | None = None, max_
 
 
 def read_report(snapshot: Path) -> dict[str, Any]:
-    """``SNAPSHOT/report.json`` as a dict. Raises SnapshotError (one line) when it is missing or malformed."""
-    path = snapshot / "report.json"
+    """``SNAPSHOT/report.json`` as a dict. Raises SnapshotError (one line) when it is missing or malformed.
+
+    Read through ``store`` (bounded) and rebuilt through ``Diagnosis.from_dict``: a damaged or hand-edited
+    report (``"fix_hints": true``) still gets a (manual) proposal, never a traceback."""
+    from ..model import Diagnosis
+    from ..store import REPORT, read_json
+
+    path = snapshot / REPORT
     if not snapshot.is_dir():
         raise SnapshotError(f"{snapshot}: not a snapshot folder")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except FileNotFoundError:
         raise SnapshotError(f"{snapshot}: no report.json (not a faildiag snapshot)") from None
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError) as exc:
         raise SnapshotError(f"{path}: unreadable report ({exc})") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("faildiag.report/"):
         raise SnapshotError(f"{path}: not a faildiag report")
-    if not isinstance(data.get("profile"), dict):
-        data["profile"] = {}  # a damaged report still gets a (manual) proposal, never a traceback
-    if not isinstance(data.get("cwd"), str | None):
-        data["cwd"] = None
-    if not isinstance(data["profile"].get("first_failure"), dict | None):
-        data["profile"]["first_failure"] = None
-    causes = data.get("root_causes")
-    data["root_causes"] = [c for c in causes if isinstance(c, dict)] if isinstance(causes, list) else []
-    for cause in data["root_causes"]:
-        for key in ("evidence", "validation_checks", "fix_hints"):
-            if not isinstance(cause.get(key), list):
-                cause[key] = []  # e.g. "fix_hints": true in a hand-edited report
-    if not isinstance(data.get("next_actions"), list):
-        data["next_actions"] = []
-    return data
+    out = Diagnosis.from_dict(data).to_dict()
+    if not isinstance(out.get("cwd"), str | None):
+        out["cwd"] = None
+    return out
 
 
 def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str] | None = None,

@@ -163,10 +163,10 @@ def _run_foreign(command: str, cwd: str, env: dict[str, str],
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
+    """SIGKILL the rerun's process group at once (``proc.stop_group`` without a grace period)."""
+    from ..capture.proc import stop_group
+
+    stop_group(proc, None, kill_wait=0)
 
 
 def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout: float = 900.0) -> Verification:

@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import check_regular, open_regular, project_root, read_allowed, read_roots, read_tail
+from ..store import JOURNAL, open_journal
+from ..store import PREVIOUS_JOURNAL as PREVIOUS
 
-JOURNAL = "journal.jsonl"
-PREVIOUS = "journal.prev.jsonl"
+__all__ = ["JOURNAL", "PREVIOUS", "Journal", "read_events", "dead_tests", "dead_test_texts", "slugify"]
+
 MAX_LINE = 64 * 1024
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024  # ~2 million tests; only the end of a longer journal is read
 MAX_DEAD = 64  # a killed session leaves one dead test per process: xdist workers, not thousands
@@ -38,15 +40,17 @@ _READ_LINE = 4 * MAX_LINE + 1  # the writer caps characters; UTF-8 takes up to 4
 
 class Journal:
     """An append-only, line-flushed event log. Write errors are swallowed after the first: a full disk
-    must not fail the test session (the caller is told once through ``error``)."""
+    must not fail the test session (the caller is told once through ``error``). ``path`` is
+    ``<out>/journal.jsonl``; it is opened through ``store.open_journal``, never through a symlink."""
 
     def __init__(self, path: Path, *, worker: str | None = None) -> None:
+        if path.name != JOURNAL:
+            raise ValueError(f"{path}: a journal is named {JOURNAL}")
         self.path = path
         self.worker = worker
         self.pid = os.getpid()
         self.error: OSError | None = None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = open_journal(path.parent)
 
     def write(self, event: str, **fields: Any) -> None:
         if self._fd is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -264,16 +263,10 @@ def _watch(proc: subprocess.Popen[bytes], events: Path, test_limit: float, deadl
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM the rerun's process group, SIGKILL it after ``KILL_GRACE`` s (``proc.stop_group``)."""
+    from ..capture.proc import stop_group
+
+    stop_group(proc, KILL_GRACE)
 
 
 def _read_events(path: Path) -> tuple[dict[str, str], dict[str, str], set[str]]:

@@ -15,7 +15,6 @@ changed (the hang watchdog fails a hung test only because the user asked for ``-
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from ..store import entry_key, group_entries, read_last_green, write_session
 from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
 from .pytest_rerun import register as register_rerun
@@ -36,7 +36,6 @@ from .pytest_warn import PytestFaildiagWarning, warn
 
 __all__ = ["FaildiagSession", "PytestFaildiagWarning", "RUNS_KEY", "group_entries", "warn"]
 
-SESSION_SCHEMA = "faildiag.session/1"
 HANG_PLUGIN = "faildiag-hang"
 STACK_WORDS = ("torch", "mindspore", "jax", "tensorflow")
 EVIDENCE_TAIL = 512 * 1024
@@ -300,7 +299,7 @@ class FaildiagSession:
 
         lock = self.lock()
         context: dict[str, Any] = {}
-        green = _last_green(self.out)
+        green = read_last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
         factory = self.config.getoption("faildiag_factory", None)
@@ -317,7 +316,7 @@ class FaildiagSession:
             "nodeid": nodeid, "slug": slug, "when": when, "outcome": "failed",
             "category": top.category if top else "unknown", "type": diag.profile.type,
             "summary": diag.summary, "confidence": round(diag.profile.confidence, 3),
-            "cause_id": top.id if top else None, "file": file, "line": line,
+            "cause_id": top.id if top else None, "error": top.error if top else None, "file": file, "line": line,
             "fix_hints": list(top.fix_hints[:3]) if top else [], "snapshot": slug,
             "worker": self.worker, "hang": hang,
         }
@@ -394,13 +393,7 @@ class FaildiagSession:
             self.journal.close()
 
     def _write_session_index(self) -> None:
-        from ..redact import redact_obj
-
-        index = {"schema": SESSION_SCHEMA, "tests": [_public(e) for e in self.entries],
-                 "groups": group_entries(self.entries)}
-        if self.recovered:
-            index["recovered"] = [_public(e) for e in self.recovered]
-        _atomic_json(self.out / "session.json", redact_obj(index))  # test ids and file names can hold tokens
+        write_session(self.out, self.entries, self.recovered)  # redacted there: test ids can hold tokens
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if not self.controller:
@@ -423,7 +416,7 @@ class FaildiagSession:
             _write(tr, f"{n} failure{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}:")
             for g in groups:
                 _write(tr, f"  [{g['category']}] {g['summary']} ({g['cause_id'] or g['type']}): {g['count']} test(s)")
-                for e in [x for x in self.entries if _group_key(x) == g["key"]][:5]:
+                for e in [x for x in self.entries if entry_key(x) == g["key"]][:5]:
                     where = f" ({e['file']}:{e['line']})" if e.get("file") and e.get("line") else ""
                     phase = f" [{e['when']}]" if e.get("when") not in ("call", None) else ""
                     _write(tr, f"      {e['nodeid']}{phase}{where}")
@@ -566,39 +559,3 @@ def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
 
     return [("faildiag.category", display(entry["category"])), ("faildiag.type", display(entry["type"])),
             ("faildiag.summary", display(entry["summary"]))]
-
-
-def _public(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if not k.startswith("_")}
-
-
-def _last_green(out: Path) -> dict[str, Any] | None:
-    from ..capture.envlock import load_green
-
-    try:
-        return load_green(out)
-    except Exception:  # a damaged last-green lock only costs the "changed since green" check
-        return None
-
-
-def _group_key(entry: dict[str, Any]) -> str:
-    return str(entry.get("cause_id") or f"{entry.get('type')}:{entry.get('summary')}")
-
-
-def group_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Failures grouped by root cause (its id, or type + summary when no cause was found), biggest first."""
-    groups: dict[str, dict[str, Any]] = {}
-    for e in entries:
-        key = _group_key(e)
-        g = groups.setdefault(key, {"key": key, "cause_id": e.get("cause_id"), "category": e.get("category"),
-                                    "type": e.get("type"), "summary": e.get("summary"), "count": 0, "tests": []})
-        g["count"] += 1
-        g["tests"].append(e["nodeid"])
-    return sorted(groups.values(), key=lambda g: -g["count"])
-
-
-def _atomic_json(path: Path, obj: Any) -> None:
-    """The engine's atomic write, without importing the engine when everything passed."""
-    from ..fsio import atomic_write
-
-    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -594,50 +594,13 @@ def _lost_node_diagnosis(view: JobView) -> Diagnosis:
 
 
 def _diagnosis_from_report(rep: dict[str, Any]) -> Diagnosis:
-    """The initiating node's own diagnosis (its ``report.json``), back into the model."""
-    p = rep.get("profile") or {}
-    prof = FailureProfile(
-        stage=p.get("stage", "unknown"),
-        type=p.get("type", "unknown"),
-        stack=p.get("stack", "other"),
-        backend=p.get("backend"),
-        domains=list(p.get("domains") or []),
-        confidence=float(p.get("confidence") or 0),
-        command=p.get("command"),
-        exit_code=p.get("exit_code"),
-        signal=p.get("signal"),
-        ranks=dict(p.get("ranks") or {}),
-    )
-    causes = []
-    for c in rep.get("root_causes") or []:
-        if not isinstance(c, dict):
-            continue
-        causes.append(
-            RootCause(
-                str(c.get("id")),
-                str(c.get("category")),
-                float(c.get("confidence") or 0),
-                str(c.get("summary", "")),
-                [
-                    Evidence(e.get("kind", "direct"), e.get("source", ""), e.get("excerpt", ""), e.get("line"))
-                    for e in c.get("evidence") or []
-                    if isinstance(e, dict)
-                ],
-                [
-                    ValidationCheck(v.get("name", ""), v.get("status", "skipped"), v.get("detail", ""))
-                    for v in c.get("validation_checks") or []
-                    if isinstance(v, dict)
-                ],
-                list(c.get("fix_hints") or []),
-            )
-        )
-    return Diagnosis(
-        summary=str(rep.get("summary") or "no diagnosis on the first failing node"),
-        profile=prof,
-        root_causes=causes,
-        next_actions=list(rep.get("next_actions") or []),
-        notes=list(rep.get("notes") or []),
-    )
+    """The initiating node's own diagnosis (its ``report.json``), back into the model through the one way
+    back (``Diagnosis.from_dict``); the node's private keys (its cwd, its reruns) stay with the node."""
+    diag = Diagnosis.from_dict(rep)
+    diag.extra = {}
+    if not (isinstance(rep.get("summary"), str) and rep["summary"]):
+        diag.summary = "no diagnosis on the first failing node"
+    return diag
 
 
 def _demote_symptom_causes(diag: Diagnosis) -> None:
