@@ -42,6 +42,8 @@ def _run(tmp_path: Path, code: str, env_path: Path | None = None) -> tuple[str, 
     ("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", ("library", "torch")),
     ("/usr/lib/python3/dist-packages/numpy/core/_methods.py", ("library", "numpy")),
     ("/usr/lib/python3.11/json/decoder.py", ("stdlib", None)),
+    ("C:\\Users\\u\\AppData\\Local\\Programs\\Python\\Python310\\lib\\asyncio\\base_events.py", ("stdlib", None)),
+    ("C:\\Python312\\Lib\\site-packages\\torch\\serialization.py", ("library", "torch")),
     ("<frozen importlib._bootstrap>", ("stdlib", None)),
     ("/workspace/vllm/vllm/worker/model_runner.py", ("library", "vllm")),  # a source checkout is still the library
     ("/home/u/proj/datasets/my_data.py", ("user", None)),  # a user folder named like a library is not one
@@ -291,3 +293,14 @@ def test_a_collective_error_before_any_progress_is_a_start_up_failure():
     before it happened while setting the job up."""
     diag = _train_log("distributed/nccl_nvls_invalid_argument_fabricmanager")
     assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")
+
+
+def test_pytest_entries_cut_before_the_exception_still_give_a_ranking():
+    """pytest entries on Windows (``..\\lib\\asyncio\\base_events.py:624: in run_until_complete``), cut
+    before the ``E`` lines: the innermost frame is the standard library under a plugin's frame, no frame is
+    the program's, so a library is the first hypothesis, and a printed traceback is a failure to rank."""
+    diag = _train_log("pytest_python/pta_loop_closed_regression_0252")
+    assert diag.profile.type == "runtime_error"
+    assert diag.root_causes and diag.root_causes[0].category == "library"
+    assert _check(diag.root_causes[0], "context:raiser:library_only") == "passed"
+
