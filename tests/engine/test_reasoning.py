@@ -304,3 +304,16 @@ def test_pytest_entries_cut_before_the_exception_still_give_a_ranking():
     assert diag.root_causes and diag.root_causes[0].category == "library"
     assert _check(diag.root_causes[0], "context:raiser:library_only") == "passed"
 
+
+def test_an_internalerror_traceback_cut_before_its_exception_is_pytests_own_error():
+    """xdist's INTERNALERROR block, cut after its first frame: the scanner strips the ``INTERNALERROR>``
+    prefix from the traceback's lines, and the rule still knows the block for pytest's machinery."""
+    diag = _train_log("pytest_python/xdist_internalerror_max_worker_restart")
+    assert any(c.rule == "pytest.internalerror" for c in diag.root_causes)
+    assert diag.root_causes[0].category == "library"
+
+
+def test_two_ranks_on_one_gpu_fail_at_start_up():
+    """NCCL finds the duplicate device while it creates the communicator: the job's set-up."""
+    diag = _train_log("distributed/dfine_duplicate_gpu_hardcoded_device")
+    assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")
