@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import Frame, ScanResult, Traceback
+from ..parse.scan import Frame, ScanResult, Traceback, exception_line
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks
 
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
-_STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)")
+# the standard library: ``…/lib/python3.X/`` (POSIX), ``…\Python3XX\Lib\`` (Windows installs)
+_STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)")
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 _PATHS = re.compile(r"\S*[/\\]\S*")
-_E_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
@@ -161,10 +161,10 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
     # raise-site line: the last such E line names the exception, the entries before it are its frames
     for src, line, text in reversed(scan.pytest_errors):
-        m = _E_EXC.match(text)
-        if m:
+        exc = exception_line(text)
+        if exc:
             frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln < line][-12:]
-            return m["type"], m["msg"] or "", frames, src, line
+            return exc[0], exc[1], frames, src, line
     return None, "", [], "", None
 
 
@@ -416,7 +416,8 @@ def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[st
     """Candidate causes for the symptom family, one per category not already present, weighted by the facts,
     each with the validation checks that tell it from the others. ``present`` maps the categories the rules
     already found to their best confidence."""
-    failed = analysis.failed or analysis.profile.first_failure is not None
+    # a printed traceback is a failure even when the log cut it before its exception line
+    failed = analysis.failed or analysis.profile.first_failure is not None or facts.cut
     family = symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
     if family is None:
         return []

@@ -33,27 +33,38 @@ _STRUCTURAL = [
     rb"~~~ Stack of ",
     rb"\(most recent call first\)",
     rb"(?m:^E {3})",
-    rb"(?m:^[\w/.\-]+\.py:\d+: \w)",
+    rb"(?m:^[\w/.\-\\:]+\.py:\d+: \w)",  # pytest's ``path.py:N: in f`` entries, Windows paths too
+    rb'File "[^"\n]*", line \d+, in ',  # a traceback's frame, also when its header was not printed
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
 ]
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[^\s(]+)')
+# Python's traceback frame (``line N, in f``; faulthandler's dumps print ``line N in f``, innermost first)
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\s(]+)')
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
-_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$")
+_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$")
 _PYTEST_PREFIX = re.compile(r"^E {3}")
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
 _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
 _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
-# an exception line printed without its traceback (a log cut before it, a launcher's one-line summary)
-_BARE_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s?(?P<msg>.*))?$")
+# an exception line printed without its traceback (a log cut before it, a launcher's one-line summary):
+# a class named for what it is (``…Error``, ``…Exception``, ``…Exit``, ``…Fault``; ``Exception`` itself), or
+# any class qualified by its module (``django.core.exceptions.ImproperlyConfigured: msg``): Python prints
+# the module of every exception class that is not a builtin, and a lower-case dotted path followed by a
+# capitalised name and ``: `` is that form. Warnings are left out: printed alone they are not failures.
+_BARE_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::\s?(?P<msg>.*))?$")
+_BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
 _QUOTE = re.compile(r"^(?:>>>|>|\.\.\.)\s?")  # a REPL prompt or a Markdown quote before an exception line
 _DIGITS = re.compile(r"\d+")
-# a run that printed progress got past its start; counted in C over the first bytes only, up to PROGRESS_ENOUGH
-_PROGRESS = re.compile(rb"(?i)\b(?:epoch|step|iter(?:ation)?|global_step)\b\s*[:=#]?\s*\[?\d+|\d\s?(?:it/s|s/it)\b|\bloss\b\s*[:=]\s*-?\d|\b\d+ passed\b|\bPASSED\b")
+# a run that printed progress got past its start; searched in C over the first bytes only, up to
+# PROGRESS_ENOUGH. A counter (step/epoch/iteration N) is progress only once it advances: one number after
+# such a word is a setting or a header (nccl-tests' ``step: 2(factor) … iters: 20``), not work done. A rate
+# (``3.1it/s``), a loss value or passed tests are work done by themselves.
+_PROGRESS = re.compile(rb"(?i)\b(?P<counter>epoch|step|iter(?:ation)?|global_step)\b\s*[:=#]?\s*\[?(?P<n>\d+)|\d\s?(?:it/s|s/it)\b|\bloss\b\s*[:=]\s*-?\d|\b\d+ passed\b|\bPASSED\b")
 PROGRESS_ENOUGH = 3
 PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
@@ -99,6 +110,7 @@ class Traceback:
     chained: bool = False  # printed after "During handling…"/"The above exception…"
     seq: int = 0
     bare: bool = False  # an exception line seen without a traceback before it
+    headless: bool = False  # frames printed without the "Traceback (most recent call last):" line
 
     @property
     def user_frame(self) -> Frame | None:
@@ -155,6 +167,7 @@ class ScanResult:
     hits_per_rule: dict[str, int] = field(default_factory=dict)
     seq: int = 0
     progress: int = 0  # lines that show training/test progress (step N, epoch N, it/s, loss=…), counted to 3
+    counters: dict[bytes, bytes] = field(default_factory=dict)  # a progress counter's word → the first value seen
 
     def rule_ids(self) -> set[str]:
         return {f.rule.id for f in self.findings}
@@ -252,10 +265,17 @@ class _Scanner:
         tb = self.open_tb.get(rank)
         if tb is None:
             if body[:1] not in (" ", "\t"):
-                bm = _BARE_EXC.match(_QUOTE.sub("", stripped))
-                if bm:
-                    self._bare_exception(number, bm, rank)
+                bare = exception_line(_QUOTE.sub("", stripped))
+                if bare:
+                    self._bare_exception(number, *bare, rank)
                     return
+            if _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
+                tb = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False),
+                               seq=self._seq(), headless=True)
+                self.open_tb[rank] = tb
+                self._keep_tb(tb)
+                self._frame(tb, body)
+                return
             pm = _PYTEST_E.match(body)
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
@@ -267,26 +287,37 @@ class _Scanner:
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
                 self._keep(self.res.pytest_locations, (self.source, number, site, "" if kind.startswith("in ") else kind), cap=200)
             return
-        fm = _FRAME.match(body)
-        if fm:
-            if len(tb.frames) < MAX_FRAMES:
-                tb.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
-            else:
-                tb.frames[-1] = Frame(fm["file"], int(fm["line"]), fm["func"])
+        if self._frame(tb, body):
             return
         if body.startswith((" ", "\t")) or not stripped:
             if stripped and tb.frames and not tb.frames[-1].code and not set(stripped) <= set("^~ "):
                 tb.frames[-1].code = stripped[:300]
             return
         em = _EXC_LINE.match(stripped)
+        if tb.headless and em is None:
+            # without the header, only an exception line ends these frames as their exception; anything
+            # else (``traceback.print_stack()``, a log line) ends them as a cut traceback
+            del self.open_tb[rank]
+            self._structure(number, body, rank)
+            return
         tb.exc_type = em["type"] if em else stripped.split(":", 1)[0][:120]
         tb.message = ((em["msg"] or "") if em else stripped)[:2000]
         tb.exc_line = number
         del self.open_tb[rank]
 
-    def _bare_exception(self, number: int, m: re.Match[str], rank: str | None) -> None:
+    def _frame(self, tb: Traceback, body: str) -> bool:
+        fm = _FRAME.match(body)
+        if not fm:
+            return False
+        if len(tb.frames) < MAX_FRAMES:
+            tb.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
+        else:
+            tb.frames[-1] = Frame(fm["file"], int(fm["line"]), fm["func"])
+        return True
+
+    def _bare_exception(self, number: int, exc: str, msg: str, rank: str | None) -> None:
         """Keep an exception line that no traceback introduced, unless it repeats the last exception."""
-        exc, msg = m["type"], (m["msg"] or "")[:2000]
+        msg = msg[:2000]
         for prev in reversed(self.res.tracebacks[-3:]):
             if prev.exc_type == exc and prev.message[:200] == msg[:200]:
                 return
@@ -403,6 +434,13 @@ class _Scanner:
         if len(tbs) > MAX_TRACEBACKS:
             # keep the first few (the first failure) and the latest (the end of the story)
             del tbs[4]
+
+
+def exception_line(text: str) -> tuple[str, str] | None:
+    """(exception class, message) when ``text`` is an exception line as Python prints it below a traceback
+    (``ValueError: msg``, ``Exception: msg``, ``django.core.exceptions.ImproperlyConfigured: msg``)."""
+    m = _BARE_EXC.match(text) or _BARE_QUALIFIED.match(text)
+    return (m["type"], m["msg"] or "") if m else None
 
 
 def _inline_rank(text: str) -> str | None:
@@ -554,9 +592,17 @@ def _process(sc: _Scanner, number: int, raw: bytes) -> None:
 
 
 def count_progress(result: ScanResult, data: bytes) -> None:
+    """Count the signs of work done in ``data`` (called per chunk; a counter's first value is kept across
+    chunks, so ``step 1`` in one chunk and ``step 2`` in the next is progress)."""
     if result.progress >= PROGRESS_ENOUGH:
         return
-    for _ in _PROGRESS.finditer(data):
+    for m in _PROGRESS.finditer(data):
+        word = m["counter"]
+        if word is not None:
+            key = word.lower()
+            first = result.counters.setdefault(key, m["n"])
+            if first == m["n"]:
+                continue  # the same number again (a header, a setting, or one step printed twice)
         result.progress += 1
         if result.progress >= PROGRESS_ENOUGH:
             return
@@ -592,7 +638,7 @@ def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> N
 GREP_MIN_BYTES = 256 * 1024
 _GREP_STRUCTURAL = [
     "Traceback (most recent call last)", "Root Cause (first observed failure)", "~~~ Stack of ",
-    "(most recent call first)", "E   ", " mem ", "mem:", "mem=", "memory", "Memory", "MEM",
+    "(most recent call first)", "E   ", " mem ", "mem:", "mem=", "memory", "Memory", "MEM", '", line ',
 ]
 _GREP_WORDS = ["error", "exception", "fatal", "killed", "abort", "segmentation fault", "timed out", "timeout", "time out"]
 

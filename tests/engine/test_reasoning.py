@@ -42,6 +42,8 @@ def _run(tmp_path: Path, code: str, env_path: Path | None = None) -> tuple[str, 
     ("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", ("library", "torch")),
     ("/usr/lib/python3/dist-packages/numpy/core/_methods.py", ("library", "numpy")),
     ("/usr/lib/python3.11/json/decoder.py", ("stdlib", None)),
+    ("C:\\Users\\u\\AppData\\Local\\Programs\\Python\\Python310\\lib\\asyncio\\base_events.py", ("stdlib", None)),
+    ("C:\\Python312\\Lib\\site-packages\\torch\\serialization.py", ("library", "torch")),
     ("<frozen importlib._bootstrap>", ("stdlib", None)),
     ("/workspace/vllm/vllm/worker/model_runner.py", ("library", "vllm")),  # a source checkout is still the library
     ("/home/u/proj/datasets/my_data.py", ("user", None)),  # a user folder named like a library is not one
@@ -290,4 +292,28 @@ def test_a_collective_error_before_any_progress_is_a_start_up_failure():
     """NCCL creates its communicators at the first collective: an NCCL error with no step printed
     before it happened while setting the job up."""
     diag = _train_log("distributed/nccl_nvls_invalid_argument_fabricmanager")
+    assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")
+
+
+def test_pytest_entries_cut_before_the_exception_still_give_a_ranking():
+    """pytest entries on Windows (``..\\lib\\asyncio\\base_events.py:624: in run_until_complete``), cut
+    before the ``E`` lines: the innermost frame is the standard library under a plugin's frame, no frame is
+    the program's, so a library is the first hypothesis, and a printed traceback is a failure to rank."""
+    diag = _train_log("pytest_python/pta_loop_closed_regression_0252")
+    assert diag.profile.type == "runtime_error"
+    assert diag.root_causes and diag.root_causes[0].category == "library"
+    assert _check(diag.root_causes[0], "context:raiser:library_only") == "passed"
+
+
+def test_an_internalerror_traceback_cut_before_its_exception_is_pytests_own_error():
+    """xdist's INTERNALERROR block, cut after its first frame: the scanner strips the ``INTERNALERROR>``
+    prefix from the traceback's lines, and the rule still knows the block for pytest's machinery."""
+    diag = _train_log("pytest_python/xdist_internalerror_max_worker_restart")
+    assert any(c.rule == "pytest.internalerror" for c in diag.root_causes)
+    assert diag.root_causes[0].category == "library"
+
+
+def test_two_ranks_on_one_gpu_fail_at_start_up():
+    """NCCL finds the duplicate device while it creates the communicator: the job's set-up."""
+    diag = _train_log("distributed/dfine_duplicate_gpu_hardcoded_device")
     assert (diag.profile.type, diag.profile.stage) == ("communication", "startup")

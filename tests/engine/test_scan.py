@@ -3,9 +3,11 @@ thread dumps, and the same findings whether grep prefilters a large log or Pytho
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +135,103 @@ def test_secrets_in_logs_never_reach_the_report():
 
     blob = str(report_dict(d)) + render_text(d) + render_markdown(d)
     assert "hf_AbCdEf" not in blob and "s3cr3t-pass" not in blob
+
+
+THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def _train_log(name: str) -> Path:
+    """A real log of the thread corpus's train split (dev logs are never fixtures)."""
+    assert json.loads((THREADS / "split.json").read_text())["split"][name] == "train"
+    return THREADS / f"{name}.log"
+
+
+def _scan(text: str) -> ScanResult:
+    res = ScanResult()
+    scan_text(text, "log", load_ruleset(), res)
+    return res
+
+
+def test_frames_printed_without_the_traceback_header_still_make_a_traceback(tmp_path):
+    """Log handlers and excerpts print the frames and the exception line without "Traceback (most recent
+    call last):". The frames are still the traceback's: who raised, and where."""
+    p = _run_python(tmp_path, """
+        import sys, traceback
+        def load(path):
+            return open(path)
+        try:
+            load("/nonexistent/shard-0.bin")
+        except OSError as exc:
+            sys.stderr.write("".join(traceback.format_tb(exc.__traceback__)))
+            sys.stderr.write("".join(traceback.format_exception_only(exc)))
+    """)
+    assert "Traceback" not in p.stderr and 'File "' in p.stderr
+    (tb,) = _scan(p.stderr).tracebacks
+    assert tb.headless and tb.exc_type == "FileNotFoundError"
+    assert [f.func for f in tb.frames] == ["<module>", "load"] and tb.frames[-1].code == "return open(path)"
+    # a real excerpt from an issue thread: the frame of a library, cut above, with its exception line
+    res = ScanResult()
+    scan_file(str(_train_log("distributed/pt_windows_use_libuv_tcpstore")), "log", load_ruleset(), res)
+    (tb,) = res.tracebacks
+    assert tb.exc_type == "RuntimeError" and tb.frames[0].func == "_create_c10d_store"
+
+
+def test_frames_of_a_stack_print_are_not_closed_by_the_next_log_line(tmp_path):
+    """``traceback.print_stack()`` prints frames with no header and no exception: the line after them is
+    the program's next output, not an exception, so the frames stay a traceback without one."""
+    p = _run_python(tmp_path, """
+        import sys, traceback
+        def step():
+            traceback.print_stack(file=sys.stdout)
+            print("saving checkpoint to out/ckpt-3")
+        step()
+    """)
+    (tb,) = _scan(p.stdout).tracebacks
+    assert tb.exc_type is None and tb.frames[-1].func == "step"
+
+
+def test_an_exception_line_of_a_qualified_or_plain_exception_class_is_read_alone(tmp_path):
+    """Python prints the module of every non-builtin exception class (``pkg.mod.ImproperlyConfigured``),
+    whatever its name ends with, and ``Exception`` itself has no prefix before its suffix. Printed alone
+    (a cut log, a launcher's summary) both are exceptions; a warning printed that way is not a failure."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "__init__.py").write_text("")
+    (tmp_path / "conf" / "exceptions.py").write_text(
+        "class ImproperlyConfigured(Exception):\n    pass\n\n\nclass SettingsWarning(UserWarning):\n    pass\n")
+    p = _run_python(tmp_path, """
+        import sys, traceback
+        from conf.exceptions import ImproperlyConfigured, SettingsWarning
+        for exc in (SettingsWarning("deprecated key"), ImproperlyConfigured("settings are not configured"),
+                    Exception("worker 3 stopped")):
+            sys.stdout.write("".join(traceback.format_exception_only(exc)))
+    """)
+    assert "conf.exceptions.ImproperlyConfigured: settings" in p.stdout
+    found = [(tb.exc_type, tb.message) for tb in _scan(p.stdout).tracebacks]
+    assert found == [("conf.exceptions.ImproperlyConfigured", "settings are not configured"),
+                     ("Exception", "worker 3 stopped")]
+    d = diagnose([str(_train_log("pytest_python/pt_django_improperlyconfigured_no_pytest_django"))])
+    assert d.profile.type == "runtime_error"  # before: unknown, the exception was not seen
+
+
+def test_pytest_entries_with_windows_paths_reach_the_scanner():
+    """pytest on Windows prints ``..\\lib\\x.py:142: in f``: the structural prefilter takes them like
+    POSIX paths, so a log cut to these entries still has its frames."""
+    res = ScanResult()
+    scan_file(str(_train_log("pytest_python/pta_loop_closed_regression_0252")), "log", load_ruleset(), res)
+    sites = [site for (_s, _n, site, _e) in res.pytest_locations]
+    assert [s.func for s in sites] == ["__exit__", "_provide_event_loop", "run_until_complete"]
+    assert "\\" in sites[0].file
+
+
+def test_progress_needs_a_counter_that_advances(tmp_path):
+    """One number after "step" or "iters" is a setting in a header (nccl-tests prints ``step: 2(factor)
+    … iters: 20`` before any work); a counter that moves is work done."""
+    res = ScanResult()
+    scan_file(str(_train_log("distributed/nccl_tests_docker_ipc_unhandled_system")), "log", load_ruleset(), res)
+    assert res.progress == 0
+    p = _run_python(tmp_path, """
+        for step in range(1, 4):
+            print(f"step {step}: lr=0.001")
+    """)
+    assert _scan(p.stdout).progress >= 2
+    assert _scan("step 1: lr=0.001\nstep 1: lr=0.001\n").progress == 0  # one step printed twice
