@@ -74,7 +74,7 @@ def _module(name: str) -> Any:
 
             return hyperscan
         if name == "re2":
-            import re2  # type: ignore[import-untyped]
+            import re2  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
             return re2
     except ImportError:
@@ -175,7 +175,7 @@ def _load_cached(key: str, hs: Any) -> Any:
     try:
         fsio.check_output_root(folder)  # a folder of ours that nobody else may write: its files are ours
         data = fsio.read_capped(_cache_file(key), MAX_DB_BYTES)
-        db = hs.loadb(bytearray(data), hs.HS_MODE_BLOCK)
+        db = hs.loadb(bytes(data), hs.HS_MODE_BLOCK)
         hs.Scratch(db)  # a database this CPU cannot run fails here, not in the middle of a scan
         return db
     except Exception:
