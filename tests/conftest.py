@@ -21,10 +21,12 @@ def corpus_cases() -> list[Path]:
 def _suite_environment(tmp_path_factory: pytest.TempPathFactory):
     """The inner pytest sessions of this suite fail on purpose; rerunning each of them twice (the plugin's
     default) would only slow the suite (tests/plugin/test_rerun.py turns the default back on). The key that
-    seals recorded commands (fix mode) lives in a throw-away state folder, not in the real home."""
+    seals recorded commands (fix mode) lives in a throw-away state folder, and the compiled scan database in a
+    throw-away cache folder, not in the real home."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAILDIAG_RERUN", "0")
         mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))  # the scan engine's database cache
         yield
 
 

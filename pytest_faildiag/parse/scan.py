@@ -1,9 +1,10 @@
 """One pass over each log: keyword hits, tracebacks, thread dumps, rank order and memory numbers.
 
-The scan works on 1 MiB byte chunks and lets one compiled alternation (every rule keyword plus a few
-structural markers) find candidate lines in C; Python only touches the lines that hit, plus the lines
-inside a traceback or thread dump once one has started. That is what keeps a gigabyte of NCCL chatter
-close to ``grep -E`` speed and flat in memory. Everything kept is bounded (first/last tracebacks, a
+The scan works on 8 MiB byte chunks of whole lines and lets one multi-pattern search (every rule keyword
+plus a few structural markers) find candidate lines in C: Hyperscan or RE2 for a big log (``mpscan``),
+Python's ``re`` for a small one or when neither is installed, with the same findings. Python only touches
+the lines that hit, plus the lines inside a traceback or thread dump once one has started. That is what
+keeps a gigabyte of NCCL chatter close to ``grep -E`` speed and flat in memory. Everything kept is bounded (first/last tracebacks, a
 capped list of findings per rule, a capped memory series).
 """
 
@@ -13,14 +14,16 @@ import io
 import os
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, BinaryIO
 
 from ..rules import Rule, RuleSet
-from . import prefilter
+from . import mpscan
 from .logread import MAX_LINE, _visible
 
-CHUNK = 1 << 20
+CHUNK = 8 << 20
 MAX_FINDINGS_PER_RULE = 20
 MAX_TRACEBACKS = 24
 MAX_FRAMES = 120
@@ -458,11 +461,11 @@ def _timestamp(text: str) -> str | None:
     return None
 
 
-def _structural_regex(ruleset: RuleSet) -> re.Pattern[bytes]:
+def _candidate_pattern(ruleset: RuleSet) -> bytes:
     parts = list(_STRUCTURAL)
     if ruleset.keyword_regex is not None:
         parts.append(ruleset.keyword_regex.pattern)
-    return re.compile(b"|".join(b"(?:" + p + b")" for p in parts))
+    return b"|".join(b"(?:" + p + b")" for p in parts)
 
 
 class _Within(dict[str, list[str]]):
@@ -485,14 +488,28 @@ class _Within(dict[str, list[str]]):
 class CompiledRules:
     """What scanning needs from a rule set, compiled once per rule set and kept on it (``RuleSet.scanner``):
     the candidate-line regex (structural markers + every keyword), the keyword alternation, for each index
-    key the keys it contains, the rules' order, and the words of the grep prefilter. A hit line then costs
-    O(its hits) rather than O(all keywords)."""
+    key the keys it contains, the rules' order, and the multi-pattern engines' line finders (built on first
+    use per engine; None where an engine is missing). A hit line then costs O(its hits) rather than
+    O(all keywords)."""
 
-    candidates: re.Pattern[bytes]
     keyword_regex: re.Pattern[bytes] | None
     within: _Within
     order: dict[int, int]
-    grep_words: list[str]
+    patterns: mpscan.Patterns
+    engines: dict[str, mpscan.LineStarts | None] = field(default_factory=dict)
+
+    @cached_property
+    def candidates(self) -> re.Pattern[bytes]:
+        """The candidate-line regex for Python's re, compiled only when Python searches (a small log, no
+        engine installed): a fresh CLI on a big log with an engine saves its ~0.2 s compile."""
+        return re.compile(self.patterns.combined)
+
+    def line_starts(self) -> mpscan.LineStarts | None:
+        """The line finder of the engine in use (``mpscan.engine_name``), or None for Python's re."""
+        name = mpscan.engine_name()
+        if name not in self.engines:
+            self.engines[name] = mpscan.build(name, self.patterns)
+        return self.engines[name]
 
 
 def compiled(ruleset: RuleSet) -> CompiledRules:
@@ -500,12 +517,12 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
     is correct, so the last one stored wins."""
     if isinstance(ruleset.scanner, CompiledRules):
         return ruleset.scanner
+    keywords = tuple((k, r.ignore_case) for r in ruleset.rules for k in r.keywords)
     built = CompiledRules(
-        candidates=_structural_regex(ruleset),
         keyword_regex=ruleset.keyword_regex,
         within=_Within(list(ruleset.keyword_index)),
         order={id(r): i for i, r in enumerate(ruleset.rules)},
-        grep_words=_grep_keywords(ruleset),
+        patterns=mpscan.Patterns(tuple(_STRUCTURAL), keywords, _candidate_pattern(ruleset)),
     )
     ruleset.scanner = built
     return built
@@ -514,13 +531,15 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
 def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanResult) -> None:
     """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE."""
     sc = _Scanner(ruleset, result, source)
-    big = sc.compiled.candidates
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     line_no = 0  # lines fully consumed before ``buf``
     carry = b""
     total = 0
+    fast: mpscan.LineStarts | None = None
     while True:
         data = stream.read(CHUNK)
+        if total == 0 and len(data) >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
+            fast = sc.compiled.line_starts()
         total += len(data)
         if not data and not carry:
             break
@@ -536,7 +555,8 @@ def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanRes
             buf, carry = buf[:cut], buf[cut:]
         else:
             carry = b""
-        line_no = _scan_chunk(sc, big, buf, line_no, tail)
+        find = mpscan.next_line(fast(buf)) if fast is not None else _regex_finder(sc.compiled.candidates, buf)
+        line_no = _scan_chunk(sc, find, buf, line_no, tail)
         if total <= PROGRESS_BYTES:
             count_progress(result, buf)
     sc.info.lines = line_no
@@ -546,7 +566,18 @@ def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanRes
     sc.open_tb.clear()
 
 
-def _scan_chunk(sc: _Scanner, big: re.Pattern[bytes], buf: bytes, line_no: int, tail: deque[str]) -> int:
+def _regex_finder(big: re.Pattern[bytes], buf: bytes) -> Callable[[int], tuple[int, int] | None]:
+    """``find(pos)``: the first candidate match at or after ``pos`` as (start, end), by Python's re."""
+
+    def find(pos: int) -> tuple[int, int] | None:
+        m = big.search(buf, pos)
+        return None if m is None else m.span()
+
+    return find
+
+
+def _scan_chunk(sc: _Scanner, find: Callable[[int], tuple[int, int] | None], buf: bytes, line_no: int,
+                tail: deque[str]) -> int:
     pos = 0
     n = len(buf)
     while pos < n:
@@ -557,14 +588,14 @@ def _scan_chunk(sc: _Scanner, big: re.Pattern[bytes], buf: bytes, line_no: int, 
             _process(sc, line_no, buf[pos:end])
             pos = end
             continue
-        m = big.search(buf, pos)
+        m = find(pos)
         if m is None:
             line_no += buf.count(b"\n", pos, n)
             break
-        start = buf.rfind(b"\n", pos, m.start())
+        start = buf.rfind(b"\n", pos, m[0])
         start = pos if start < 0 else start + 1
         line_no += buf.count(b"\n", pos, start)
-        end = buf.find(b"\n", m.end())
+        end = buf.find(b"\n", m[1])
         end = n if end < 0 else end + 1
         line_no += 1
         _process(sc, line_no, buf[start:end])
@@ -609,91 +640,14 @@ def count_progress(result: ScanResult, data: bytes) -> None:
 
 
 def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
-    data = text.encode("utf-8", "replace")
-    if len(data) >= GREP_MIN_BYTES and prefilter.available():
-        snapshot = (len(result.findings), len(result.tracebacks))
-        if _scan_with_grep(None, source, ruleset, result, data=data):
-            count_progress(result, data[:PROGRESS_BYTES])
-            return
-        del result.findings[snapshot[0]:], result.tracebacks[snapshot[1]:]
-    scan_stream(io.BytesIO(data), source, ruleset, result)
+    scan_stream(io.BytesIO(text.encode("utf-8", "replace")), source, ruleset, result)
 
 
 def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
-    """Scan a log file. Large files use ``grep`` as the keyword prefilter when it is installed (a DFA
-    over the bytes is an order of magnitude faster than Python's backtracking alternation); the
-    Python scanner handles everything grep hands over, and takes the whole file when grep is absent."""
-    if file_size(path) >= GREP_MIN_BYTES and prefilter.available():
-        try:
-            if _scan_with_grep(path, source, ruleset, result):
-                with open(path, "rb") as f:
-                    count_progress(result, f.read(8 << 20))
-                return
-        except OSError:
-            pass
+    """Scan a log file. A big one has its candidate lines found by a multi-pattern engine (``mpscan``:
+    Hyperscan, else RE2), a small one, or any when neither is installed, by Python's re: same findings."""
     with open(path, "rb", buffering=0) as f:
         scan_stream(f, source, ruleset, result)
-
-
-GREP_MIN_BYTES = 256 * 1024
-_GREP_STRUCTURAL = [
-    "Traceback (most recent call last)", "Root Cause (first observed failure)", "~~~ Stack of ",
-    "(most recent call first)", "E   ", " mem ", "mem:", "mem=", "memory", "Memory", "MEM", '", line ',
-]
-_GREP_WORDS = ["error", "exception", "fatal", "killed", "abort", "segmentation fault", "timed out", "timeout", "time out"]
-
-
-def _grep_keywords(ruleset: RuleSet) -> list[str]:
-    words = set(_GREP_STRUCTURAL)
-    for w in _GREP_WORDS:
-        words.update({w, w.capitalize(), w.upper()})
-    for r in ruleset.rules:
-        for k in r.keywords:
-            words.update({k, k.lower(), k.upper(), k.capitalize()} if r.ignore_case else {k})
-    return sorted(words)
-
-
-def _scan_with_grep(path: str | None, source: str, ruleset: RuleSet, result: ScanResult, data: bytes | None = None) -> bool:
-    """Scan a file (or in-memory bytes) through a grep prefilter. False (nothing recorded) when grep failed."""
-    hits = prefilter.grep_lines(path, compiled(ruleset).grep_words, data=data)
-    if hits is None:
-        return False
-    sc = _Scanner(ruleset, result, source)
-    consumed = 0
-    with (open(path, "rb") if path is not None else io.BytesIO(data or b"")) as f:
-        for lineno, offset, content in hits:
-            if lineno <= consumed:
-                continue
-            _process(sc, lineno, content)
-            consumed = lineno
-            if sc.in_block:  # a traceback/dump started: read the lines that follow it from the file
-                f.seek(offset)
-                _skip_line(f)
-                while sc.in_block:
-                    raw = f.readline(MAX_LINE)
-                    if not raw:
-                        break
-                    if not raw.endswith(b"\n") and len(raw) >= MAX_LINE:
-                        _skip_line(f)
-                    consumed += 1
-                    _process(sc, consumed, raw)
-        if hits.failed:
-            return False
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - 64 * 1024))
-        tail_lines = f.read().decode("utf-8", "replace").splitlines()
-    sc.info.tail = [v for v in (_visible(x[:MAX_LINE]) for x in tail_lines[-TAIL_LINES:]) if v.strip()]
-    sc.info.lines = max(consumed, hits.last_line)
-    sc.info.bytes = size
-    sc.open_tb.clear()
-    return True
-
-
-def _skip_line(f: BinaryIO) -> None:
-    while True:
-        more = f.readline(CHUNK)
-        if not more or more.endswith(b"\n"):
-            return
 
 
 def file_size(path: str) -> int:

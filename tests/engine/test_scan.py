@@ -1,5 +1,5 @@
 """The one-pass scanner on real output: chained exceptions, interleaved ranks, progress bars, ANSI,
-thread dumps, and the same findings whether grep prefilters a large log or Python reads it all."""
+thread dumps, and the same findings whether a multi-pattern engine finds a large log's lines or Python does."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from bench.make_noise_log import write as write_noise
 from pytest_faildiag.engine import diagnose
-from pytest_faildiag.parse import prefilter
 from pytest_faildiag.parse.scan import ScanResult, scan_file, scan_text
 from pytest_faildiag.rules import load_ruleset
 
@@ -101,17 +100,19 @@ def test_a_real_faulthandler_dump_is_parsed_into_stuck_frames(tmp_path):
     assert any(d.innermost_first for d in res.dumps)
 
 
-@pytest.mark.skipif(not prefilter.available(), reason="grep is not installed")
-def test_grep_prefilter_and_python_scanner_find_the_same_things(tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["hyperscan", "re2"])
+def test_a_multi_pattern_engine_and_python_scanner_find_the_same_things(tmp_path, monkeypatch, engine):
+    pytest.importorskip(engine)
     log = tmp_path / "train.log"
-    write_noise(log, 2)  # 2 MiB: above the prefilter threshold
+    write_noise(log, 2)  # 2 MiB: above the engine threshold
     with open(log, "a") as f:
         f.write("Traceback (most recent call last):\n  File \"/w/t.py\", line 3, in <module>\n    x()\n"
                 "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n")
     rs = load_ruleset()
+    monkeypatch.setenv("FAILDIAG_SCAN_ENGINE", engine)
     fast = ScanResult()
     scan_file(str(log), "train.log", rs, fast)
-    monkeypatch.setenv("FAILDIAG_NO_GREP", "1")
+    monkeypatch.setenv("FAILDIAG_SCAN_ENGINE", "python")
     slow = ScanResult()
     scan_file(str(log), "train.log", rs, slow)
     key = lambda r: sorted((f.rule.id, f.line) for f in r.findings)  # noqa: E731

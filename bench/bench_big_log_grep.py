@@ -1,0 +1,216 @@
+"""`faildiag diagnose` on a big training log, side by side with the grep a user would type.
+
+    python bench/bench_big_log_grep.py [--mb 300] [--small-mb 10] [--repeat 3] [--dir DIR]
+
+The log is written the way an 8-rank job writes one (torchrun ``--tee``: every line ``[rankN]:``-prefixed,
+the ranks interleaved): a step line per iteration and rank (loss, lr, grad_norm, tokens/s), NCCL_DEBUG=INFO
+channel lines every fifth step, tqdm bars redrawn with ``\\r``, evaluation lines that hold "error" in healthy
+text (``error_rate=0.01``), harmless warnings, and the real CUDA out-of-memory traceback at the very end.
+
+The baseline is what a person types first, ``grep -c -E 'Error|error|Traceback|WARN|Killed|timeout|Timeout|
+out of memory'``, not a grep of every rule keyword. Each repetition runs grep, then a fresh ``faildiag
+diagnose`` process (the first one with an empty database cache: cold; the others warm), and every run is
+printed with its time, the ratio and the child's peak RSS (``RUSAGE_CHILDREN``: the largest child so far,
+so grep's small RSS never hides faildiag's). The real error must be found in every run.
+
+Targets (issue 14): <= 2x grep and <= 150 MB peak RSS on 300 MB; a fresh CLI on 10 MB in <= 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+USER_GREP = "Error|error|Traceback|WARN|Killed|timeout|Timeout|out of memory"
+RANKS = 8
+
+OOM_TAIL = """[rank3]:Traceback (most recent call last):
+[rank3]:  File "/workspace/train.py", line 211, in <module>
+[rank3]:    main()
+[rank3]:  File "/workspace/train.py", line 188, in main
+[rank3]:    loss = model(batch).loss
+[rank3]:  File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1739, in _wrapped_call_impl
+[rank3]:    return self._call_impl(*args, **kwargs)
+[rank3]:  File "/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1750, in _call_impl
+[rank3]:    return forward_call(*args, **kwargs)
+[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.11 GiB memory in use. Of the allocated memory 74.30 GiB is allocated by PyTorch, and 2.55 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+W1130 03:12:09.412000 140213 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 1204 closing signal SIGTERM
+E1130 03:12:10.118000 140213 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 3 (pid: 1207) of binary: /opt/conda/bin/python
+"""
+
+
+def _step_block(rng: random.Random, step: int, clock: float) -> list[str]:
+    """Everything the 8 ranks print for one iteration."""
+    lines = []
+    t = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(clock))
+    loss = 2.0 + 3.0 / (1 + step / 2000) + rng.random() * 0.05
+    for r in range(RANKS):
+        lines.append(
+            f"[rank{r}]:{t},{rng.randrange(1000):03d} INFO trainer.py:412 step {step} | loss {loss:.4f} | "
+            f"lr {3e-4 * min(1, step / 2000):.3e} | grad_norm {0.8 + rng.random():.3f} | "
+            f"tokens/s {51000 + rng.randrange(2000)}"
+        )
+    if step % 5 == 0:  # NCCL_DEBUG=INFO: channel set-up chatter of a new communicator
+        for r in range(RANKS):
+            for c in range(4):
+                lines.append(
+                    f"[rank{r}]:node-0:{4100 + r}:{4180 + r} [{r}] NCCL INFO Channel {c:02d}/0 : "
+                    f"{r}[{r}] -> {(r + 1) % RANKS}[{(r + 1) % RANKS}] via P2P/IPC/read"
+                )
+    if step % 10 == 0:  # tqdm redraws its bar with \r; the newline comes only now and then
+        frames = [
+            f"Training:  {p}%|{'█' * (p // 10)}{' ' * (10 - p // 10)}| {step + p}/500000 "
+            f"[1:{p:02d}:10<40:12:33, 5.{p:02d}it/s, loss={loss:.3f}]"
+            for p in range(0, 100, 9)
+        ]
+        lines.append("[rank0]:" + "\r".join(frames))
+    if step % 50 == 0:  # healthy lines that say "error"
+        lines.append(
+            f"[rank0]:{t},000 INFO eval.py:88 eval step {step}: error_rate=0.0{rng.randrange(10)} "
+            f"top1=0.7{rng.randrange(10)} val_loss={loss + 0.1:.4f}"
+        )
+        lines.append(
+            f"[rank0]:{t},001 INFO metrics.py:40 train/error_rate={rng.random() / 50:.4f} "
+            f"train/clip_frac=0.0{rng.randrange(10)}"
+        )
+    if step % 200 == 0:
+        lines.append(
+            f"[rank{rng.randrange(RANKS)}]:/opt/conda/lib/python3.11/site-packages/torch/utils/checkpoint.py:"
+            "1399: UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly."
+        )
+    if step % 1000 == 0:
+        lines.append(f"[rank0]:{t},500 INFO checkpoint.py:77 saved checkpoint to /ckpt/step_{step}.pt in 4.2 s")
+    return lines
+
+
+def write_log(path: Path, size_mb: float, seed: int = 14) -> Path:
+    """Write the log (``size_mb`` MiB of training, then the real OOM) and return its path."""
+    rng = random.Random(seed)
+    target = int(size_mb * 1024 * 1024)
+    written = 0
+    step = 0
+    clock = 1_764_460_800.0
+    with open(path, "w", encoding="utf-8") as f:
+        while written < target:
+            block = []
+            for _ in range(100):
+                step += 1
+                clock += 0.31
+                block.extend(_step_block(rng, step, clock))
+            text = "\n".join(block) + "\n"
+            f.write(text)
+            written += len(text.encode("utf-8"))
+        f.write(OOM_TAIL)
+    return path
+
+
+def _child_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def _grep(log: Path) -> tuple[float, str]:
+    t = time.perf_counter()
+    p = subprocess.run(["grep", "-c", "-E", USER_GREP, str(log)], capture_output=True, text=True)
+    return time.perf_counter() - t, p.stdout.strip()
+
+
+def _diagnose(log: Path, out: Path, env: dict[str, str]) -> tuple[float, dict]:
+    t = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(log), "--format", "json", "--out", str(out)],
+        capture_output=True,
+        env=env,
+    )
+    took = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"faildiag diagnose failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
+    return took, json.loads(p.stdout)
+
+
+def _found_oom(report: dict) -> bool:
+    text = json.dumps(report.get("profile", {})) + json.dumps(report.get("root_causes", [])[:1])
+    return "OutOfMemoryError" in text or "out of memory" in text.lower()
+
+
+def compare(log: Path, tmp: Path, repeat: int, label: str) -> tuple[list[float], list[float], float]:
+    """grep vs a fresh ``faildiag diagnose``, ``repeat`` times; run 1 with an empty database cache."""
+    cache = tmp / f"cache-{label}"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    grep_t, diag_t = [], []
+    peak = 0.0
+    for i in range(repeat):
+        g, count = _grep(log)
+        d, report = _diagnose(log, tmp / f"out-{label}-{i}", env)
+        peak = _child_peak_mb()
+        grep_t.append(g)
+        diag_t.append(d)
+        ok = _found_oom(report)
+        print(
+            f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s ({count} lines)   "
+            f"faildiag {d:.2f} s   ratio {d / g:.2f}x   peak child RSS so far {peak:.0f} MB   "
+            f"real error found: {ok}",
+            flush=True,
+        )
+        if not ok:
+            raise SystemExit(f"the OOM was not found: {report.get('summary')}")
+    return grep_t, diag_t, peak
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=300)
+    ap.add_argument("--small-mb", type=float, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=None)
+    a = ap.parse_args()
+    tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="faildiag-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}   cpus: {os.cpu_count()}")
+    try:
+        import hyperscan  # noqa: F401
+
+        print("hyperscan: installed")
+    except ImportError:
+        print("hyperscan: not installed (standard-library scanner)")
+    for mb, label in ((a.small_mb, "small"), (a.mb, "big")):
+        log = tmp / f"train-{mb:g}mb.log"
+        if not log.exists():
+            t = time.perf_counter()
+            write_log(log, mb)
+            print(f"wrote {log.name}: {log.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t:.1f} s")
+        print(f"{log.name} ({log.stat().st_size / 2**20:.0f} MiB):")
+        grep_t, diag_t, peak = compare(log, tmp, a.repeat, label)
+        warm = diag_t[1:] or diag_t
+        print(
+            f"  median warm: faildiag {statistics.median(warm):.2f} s vs grep {statistics.median(grep_t):.2f} s = "
+            f"{statistics.median(warm) / statistics.median(grep_t):.2f}x; cold {diag_t[0]:.2f} s; peak RSS {peak:.0f} MB"
+        )
+        if label == "small":
+            print(
+                f"  target: fresh CLI on {mb:g} MB <= 0.5 s: {'met' if statistics.median(warm) <= 0.5 else 'NOT met'}"
+            )
+        else:
+            ratio = statistics.median(warm) / statistics.median(grep_t)
+            print(
+                f"  targets: <= 2x grep: {'met' if ratio <= 2 else 'NOT met'}; "
+                f"<= 150 MB RSS: {'met' if peak <= 150 else 'NOT met'}"
+            )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if not a.dir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

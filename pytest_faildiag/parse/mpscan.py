@@ -1,0 +1,236 @@
+"""Candidate lines of a big log in C: one multi-pattern engine instead of Python's backtracking ``re``.
+
+Why: the scanner's candidate pattern (every rule keyword plus a few structural markers, see ``scan.py``) is a
+large alternation; Python's ``re`` tries it at every byte and crawls at a few MB/s, so a 300 MB training log
+took seconds before Python even looked at a line. A Hyperscan database of the same patterns (one id per
+keyword, caseless where the rule says so, the structural markers as regexes) finds every line holding any of
+them at hundreds of MB/s; RE2 (a DFA) runs the very same alternation at about the same speed when the
+``hyperscan`` wheel is missing. Either engine only answers "which lines hold a hit": the scanner then feeds
+exactly those lines to Python, as the standard-library path does, so all three give the same findings.
+
+Not ``HS_FLAG_SINGLEMATCH``: a block holds thousands of lines, and a pattern reported once per block would
+hide its later lines. Matches are reported by end offset and folded into line starts as they come.
+
+The compiled Hyperscan database (~0.1 s to build for today's knowledge base) is kept in the user's cache
+folder (``$XDG_CACHE_HOME/faildiag``, private 0o700, written through ``fsio``'s no-follow helpers), keyed by
+a hash of the patterns, their flags and the engine's version, so a fresh CLI loads it in microseconds. A
+cache that cannot be read or written is ignored: it only costs the compile.
+
+``FAILDIAG_SCAN_ENGINE=hyperscan|re2|python`` forces an engine (the parity tests and benchmarks use it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import fsio
+
+ENGINE_ENV = "FAILDIAG_SCAN_ENGINE"
+ENGINES = ("hyperscan", "re2", "python")
+MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re: loading an engine would cost more
+KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
+MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
+RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
+_CACHE_FORMAT = b"faildiag-mpscan-1"
+
+LineStarts = Callable[[bytes], list[int]]
+"""Given a block of whole lines, the sorted start offsets of the lines that hold a hit."""
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """What the candidate search looks for: the structural markers (regexes, as bytes) and the rule
+    keywords (literals, each with its case mode); ``combined`` is the same as one Python alternation."""
+
+    structural: tuple[bytes, ...]
+    keywords: tuple[tuple[str, bool], ...]
+    combined: bytes
+
+
+def engine_name() -> str:
+    """The engine a big log is scanned with: the one forced by ``FAILDIAG_SCAN_ENGINE``, else the first
+    installed of Hyperscan, RE2, Python's re."""
+    forced = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if forced in ENGINES:
+        return forced
+    for name in ENGINES[:2]:
+        if _module(name) is not None:
+            return name
+    return "python"
+
+
+def _module(name: str) -> Any:
+    try:
+        if name == "hyperscan":
+            import hyperscan
+
+            return hyperscan
+        if name == "re2":
+            import re2  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+            return re2
+    except ImportError:
+        return None
+    return None
+
+
+def build(name: str, patterns: Patterns) -> LineStarts | None:
+    """A line finder for ``patterns`` on engine ``name``; None when the engine is missing or refuses the
+    patterns (the caller then uses Python's re, with the same findings)."""
+    try:
+        if name == "hyperscan":
+            return _hyperscan(patterns)
+        if name == "re2":
+            return _re2(patterns)
+    except Exception:  # an engine's own error types (CompilerError, re2.error, ...): fall back, never fail
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- Hyperscan
+def _expressions(patterns: Patterns, hs: Any) -> tuple[list[bytes], list[int]]:
+    exprs = list(patterns.structural)
+    flags = [0] * len(exprs)
+    for kw, ignore_case in sorted(set(patterns.keywords)):
+        if kw:
+            exprs.append(re.escape(kw.encode("utf-8")))
+            flags.append(hs.HS_FLAG_CASELESS if ignore_case else 0)
+    return exprs, flags
+
+
+def _hyperscan(patterns: Patterns) -> LineStarts | None:
+    hs = _module("hyperscan")
+    if hs is None:
+        return None
+    exprs, flags = _expressions(patterns, hs)
+    if not exprs:
+        return None
+    key = _cache_key(exprs, flags, hs)
+    db = _load_cached(key, hs)
+    if db is None:
+        db = hs.Database(mode=hs.HS_MODE_BLOCK)
+        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        _store_cached(key, hs.dumpb(db))
+    return _HyperscanLines(db, hs)
+
+
+class _HyperscanLines:
+    """Scans a block with the database; each call gets its own scratch space, so threads never share one."""
+
+    def __init__(self, db: Any, hs: Any) -> None:
+        self.db = db
+        self.hs = hs
+
+    def __call__(self, buf: bytes) -> list[int]:
+        starts: list[int] = []
+        line = [0, -1]  # the last line recorded (start, end): later hits on it are skipped in O(1)
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            at = end - 1  # matches never span a newline: the byte before the end is in the hit's line
+            if line[0] <= at <= line[1]:
+                return
+            line[0] = buf.rfind(b"\n", 0, at) + 1
+            nl = buf.find(b"\n", at)
+            line[1] = len(buf) if nl < 0 else nl
+            starts.append(line[0])
+
+        if buf:
+            self.db.scan(buf, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
+        if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
+            starts = sorted(set(starts))
+        return starts
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/faildiag`` (an absolute XDG_CACHE_HOME only, as the spec says), else
+    ``~/.cache/faildiag``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "faildiag"
+
+
+def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any) -> str:
+    h = hashlib.sha256(_CACHE_FORMAT)
+    h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + platform.machine().encode() + b"\0")
+    for e, f in zip(exprs, flags, strict=True):
+        h.update(e + b"\0" + str(f).encode() + b"\n")
+    return h.hexdigest()[:40]
+
+
+def _cache_file(key: str) -> Path:
+    return cache_dir() / f"hs-{key}.db"
+
+
+def _load_cached(key: str, hs: Any) -> Any:
+    """The cached database, or None (missing, not ours, unreadable, built for another CPU or version)."""
+    folder = cache_dir()
+    try:
+        fsio.check_output_root(folder)  # a folder of ours that nobody else may write: its files are ours
+        data = fsio.read_capped(_cache_file(key), MAX_DB_BYTES)
+        db = hs.loadb(bytes(data), hs.HS_MODE_BLOCK)
+        hs.Scratch(db)  # a database this CPU cannot run fails here, not in the middle of a scan
+        return db
+    except Exception:
+        return None
+
+
+def _store_cached(key: str, blob: bytes) -> None:
+    """Keep the database for the next process; never fatal (read-only home, a full disk, a foreign folder).
+    Only the newest few are kept: each change of the knowledge base or the team cards makes a new key."""
+    try:
+        written = fsio.safe_atomic_write(cache_dir(), _cache_file(key).name, bytes(blob), mode=fsio.PRIVATE_FILE_MODE)
+        old = sorted(written.parent.glob("hs-*.db"), key=lambda p: p.lstat().st_mtime, reverse=True)
+        for stale in old[KEEP_DATABASES:]:
+            stale.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------- RE2
+def _re2(patterns: Patterns) -> LineStarts | None:
+    re2 = _module("re2")
+    if re2 is None or not patterns.combined:
+        return None
+    opts = re2.Options()
+    opts.encoding = re2.Options.Encoding.LATIN1  # bytes as bytes: (?i) folds ASCII only, as Python's re does
+    opts.max_mem = RE2_MAX_MEM
+    return _Re2Lines(re2.compile(patterns.combined, opts))
+
+
+class _Re2Lines:
+    """The same alternation as Python's, run by RE2's DFA: every line holding a match starts one."""
+
+    def __init__(self, regex: Any) -> None:
+        self.regex = regex
+
+    def __call__(self, buf: bytes) -> list[int]:
+        starts: list[int] = []
+        line_end = -1
+        for m in self.regex.finditer(buf):
+            at = m.start()
+            if at <= line_end:
+                continue
+            starts.append(buf.rfind(b"\n", 0, at) + 1)
+            nl = buf.find(b"\n", at)
+            line_end = len(buf) if nl < 0 else nl
+        return starts
+
+
+# ------------------------------------------------------------------------------------------- the scanner's view
+def next_line(starts: list[int]) -> Callable[[int], tuple[int, int] | None]:
+    """``find(pos)`` over precomputed line starts: the first hit line starting at or after ``pos``, as the
+    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner."""
+
+    def find(pos: int) -> tuple[int, int] | None:
+        i = bisect_left(starts, pos)
+        return (starts[i], starts[i]) if i < len(starts) else None
+
+    return find
