@@ -169,3 +169,12 @@ def test_ascend_hbm_access_ecc_and_icache_fault_need_a_restart_or_reset():
     assert (top.rule, top.category) == ("ascend.fault.icache_verify", "hardware")
     assert "iCache" in top.summary and top.fix_hints[0].startswith("rerun the job")
     assert "ascend.fault.event" not in _rules(d)
+
+
+def test_a_mig_xid_line_is_read_by_its_code():
+    """NVIDIA's memory-error guide prints Xid 94 with MIG as "Xid (PCI:0000:01:00 GPU-I:05): 94, ..."."""
+    d = _diagnose(
+        "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No"
+    )
+    assert "cuda.xid.memory_fatal" in _rules(d)
+    assert d.root_causes[0].category == "hardware"
