@@ -90,11 +90,24 @@ class Factory:
     """The cards of one root, the rules made of them and the problems met (one line each)."""
 
     root: Path
-    cards: list[Card] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     tables: KeywordTables | None = None  # the card keyword lookup, when read from the index (else built)
     complete: bool = True  # False when a card could not be read: such a reading is never kept in the index
+    rows: list[list[Any]] = field(default_factory=list, repr=False)  # the index's cards, made into ``cards``
+    _cards: list[Card] | None = field(default=None, repr=False)
+
+    @property
+    def cards(self) -> list[Card]:
+        """The cards (in the order of ``rules``). From the index they are made on first use: a diagnosis
+        needs only the rules, and thousands of objects made for nothing slow a fresh process down."""
+        if self._cards is None:
+            base = str(self.root)
+            self._cards = [
+                Card(cid, title, tuple(sigs), cat, os.path.join(base, rel), rel, stack, typ, tuple(hints), tuple(links))
+                for rel, cid, title, sigs, cat, stack, typ, hints, links, *_ in self.rows
+            ]
+        return self._cards
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -490,35 +503,85 @@ def card_keywords(card: Card, problems: list[str] | None = None) -> tuple[list[s
 
 def rule_of(card: Card, keywords: list[str], signatures: list[str], folded: bool) -> Rule:
     """The rule of a card whose keywords are known (derived by ``card_keywords`` or read from the index)."""
-    source = card.source
-    cause = CauseSpec(
-        id=f"{CAUSE_PREFIX}{card.id}",
-        category=card.category,
-        confidence=CARD_PRIOR,
-        summary=f"known issue {card.id}: {card.title}",
-        fix_hints=[*card.fix_hints, f"read the team's write-up: {source}"],
-        kind="hypothesis",
-        reason=f"{card.id}: {card.title}",
+    return CardRule(
+        card.id,
+        card.title,
+        card.category,
+        card.source,
+        keywords,
+        signatures,
+        card.fix_hints,
+        folded,
+        card.type,
+        card.stack,
     )
-    return Rule(
-        id=f"{RULE_PREFIX}{card.id}",
-        title=card.title,
-        keywords=keywords,
-        patterns=[LazyPattern(sig, source) for sig in signatures],  # type: ignore[misc]
-        causes=[cause],
-        type=card.type,
-        stack=card.stack,
-        priority=CARD_PRIORITY,
-        ignore_case=folded,
-        requires_failure=True,
-        pack=source,
-    )
+
+
+class CardRule(Rule):
+    """A card's rule. One is made for every card at load (the scanner indexes them all), but the parts
+    only a hit reads (the cause, the signatures compiled on first use, the empty lists of fields cards do
+    not use) are made the first time they are read: thousands of cards then cost a few attributes each
+    rather than a dozen objects that the garbage collector keeps walking. Fields a card leaves at the
+    ``Rule`` default are read from the class."""
+
+    def __init__(
+        self,
+        card_id: str,
+        title: str,
+        category: str,
+        source: str,
+        keywords: list[str],
+        signatures: list[str],
+        fix_hints: Iterable[str],
+        folded: bool,
+        type: str | None = None,
+        stack: str | None = None,
+    ):  # not Rule.__init__, which would make every field now
+        self.id = RULE_PREFIX + card_id
+        self.title = title
+        self.keywords = keywords
+        self.pack = source
+        self.priority = CARD_PRIORITY
+        self.requires_failure = True
+        if folded:
+            self.ignore_case = True
+        if type is not None:
+            self.type = type
+        if stack is not None:
+            self.stack = stack
+        self._card = (card_id, category, signatures, fix_hints)
+
+    def __getattr__(self, name: str) -> Any:  # only for attributes not set yet
+        if name.startswith("_"):
+            raise AttributeError(name)
+        card_id, category, signatures, fix_hints = self._card
+        value: Any
+        if name == "patterns":
+            value = [LazyPattern(sig, self.pack) for sig in signatures]
+        elif name == "causes":
+            value = [
+                CauseSpec(
+                    id=f"{CAUSE_PREFIX}{card_id}",
+                    category=category,
+                    confidence=CARD_PRIOR,
+                    summary=f"known issue {card_id}: {self.title}",
+                    fix_hints=[*fix_hints, f"read the team's write-up: {self.pack}"],
+                    kind="hypothesis",
+                    reason=f"{card_id}: {self.title}",
+                )
+            ]
+        elif name in ("domains", "exit_codes", "suppressed_by"):
+            value = []
+        else:
+            raise AttributeError(name)
+        self.__dict__[name] = value
+        return value
 
 
 def read_factory(root: Path, files: list[str] | None = None) -> Factory:
     """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
     a later card with an id already seen is skipped (ids cite cards, so they must be unique)."""
-    fac = Factory(root)
+    fac = Factory(root, _cards=[])
     seen: dict[str, str] = {}
     for path in files if files is not None else card_files(root):
         rel = _rel(path, str(root))
@@ -678,7 +741,8 @@ class CardKeywords:
 
     def _hits(self, raw: bytes) -> list[_Hit]:
         """Every keyword occurrence of the line, by position; at one position only the longest (the scanner
-        finds the keywords inside a hit itself)."""
+        finds the keywords inside a hit itself). Runs on every line the prefilter lets through, so the word
+        lookups are C-level set intersections over ``findall`` lists (no per-word Python step)."""
         out: list[_Hit] = []
         for rx in (self.base, self.partial):
             if rx is None:
@@ -687,23 +751,22 @@ class CardKeywords:
             while m is not None:
                 out.append(_Hit(m.group(0), m.start()))
                 m = rx.search(raw, m.start() + 1)
-        words = set(_WORD.findall(raw))
-        for w in words & self.anchor_set:
+        for w in self.anchor_set.intersection(_WORD.findall(raw)):
             for kw in self.anchors[w]:
                 at = raw.find(kw)
                 while at >= 0:
                     out.append(_Hit(kw, at))
                     at = raw.find(kw, at + 1)
-        folded = {w.lower() for w in words} & self.folded_set if self.folded_set else None
-        if folded:
+        if self.folded_set:
             low = raw.lower()
-            for w in folded:
+            for w in self.folded_set.intersection(_WORD.findall(low)):
                 for kw in self.folded[w]:
                     at = low.find(kw)
                     while at >= 0:
                         out.append(_Hit(raw[at : at + len(kw)], at))
                         at = low.find(kw, at + 1)
-        out.sort(key=lambda h: (h.at, -len(h.text)))
+        if len(out) > 1:
+            out.sort(key=lambda h: (h.at, -len(h.text)))
         self._last = (raw, out)
         return out
 
@@ -813,7 +876,7 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         return
     cards = []
     for card, rule in zip(fac.cards, fac.rules, strict=True):
-        sigs = [lp.pattern for lp in rule.patterns]
+        sigs = [lp.pattern for lp in rule.patterns]  # the usable ones
         cards.append(
             [
                 card.rel,
@@ -857,16 +920,27 @@ def _b(s: str) -> bytes:
 
 def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
     """The factory as stored; None when the index is not in the expected shape (then it is read again)."""
-    fac = Factory(root, problems=list(data["problems"]) if isinstance(data.get("problems"), list) else [])
-    base = str(root)
+    problems = data.get("problems")
+    rows = data.get("cards")
+    if not isinstance(problems, list) or not all(isinstance(x, str) for x in problems) or not isinstance(rows, list):
+        return None
     try:
-        for rel, cid, title, sigs, cat, stack, typ, hints, links, keywords, folded, usable in data["cards"]:
-            card = Card(
-                cid, title, tuple(sigs), cat, os.path.join(base, rel), rel, stack, typ, tuple(hints), tuple(links)
+        rules: list[Rule] = [
+            CardRule(
+                cid,
+                title,
+                cat,
+                f"factory:{rel}",
+                keywords,
+                sigs if usable is None else usable,
+                hints,
+                folded,
+                typ,
+                stack,
             )
-            fac.cards.append(card)
-            fac.rules.append(rule_of(card, keywords, sigs if usable is None else usable, folded))
-        fac.tables = KeywordTables(
+            for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
+        ]
+        tables = KeywordTables(
             {_b(k): [_b(x) for x in v] for k, v in data["anchors"].items()},
             {_b(k): [_b(x) for x in v] for k, v in data["folded"].items()},
             [_b(x) for x in data["partial"]],
@@ -874,9 +948,7 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    if not all(isinstance(x, str) for x in fac.problems):
-        return None
-    return fac
+    return Factory(root, rules=rules, problems=problems, tables=tables, rows=rows)
 
 
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:
