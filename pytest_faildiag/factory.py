@@ -11,13 +11,16 @@ card's front matter (never its write-up) and derives the keywords without compil
 signature is compiled the first time its keyword occurs in a log, once per process. Gross regex errors
 (unbalanced groups, a dangling backslash) are caught at load; anything subtler when first compiled, and
 ``faildiag card --check`` compiles every signature. A broken card is one warning line and is skipped.
+What a reading found is kept in a private per-user index (see "the index" below), so a fresh process
+reads one file rather than every card while the factory's listing is unchanged.
 
 How a match counts (``support``): it is supporting evidence, never a substitute for what the logs show.
 It raises the cause the rules already found in the card's category (noisy-or, like a second signature),
 or it adds a candidate with the card's category whose confidence stays below every cause the logs show
 directly. Either way the cause carries a ``hypothesis`` evidence item citing ``factory:<path>``.
 
-Cards are opened read-only and nothing here writes, moves or touches them (read-only mounts work).
+Cards are opened read-only and nothing here writes, moves or touches them (read-only mounts work); the
+index lives in the user's cache folder, never in the factory.
 """
 
 from __future__ import annotations
