@@ -11,19 +11,25 @@ card's front matter (never its write-up) and derives the keywords without compil
 signature is compiled the first time its keyword occurs in a log, once per process. Gross regex errors
 (unbalanced groups, a dangling backslash) are caught at load; anything subtler when first compiled, and
 ``faildiag card --check`` compiles every signature. A broken card is one warning line and is skipped.
+What a reading found is kept in a private per-user index (see "the index" below), so a fresh process
+reads one file rather than every card while the factory's listing is unchanged.
 
 How a match counts (``support``): it is supporting evidence, never a substitute for what the logs show.
 It raises the cause the rules already found in the card's category (noisy-or, like a second signature),
 or it adds a candidate with the card's category whose confidence stays below every cause the logs show
 directly. Either way the cause carries a ``hypothesis`` evidence item citing ``factory:<path>``.
 
-Cards are opened read-only and nothing here writes, moves or touches them (read-only mounts work).
+Cards are opened read-only and nothing here writes, moves or touches them (read-only mounts work); the
+index lives in the user's cache folder, never in the factory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import stat
 import tomllib
 import warnings
 from collections import OrderedDict
@@ -32,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .fsio import safe_atomic_write
 from .model import CATEGORIES, STACKS, TYPES, Evidence, RootCause
 from .rules import CauseSpec, Rule, RuleSet, _trie
 
@@ -45,7 +52,7 @@ CARD_PRIORITY = 1  # below every built-in rule: a card never names the profile w
 UNDER_DIRECT = 0.9  # a card's candidate stays below this share of the best cause the logs show directly
 CORROBORATION = 0.4  # the noisy-or weight of a card agreeing with a cause (as a second signature's)
 MIN_KEYWORD = 4  # a signature needs this much literal text: shorter keywords hit most lines of a log
-MAX_KEYWORD = 32  # the prefilter needs a selective prefix, not the whole text: short keywords keep it small
+MAX_KEYWORD = 16  # the prefilter needs a selective prefix, not the whole text: short keywords keep it small
 MAX_FRONT_MATTER = 64 * 1024
 MAX_FACTORY_ENTRIES = 4  # combined rule sets kept per process (one per factory state in practice)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -86,9 +93,24 @@ class Factory:
     """The cards of one root, the rules made of them and the problems met (one line each)."""
 
     root: Path
-    cards: list[Card] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    tables: KeywordTables | None = None  # the card keyword lookup, when read from the index (else built)
+    complete: bool = True  # False when a card could not be read: such a reading is never kept in the index
+    rows: list[list[Any]] = field(default_factory=list, repr=False)  # the index's cards, made into ``cards``
+    _cards: list[Card] | None = field(default=None, repr=False)
+
+    @property
+    def cards(self) -> list[Card]:
+        """The cards (in the order of ``rules``). From the index they are made on first use: a diagnosis
+        needs only the rules, and thousands of objects made for nothing slow a fresh process down."""
+        if self._cards is None:
+            base = str(self.root)
+            self._cards = [
+                Card(cid, title, tuple(sigs), cat, os.path.join(base, rel), rel, stack, typ, tuple(hints), tuple(links))
+                for rel, cid, title, sigs, cat, stack, typ, hints, links, *_ in self.rows
+            ]
+        return self._cards
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -122,43 +144,51 @@ def resolve_root(
 
 def card_files(root: Path) -> list[str]:
     """Every ``*.md`` under ``root`` (sorted, hidden entries skipped, folder links not followed)."""
-    out: list[str] = []
+    return [path for path, _ in walk(root).files]
+
+
+@dataclass
+class Listing:
+    """One walk of a factory: each card with what says whether it changed (size, mtime, ctime, inode: a
+    card edited, replaced or made readable changes one of them), and each folder with its modification
+    time (``folders`` is None when a folder could not be read: the per-process memo then never trusts it)."""
+
+    files: list[tuple[str, tuple[int, int, int, int]]]
+    folders: tuple[tuple[str, int], ...] | None
+
+
+def walk(root: Path) -> Listing:
+    """The cards and folders under ``root``: ``os.scandir`` (no ``Path`` objects, folder types from the
+    directory entry) and one ``stat`` per card, the least a listing that notices an edit can cost."""
+    files: list[tuple[str, tuple[int, int, int, int]]] = []
+    folders: list[tuple[str, int]] | None = []
     stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            mtime = os.stat(folder).st_mtime_ns
+            with os.scandir(folder) as it:
+                entries = list(it)
         except OSError:
+            folders = None
             continue
+        if folders is not None:
+            folders.append((folder, mtime))
         for e in entries:
-            if e.name.startswith("."):
+            name = e.name
+            if name[0] == ".":
                 continue
             try:
                 if e.is_dir(follow_symlinks=False):
                     stack.append(e.path)
-                elif e.name.endswith(".md") and e.is_file():
-                    out.append(e.path)
+                elif name.endswith(".md"):
+                    st = e.stat()  # a link to a card is followed (as ``is_file`` did); a folder link is not
+                    if stat.S_ISREG(st.st_mode):
+                        files.append((e.path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)))
             except OSError:
                 continue
-    out.sort()
-    return out
-
-
-def _folders(root: Path) -> tuple[tuple[str, int], ...] | None:
-    """Every folder of the factory with its modification time: a card added, removed or replaced (editors
-    and ``git`` write a new file) changes its folder's time, so this says whether to read the cards again
-    without a stat of each card. None when the root cannot be read."""
-    out = []
-    stack = [str(root)]
-    while stack:
-        folder = stack.pop()
-        try:
-            out.append((folder, os.stat(folder).st_mtime_ns))
-            with os.scandir(folder) as it:
-                stack.extend(e.path for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
-        except OSError:
-            return None
-    return tuple(sorted(out))
+    files.sort()
+    return Listing(files, tuple(sorted(folders)) if folders is not None else None)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -446,8 +476,14 @@ _NEVER = re.compile(r"(?!)")
 def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
     """The card as a rule: its signatures, their keywords, and one hypothesis cause with its category.
     A signature that cannot be prefiltered is dropped (a problem line); none left → CardError."""
+    keywords, usable, folded = card_keywords(card, problems)
+    return rule_of(card, keywords, usable, folded)
+
+
+def card_keywords(card: Card, problems: list[str] | None = None) -> tuple[list[str], list[str], bool]:
+    """(prefilter keywords, the usable signatures, case-folded) of a card; see ``card_rule``."""
     keywords: list[str] = []
-    patterns: list[Any] = []
+    usable: list[str] = []
     folded = False
     for sig in card.signatures:
         try:
@@ -460,40 +496,95 @@ def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
             continue
         folded = folded or kw.ignore_case
         keywords.extend(w for w in kw.words if w not in keywords)
-        patterns.append(LazyPattern(sig, card.source))
-    if not patterns:
+        usable.append(sig)
+    if not usable:
         raise CardError("no usable signature")
     if folded:  # one rule, one case mode: the folded prefilter is a superset; each regex keeps its own flags
         keywords = list(dict.fromkeys(k.lower() for k in keywords))
-    hints = [*card.fix_hints, f"read the team's write-up: {card.source}"]
-    cause = CauseSpec(
-        id=f"{CAUSE_PREFIX}{card.id}",
-        category=card.category,
-        confidence=CARD_PRIOR,
-        summary=f"known issue {card.id}: {card.title}",
-        fix_hints=hints,
-        kind="hypothesis",
-        reason=f"{card.id}: {card.title}",
+    return keywords, usable, folded
+
+
+def rule_of(card: Card, keywords: list[str], signatures: list[str], folded: bool) -> Rule:
+    """The rule of a card whose keywords are known (derived by ``card_keywords`` or read from the index)."""
+    return CardRule(
+        card.id,
+        card.title,
+        card.category,
+        card.source,
+        keywords,
+        signatures,
+        card.fix_hints,
+        folded,
+        card.type,
+        card.stack,
     )
-    return Rule(
-        id=f"{RULE_PREFIX}{card.id}",
-        title=card.title,
-        keywords=keywords,
-        patterns=patterns,
-        causes=[cause],
-        type=card.type,
-        stack=card.stack,
-        priority=CARD_PRIORITY,
-        ignore_case=folded,
-        requires_failure=True,
-        pack=card.source,
-    )
+
+
+class CardRule(Rule):
+    """A card's rule. One is made for every card at load (the scanner indexes them all), but the parts
+    only a hit reads (the cause, the signatures compiled on first use, the empty lists of fields cards do
+    not use) are made the first time they are read: thousands of cards then cost a few attributes each
+    rather than a dozen objects that the garbage collector keeps walking. Fields a card leaves at the
+    ``Rule`` default are read from the class."""
+
+    def __init__(
+        self,
+        card_id: str,
+        title: str,
+        category: str,
+        source: str,
+        keywords: list[str],
+        signatures: list[str],
+        fix_hints: Iterable[str],
+        folded: bool,
+        type: str | None = None,
+        stack: str | None = None,
+    ):  # not Rule.__init__, which would make every field now
+        self.id = RULE_PREFIX + card_id
+        self.title = title
+        self.keywords = keywords
+        self.pack = source
+        self.priority = CARD_PRIORITY
+        self.requires_failure = True
+        if folded:
+            self.ignore_case = True
+        if type is not None:
+            self.type = type
+        if stack is not None:
+            self.stack = stack
+        self._card = (card_id, category, signatures, fix_hints)
+
+    def __getattr__(self, name: str) -> Any:  # only for attributes not set yet
+        if name.startswith("_"):
+            raise AttributeError(name)
+        card_id, category, signatures, fix_hints = self._card
+        value: Any
+        if name == "patterns":
+            value = [LazyPattern(sig, self.pack) for sig in signatures]
+        elif name == "causes":
+            value = [
+                CauseSpec(
+                    id=f"{CAUSE_PREFIX}{card_id}",
+                    category=category,
+                    confidence=CARD_PRIOR,
+                    summary=f"known issue {card_id}: {self.title}",
+                    fix_hints=[*fix_hints, f"read the team's write-up: {self.pack}"],
+                    kind="hypothesis",
+                    reason=f"{card_id}: {self.title}",
+                )
+            ]
+        elif name in ("domains", "exit_codes", "suppressed_by"):
+            value = []
+        else:
+            raise AttributeError(name)
+        self.__dict__[name] = value
+        return value
 
 
 def read_factory(root: Path, files: list[str] | None = None) -> Factory:
     """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
     a later card with an id already seen is skipped (ids cite cards, so they must be unique)."""
-    fac = Factory(root)
+    fac = Factory(root, _cards=[])
     seen: dict[str, str] = {}
     for path in files if files is not None else card_files(root):
         rel = _rel(path, str(root))
@@ -507,6 +598,7 @@ def read_factory(root: Path, files: list[str] | None = None) -> Factory:
             continue
         except OSError as exc:
             fac.problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
+            fac.complete = False
             continue
         seen[card.id] = rel
         fac.cards.append(card)
@@ -522,17 +614,22 @@ def _rel(path: str, root: str) -> str:
     return os.path.basename(path)
 
 
-def with_cards(base: RuleSet, rules: list[Rule]) -> RuleSet:
+def with_cards(base: RuleSet, rules: list[Rule], tables: KeywordTables | None = None) -> RuleSet:
     """``base`` plus the card rules, indexed for the same single pass. The built-in keyword alternation is
-    kept as compiled; card keywords are found by ``CardKeywords`` (a word lookup, no regex to compile)."""
+    kept as compiled; card keywords are found by ``CardKeywords`` (a word lookup, no regex to compile).
+    ``tables``: the lookup of these rules as read from the index (else built from the rules)."""
     if not rules:
         return base
     index = dict(base.keyword_index)
     for r in rules:
         for k in r.keywords:
             key = k.lower() if r.ignore_case else k
-            index[key] = [*index.get(key, ()), r]
-    matcher = CardKeywords(base.keyword_regex, rules)
+            hit = index.get(key)
+            if hit is None:
+                index[key] = [r]
+            else:
+                index[key] = [*hit, r]
+    matcher = CardKeywords(base.keyword_regex, rules, tables=tables)
     return replace(base, rules=[*base.rules, *rules], keyword_index=index, keyword_regex=matcher)  # type: ignore[arg-type]
 
 
@@ -559,17 +656,22 @@ class _Hit:
         return self.at
 
 
-class CardKeywords:
-    """The scanner's keyword search (``search(line, pos)`` like a compiled alternation) over the built-in
-    keywords plus the cards'. A card keyword holds an *anchor*, a whole word of it that few other cards
-    share: the line's words (one C-level ``findall``) meet the anchors in a set intersection, and only the
-    keywords of the anchors found are looked for. So thousands of cards cost neither a regex compile
-    nor a slower search; keywords without a whole word go into a small alternation of their own."""
+@dataclass
+class KeywordTables:
+    """The card keywords by anchor word (exact and case-folded) and those without a whole word, plus the
+    alternation that lets every line holding one through (built on first use). Plain data, so the index
+    keeps it and a later process skips building it."""
 
-    def __init__(self, base: re.Pattern[bytes] | None, rules: list[Rule]):
-        self.base = base
-        self.anchors: dict[bytes, list[bytes]] = {}
-        self.folded: dict[bytes, list[bytes]] = {}
+    anchors: dict[bytes, list[bytes]]
+    folded: dict[bytes, list[bytes]]
+    partial: list[bytes]
+    pattern: bytes | None = None
+
+    @classmethod
+    def of(cls, rules: list[Rule]) -> KeywordTables:
+        """Each keyword under its *anchor*: a whole word of it that few other keywords share."""
+        anchors: dict[bytes, list[bytes]] = {}
+        folded: dict[bytes, list[bytes]] = {}
         partial: set[bytes] = set()
         cands: list[tuple[bytes, bool, list[bytes]]] = []
         counts: dict[bytes, int] = {}
@@ -580,15 +682,42 @@ class CardKeywords:
                 cands.append((kw, r.ignore_case, words))
                 for w in words:
                     counts[w] = counts.get(w, 0) + 1
-        for kw, folded, words in cands:
+        for kw, fold, words in cands:
             if not words:
                 partial.add(kw)
                 continue
             best = min(words, key=lambda w: (w.lower() in _COMMON, counts[w], -len(w)))
-            table = self.folded if folded else self.anchors
+            table = folded if fold else anchors
             if kw not in table.setdefault(best, []):
                 table[best].append(kw)
-        self.partial = re.compile(_trie(sorted(partial))) if partial else None
+        return cls(anchors, folded, sorted(partial))
+
+    def card_pattern(self) -> bytes:
+        if self.pattern is None:
+            parts = []
+            if self.anchors:
+                parts.append(_trie(sorted(self.anchors)))
+            if self.folded:
+                parts.append(b"(?i:" + _trie(sorted(self.folded)) + b")")
+            if self.partial:
+                parts.append(_trie(self.partial))
+            self.pattern = b"|".join(parts)
+        return self.pattern
+
+
+class CardKeywords:
+    """The scanner's keyword search (``search(line, pos)`` like a compiled alternation) over the built-in
+    keywords plus the cards'. A card keyword holds an *anchor*, a whole word of it that few other cards
+    share: the line's words (one C-level ``findall``) meet the anchors in a set intersection, and only the
+    keywords of the anchors found are looked for. So thousands of cards cost neither a regex compile
+    nor a slower search; keywords without a whole word go into a small alternation of their own."""
+
+    def __init__(self, base: re.Pattern[bytes] | None, rules: list[Rule], *, tables: KeywordTables | None = None):
+        self.base = base
+        self.tables = tables if tables is not None else KeywordTables.of(rules)
+        self.anchors = self.tables.anchors
+        self.folded = self.tables.folded
+        self.partial = re.compile(_trie(self.tables.partial)) if self.tables.partial else None
         self.anchor_set = frozenset(self.anchors)
         self.folded_set = frozenset(self.folded)
         self._pattern: bytes | None = None
@@ -599,12 +728,9 @@ class CardKeywords:
         """An alternation that lets every line holding a keyword through (the scanner's non-grep path)."""
         if self._pattern is None:
             parts = [self.base.pattern] if self.base is not None else []
-            if self.anchors:
-                parts.append(_trie(sorted(self.anchors)))
-            if self.folded:
-                parts.append(b"(?i:" + _trie(sorted(self.folded)) + b")")
-            if self.partial is not None:
-                parts.append(self.partial.pattern)
+            cards = self.tables.card_pattern()
+            if cards:
+                parts.append(cards)
             self._pattern = b"|".join(parts)
         return self._pattern
 
@@ -618,7 +744,8 @@ class CardKeywords:
 
     def _hits(self, raw: bytes) -> list[_Hit]:
         """Every keyword occurrence of the line, by position; at one position only the longest (the scanner
-        finds the keywords inside a hit itself)."""
+        finds the keywords inside a hit itself). Runs on every line the prefilter lets through, so the word
+        lookups are C-level set intersections over ``findall`` lists (no per-word Python step)."""
         out: list[_Hit] = []
         for rx in (self.base, self.partial):
             if rx is None:
@@ -627,23 +754,22 @@ class CardKeywords:
             while m is not None:
                 out.append(_Hit(m.group(0), m.start()))
                 m = rx.search(raw, m.start() + 1)
-        words = set(_WORD.findall(raw))
-        for w in words & self.anchor_set:
+        for w in self.anchor_set.intersection(_WORD.findall(raw)):
             for kw in self.anchors[w]:
                 at = raw.find(kw)
                 while at >= 0:
                     out.append(_Hit(kw, at))
                     at = raw.find(kw, at + 1)
-        folded = {w.lower() for w in words} & self.folded_set if self.folded_set else None
-        if folded:
+        if self.folded_set:
             low = raw.lower()
-            for w in folded:
+            for w in self.folded_set.intersection(_WORD.findall(low)):
                 for kw in self.folded[w]:
                     at = low.find(kw)
                     while at >= 0:
                         out.append(_Hit(raw[at : at + len(kw)], at))
                         at = low.find(kw, at + 1)
-        out.sort(key=lambda h: (h.at, -len(h.text)))
+        if len(out) > 1:
+            out.sort(key=lambda h: (h.at, -len(h.text)))
         self._last = (raw, out)
         return out
 
@@ -658,9 +784,196 @@ def _whole_words(kw: bytes) -> list[bytes]:
     return out
 
 
+# ----------------------------------------------------------------------------------------------------
+# the index: what reading a factory found, kept in the user's cache folder for the next process
+# ----------------------------------------------------------------------------------------------------
+#
+# Why: a fresh process (every CLI call, every pytest session) would otherwise open and parse every card
+# and derive every keyword again: ~90 µs a card, half a second for 5,000, more than the diagnosis itself.
+# What the reading found (cards, keywords, the lookup tables, the problem lines) depends only on the
+# cards' bytes, so it is kept once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``),
+# keyed by the listing: every card's relative path, size, modification and change times and inode, plus
+# this module and the vocabularies it checks against. Any card added, removed, edited, replaced or
+# chmod-ed changes the key and the factory is read again in full (same checks, same problem lines).
+# The index is never written inside the factory, is private (folder 0700, file 0600, written atomically
+# without following links) and is read only when it is a regular file of ours that nobody else can
+# write; anything unexpected in it is a miss, never an error. Deleting it is always safe.
+
+INDEX_FORMAT = 1
+MAX_INDEX = 64 * 1024 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The folder of the factory indexes, or None when there is no home to put it in."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "faildiag"
+    try:
+        return Path.home() / ".cache" / "faildiag"
+    except (RuntimeError, KeyError):
+        return None
+
+
+def index_path(root: Path) -> Path | None:
+    """Where the index of ``root`` lives: one file per factory (a changed factory replaces its index), named
+    by a hash of the root's real path. None when there is no cache folder or it lies inside the factory
+    (cards are never written to, and neither is anything beside them)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    real = os.path.realpath(root)
+    where = os.path.realpath(folder)
+    if where == real or where.startswith(real.rstrip(os.sep) + os.sep):
+        return None
+    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder / f"factory-{name}.json"
+
+
+def index_key(root: Path, listing: Listing) -> str:
+    """The listing's fingerprint (see above); ``root`` only makes the paths relative."""
+    prefix = str(root).rstrip(os.sep) + os.sep
+    code = os.stat(__file__)
+    head = repr((INDEX_FORMAT, code.st_size, code.st_mtime_ns, CATEGORIES, STACKS, TYPES, MIN_KEYWORD, MAX_KEYWORD))
+    rows = [head]
+    rows.extend(
+        f"{p[len(prefix) :] if p.startswith(prefix) else p}\0{s[0]}\0{s[1]}\0{s[2]}\0{s[3]}" for p, s in listing.files
+    )
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def read_index(path: Path, key: str) -> dict[str, Any] | None:
+    """The stored index when it is ours, private, regular and for ``key``; None otherwise (never raises)."""
+    try:
+        st = os.lstat(path.parent)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > MAX_INDEX:
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = json.loads(b"".join(chunks))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or data.get("key") != key:
+        return None
+    return data
+
+
+def write_index(path: Path, key: str, fac: Factory) -> None:
+    """Keep what reading ``fac`` found (best effort: a read-only home or a full disk only costs the next
+    process a full reading)."""
+    if fac.tables is None:
+        return
+    cards = []
+    for card, rule in zip(fac.cards, fac.rules, strict=True):
+        sigs = [lp.pattern for lp in rule.patterns]  # the usable ones
+        cards.append(
+            [
+                card.rel,
+                card.id,
+                card.title,
+                list(card.signatures),
+                card.category,
+                card.stack,
+                card.type,
+                list(card.fix_hints),
+                list(card.links),
+                rule.keywords,
+                rule.ignore_case,
+                None if sigs == list(card.signatures) else sigs,
+            ]
+        )
+    t = fac.tables
+    payload = {
+        "format": INDEX_FORMAT,
+        "key": key,
+        "problems": fac.problems,
+        "cards": cards,
+        "anchors": {_s(k): [_s(x) for x in v] for k, v in t.anchors.items()},
+        "folded": {_s(k): [_s(x) for x in v] for k, v in t.folded.items()},
+        "partial": [_s(x) for x in t.partial],
+        "pattern": _s(t.card_pattern()),
+    }
+    try:
+        safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
+    except (OSError, ValueError):
+        pass
+
+
+def _s(b: bytes) -> str:
+    return b.decode("latin-1")  # bytes as they are (JSON has no bytes): one character per byte
+
+
+def _b(s: str) -> bytes:
+    return s.encode("latin-1")
+
+
+def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
+    """The factory as stored; None when the index is not in the expected shape (then it is read again)."""
+    problems = data.get("problems")
+    rows = data.get("cards")
+    if not isinstance(problems, list) or not all(isinstance(x, str) for x in problems) or not isinstance(rows, list):
+        return None
+    try:
+        rules: list[Rule] = [
+            CardRule(
+                cid,
+                title,
+                cat,
+                f"factory:{rel}",
+                keywords,
+                sigs if usable is None else usable,
+                hints,
+                folded,
+                typ,
+                stack,
+            )
+            for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
+        ]
+        tables = KeywordTables(
+            {_b(k): [_b(x) for x in v] for k, v in data["anchors"].items()},
+            {_b(k): [_b(x) for x in v] for k, v in data["folded"].items()},
+            [_b(x) for x in data["partial"]],
+            _b(data["pattern"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return Factory(root, rules=rules, problems=problems, tables=tables, rows=rows)
+
+
+def load_factory(root: Path, listing: Listing | None = None) -> Factory:
+    """The factory of ``root``: from the index when it is current, else read in full (and indexed)."""
+    listing = walk(root) if listing is None else listing
+    path = index_path(root)
+    key = index_key(root, listing) if path is not None else ""
+    if path is not None:
+        data = read_index(path, key)
+        fac = from_index(root, data) if data is not None else None
+        if fac is not None:
+            return fac
+    fac = read_factory(root, [p for p, _ in listing.files])
+    fac.tables = KeywordTables.of(fac.rules)
+    if path is not None and fac.complete:
+        write_index(path, key, fac)
+    return fac
+
+
 class _Memo:
     """Combined rule sets by (base rule set, factory root): a factory is read and joined once per process
-    while its folders stay unchanged (see ``_folders``), like the built-in packs. Holding the base keeps
+    while its folders stay unchanged (see ``Listing``), like the built-in packs. Holding the base keeps
     its identity stable."""
 
     def __init__(self, size: int = MAX_FACTORY_ENTRIES):
@@ -673,13 +986,13 @@ class _Memo:
         if hit is not None and hit[0] is base and _unchanged(hit[1]):
             self.entries.move_to_end(key)
             return hit[2], hit[3]
-        folders = _folders(root) or ()  # before the listing: a card added meanwhile is read again next time
-        fac = read_factory(root)
+        listing = walk(root)  # each folder's time is taken before it is listed: a card added meanwhile is read
+        fac = load_factory(root, listing)  # again next time
         for line in fac.problems:
             _warn_line(line)
-        combined = with_cards(base, fac.rules)  # a new RuleSet: the scanner it compiles lives and dies with it
+        combined = with_cards(base, fac.rules, fac.tables)  # a new RuleSet: its compiled scanner lives with it
         self.entries.pop(key, None)
-        self.entries[key] = (base, folders, combined, fac)
+        self.entries[key] = (base, listing.folders or (), combined, fac)
         while len(self.entries) > self.size:
             self.entries.popitem(last=False)
         return combined, fac

@@ -80,6 +80,15 @@ def make_writable(root: Path) -> None:
             os.chmod(os.path.join(dirpath, fn), 0o644)
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The factory index goes to a throw-away cache folder (inherited by the CLI and inner sessions), never
+    to the real home; each test starts without one."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def factory(tmp_path: Path):
     """A read-only factory with the quota card in a subfolder; made writable again for clean-up."""
