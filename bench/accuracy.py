@@ -56,12 +56,25 @@ class Case:
 def corpus_cases(root: Path) -> list[Case]:
     out = []
     for d in sorted(p for p in root.iterdir() if (p / "label.json").is_file()):
-        files = [f for f in sorted(d.iterdir()) if f.name in EVIDENCE_NAMES or f.suffix in EVIDENCE_SUFFIXES
-                 or (f.suffix == ".json" and f.name != "label.json")]
+        files = [
+            f
+            for f in sorted(d.iterdir())
+            if f.name in EVIDENCE_NAMES
+            or f.suffix in EVIDENCE_SUFFIXES
+            or (f.suffix == ".json" and f.name != "label.json")
+        ]
         rc = (d / "rc.txt").read_text().strip() if (d / "rc.txt").is_file() else None
         cmd = (d / "cmd.txt").read_text().strip() if (d / "cmd.txt").is_file() else None
-        out.append(Case(d.name, "corpus", files, json.loads((d / "label.json").read_text()),
-                        int(rc) if rc not in (None, "") else None, cmd))
+        out.append(
+            Case(
+                d.name,
+                "corpus",
+                files,
+                json.loads((d / "label.json").read_text()),
+                int(rc) if rc not in (None, "") else None,
+                cmd,
+            )
+        )
     return out
 
 
@@ -72,8 +85,11 @@ def log_cases(root: Path, pattern: str = "**/*.log", source: str = "kb") -> list
         meta = log.with_suffix(".json")
         if meta.is_file():
             label = json.loads(meta.read_text())
-            out.append(Case(f"{log.parent.name}/{log.stem}", source, [log], label, label.get("exit_code"),
-                            label.get("command")))
+            out.append(
+                Case(
+                    f"{log.parent.name}/{log.stem}", source, [log], label, label.get("exit_code"), label.get("command")
+                )
+            )
     return out
 
 
@@ -151,15 +167,24 @@ def reliability(rows: list[tuple[float, bool]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("roots", nargs="*", type=Path,
-                    default=[REPO / "tests/data/corpus/gpu", REPO / "tests/data/kb", THREADS])
+    ap.add_argument(
+        "roots", nargs="*", type=Path, default=[REPO / "tests/data/corpus/gpu", REPO / "tests/data/kb", THREADS]
+    )
     ap.add_argument("--verbose", "-v", action="store_true", help="print every case, not only the misses")
-    ap.add_argument("--log-only", action="store_true",
-                    help="hand the engine the logs alone (no exit status, no command), as a JSONL scorer does")
+    ap.add_argument(
+        "--log-only",
+        action="store_true",
+        help="hand the engine the logs alone (no exit status, no command), as a JSONL scorer does",
+    )
     ap.add_argument("--split", choices=["dev", "train"], help="score only this split of the thread corpus")
     ap.add_argument("--show-dev", action="store_true", help="also print dev misses (do not tune on them)")
-    ap.add_argument("--without", action="append", default=[], metavar="PACK",
-                    help="leave a built-in pack out (e.g. 15-cuda-nccl-catalogue.toml): the figure before a knowledge change")
+    ap.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="PACK",
+        help="leave a built-in pack out (e.g. 15-cuda-nccl-catalogue.toml): the figure before a knowledge change",
+    )
     a = ap.parse_args(argv)
     if a.without:
         _leave_out(set(a.without))
@@ -194,14 +219,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mark}{case.source:7} {case.name:52} got {r['got']:58} want {r['want']}")
     print()
     for key, (n, ty, st, t1, t3) in totals.items():
-        print(f"{key:28} {n:3} logs: type {ty / n:6.1%}  stage {st / n:6.1%}  category top-1 {t1 / n:6.1%}  top-3 {t3 / n:6.1%}")
+        print(
+            f"{key:28} {n:3} logs: type {ty / n:6.1%}  stage {st / n:6.1%}  category top-1 {t1 / n:6.1%}  top-3 {t3 / n:6.1%}"
+        )
     for name, rows in calib.items():
-        print(f"\nreliability ({name}; confidence of the top cause vs. top-1 right; OFF = more than 10 points apart in a band of >= 15 logs)")
+        print(
+            f"\nreliability ({name}; confidence of the top cause vs. top-1 right; OFF = more than 10 points apart in a band of >= 15 logs)"
+        )
         print("\n".join(reliability(rows)))
     key = "set:dev" if "set:dev" in totals else "all"
     n, ty, _, t1, t3 = totals[key]
-    print(f"\nbar ({key}): type >= 85% (here {ty / n:.1%}), top-1 >= {BAR_TOP1:.0%} (here {t1 / n:.1%}), "
-          f"top-3 >= {BAR_TOP3:.0%} (here {t3 / n:.1%})")
+    print(
+        f"\nbar ({key}): type >= 85% (here {ty / n:.1%}), top-1 >= {BAR_TOP1:.0%} (here {t1 / n:.1%}), "
+        f"top-3 >= {BAR_TOP3:.0%} (here {t3 / n:.1%})"
+    )
     return 0
 
 

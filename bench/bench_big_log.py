@@ -54,15 +54,29 @@ def main() -> int:
         grep_t.append(time.perf_counter() - t)
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(log), "--format", "json",
-                            "--out", str(tmp / "out")], capture_output=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_faildiag.cli",
+                "diagnose",
+                str(log),
+                "--format",
+                "json",
+                "--out",
+                str(tmp / "out"),
+            ],
+            capture_output=True,
+        )
         diag_t.append(time.perf_counter() - t)
         peak = max(peak, _peak_child_rss_mb(before))
         assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
     g, d = statistics.median(grep_t), statistics.median(diag_t)
     print(f"log: {log.stat().st_size / 2**20:.0f} MiB, {len(keywords)} rule keywords")
-    print(f"grep -E keywords: median {g:.2f} s   faildiag diagnose: median {d:.2f} s   ratio {d / g:.2f}x (target <= 5x)")
+    print(
+        f"grep -E keywords: median {g:.2f} s   faildiag diagnose: median {d:.2f} s   ratio {d / g:.2f}x (target <= 5x)"
+    )
     print(f"peak RSS of faildiag diagnose: {peak:.0f} MB (target < 200 MB)")
     print(f"diagnosis: {report['summary']}")
     print(f"first failure: {report['profile']['first_failure']}")

@@ -72,13 +72,23 @@ def make_log(mb: float, seed: int = 0) -> str:
     target = int(mb * 1024 * 1024) - len(FAILURE) - 4096
     while size < target:
         i += 1
-        line = rnd.choice(NOISE).format(r=rnd.randrange(8), m=rnd.randrange(60), s=rnd.randrange(60), i=i,
-                                        loss=2.0 + rnd.random(), g=rnd.random() * 3, c=rnd.randrange(32),
-                                        c2=rnd.randrange(8), p=rnd.randrange(100))
+        line = rnd.choice(NOISE).format(
+            r=rnd.randrange(8),
+            m=rnd.randrange(60),
+            s=rnd.randrange(60),
+            i=i,
+            loss=2.0 + rnd.random(),
+            g=rnd.random() * 3,
+            c=rnd.randrange(32),
+            c2=rnd.randrange(8),
+            p=rnd.randrange(100),
+        )
         out.append(line)
         size += len(line.encode()) + 1
-    tail = [f"[rank{r}]:2024-05-02 10:58:{s:02d},000 - INFO - step {i + s} | loss 2.1 | lr 3.0e-04" for s, r in
-            ((s, s % 8) for s in range(40))]
+    tail = [
+        f"[rank{r}]:2024-05-02 10:58:{s:02d},000 - INFO - step {i + s} | loss 2.1 | lr 3.0e-04"
+        for s, r in ((s, s % 8) for s in range(40))
+    ]
     return "\n".join(out + tail) + "\n" + FAILURE
 
 
@@ -115,18 +125,44 @@ def main() -> int:
         diagnose([str(path)], exit_code=1, command=cmd, ruleset=core)  # warm the core set the same way
         core_med, _ = _time(lambda: diagnose([str(path)], exit_code=1, command=cmd, ruleset=core), a.repeat)
         t0 = time.perf_counter()  # the whole CLI in a fresh interpreter: start-up, rule compilation, scan, report
-        subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(path), "--exit-code", "1",
-                        "--format", "json", "--out", str(Path(tmp) / "out")], capture_output=True, check=False, timeout=300)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_faildiag.cli",
+                "diagnose",
+                str(path),
+                "--exit-code",
+                "1",
+                "--format",
+                "json",
+                "--out",
+                str(Path(tmp) / "out"),
+            ],
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
         cli = time.perf_counter() - t0
     top = diag.root_causes[0] if diag.root_causes else None
-    print(f"rules: {len(rules.rules)} rules, {sum(len(r.keywords) for r in rules.rules)} keywords, compiled in {t_rules:.3f} s "
-          f"(core packs 10-40 alone: {len(core.rules)} rules)")
-    print(f"log: {size_mb:.1f} MiB; diagnosis: type={diag.profile.type} top cause={top.id if top else None} ({top.category if top else '-'})")
-    print(f"diagnose, full rule set: first call {cold:.3f} s, then median {med:.3f} s (best {best:.3f} s) over {a.repeat} runs")
-    print(f"diagnose, core packs only: median {core_med:.3f} s -> the knowledge base costs {med / core_med:.2f}x the core set")
+    print(
+        f"rules: {len(rules.rules)} rules, {sum(len(r.keywords) for r in rules.rules)} keywords, compiled in {t_rules:.3f} s "
+        f"(core packs 10-40 alone: {len(core.rules)} rules)"
+    )
+    print(
+        f"log: {size_mb:.1f} MiB; diagnosis: type={diag.profile.type} top cause={top.id if top else None} ({top.category if top else '-'})"
+    )
+    print(
+        f"diagnose, full rule set: first call {cold:.3f} s, then median {med:.3f} s (best {best:.3f} s) over {a.repeat} runs"
+    )
+    print(
+        f"diagnose, core packs only: median {core_med:.3f} s -> the knowledge base costs {med / core_med:.2f}x the core set"
+    )
     print(f"whole CLI in a fresh interpreter: {cli:.3f} s")
-    print(f"target {TARGET_S:.1f} s: median is {med / TARGET_S:.2f}x the target, fresh CLI {cli / TARGET_S:.2f}x "
-          f"({'OK' if med < TARGET_S else 'OVER'})")
+    print(
+        f"target {TARGET_S:.1f} s: median is {med / TARGET_S:.2f}x the target, fresh CLI {cli / TARGET_S:.2f}x "
+        f"({'OK' if med < TARGET_S else 'OVER'})"
+    )
     return 0
 
 

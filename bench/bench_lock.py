@@ -43,8 +43,13 @@ print(json.dumps({{"pre_s": t1 - t0, "lock_s": t2 - t1, "packages": len(lock["pa
 
 
 def run_case(pre: str, call: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD.format(pre=pre, call=call)], capture_output=True, text=True,
-                         check=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(pre=pre, call=call)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -70,10 +75,14 @@ def main() -> int:
     walls = []
     for _ in range(args.repeat):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "lock", "--out", "-"], capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pytest_faildiag.cli", "lock", "--out", "-"], capture_output=True, check=True
+        )
         walls.append(time.perf_counter() - t)
     med = statistics.median(walls)
-    print(f"{'cli (wall)':16} {med:9.3f} {max(walls):7.3f} {1.0:9.1f} {med:6.2f}  whole command, interpreter start included")
+    print(
+        f"{'cli (wall)':16} {med:9.3f} {max(walls):7.3f} {1.0:9.1f} {med:6.2f}  whole command, interpreter start included"
+    )
     return 0
 
 

@@ -74,7 +74,9 @@ def main() -> int:
         print(f"  pytest -p no:faildiag : median CPU {pc:.3f}s  wall {pw:.3f}s")
         print(f"  pytest --faildiag     : median CPU {dc:.3f}s  wall {dw:.3f}s")
         pm, dm = min(c for _, c in plain), min(c for _, c in diag)
-        print(f"  ratio --faildiag / plain: CPU {dc / pc:.3f}  wall {dw / pw:.3f}  (target <= 1.05, on median CPU time)")
+        print(
+            f"  ratio --faildiag / plain: CPU {dc / pc:.3f}  wall {dw / pw:.3f}  (target <= 1.05, on median CPU time)"
+        )
         print(f"  ratio of the fastest runs (least disturbed by neighbours): CPU {dm / pm:.3f}")
         return 0 if dc / pc <= 1.05 else 1
 

@@ -73,8 +73,18 @@ def main() -> int:
         steps = calibrate(script, args.seconds)
         cpu_file = Path(tmp, "workload-cpu.txt")
         bare_cmd = [sys.executable, str(script), str(steps), str(cpu_file)]
-        wrapped = [sys.executable, "-m", "pytest_faildiag.cli", "run", "--out", str(Path(tmp, "out")),
-                   "--hang-timeout", "60", "--", *bare_cmd]
+        wrapped = [
+            sys.executable,
+            "-m",
+            "pytest_faildiag.cli",
+            "run",
+            "--out",
+            str(Path(tmp, "out")),
+            "--hang-timeout",
+            "60",
+            "--",
+            *bare_cmd,
+        ]
         bare, under, bare_cpu, under_cpu, own, work_bare, work_run = [], [], [], [], [], [], []
         for rep in range(args.reps):
             order = [("bare", bare_cmd), ("run", wrapped)] if rep % 2 == 0 else [("run", wrapped), ("bare", bare_cmd)]
@@ -103,17 +113,26 @@ def main() -> int:
     print(f"ratio faildiag/bare (median of paired runs): {paired:.3f}")
     print(f"ratio faildiag/bare (CPU time, workload + wrapper): {cpu_ratio:.3f}")
     print(f"faildiag's own CPU: {own_cpu * 100:.1f}% of one core while the run lasts (difference of the two runs' CPU)")
-    print(f"the workload's own CPU: median {statistics.median(work_bare):.2f} s bare, {statistics.median(work_run):.2f} s "
-          f"under faildiag run (ratio {statistics.median(work_run) / statistics.median(work_bare):.3f})")
+    print(
+        f"the workload's own CPU: median {statistics.median(work_bare):.2f} s bare, {statistics.median(work_run):.2f} s "
+        f"under faildiag run (ratio {statistics.median(work_run) / statistics.median(work_bare):.3f})"
+    )
     # wall seconds per CPU-second of the workload: cancels the machine's speed drifting between runs
     # (frequency, neighbours), which moves the workload's own CPU time as much as its wall time
-    norm = statistics.median(w / c for w, c in zip(under, work_run, strict=True)) / \
-        statistics.median(w / c for w, c in zip(bare, work_bare, strict=True))
-    print(f"ratio faildiag/bare (wall per workload CPU-second): {norm:.3f} (target <= 1.03) -> {'OK' if norm <= 1.03 else 'OVER'}")
-    print(f"faildiag's own CPU as it measured itself (its process, start-up included): median {statistics.median(own):.3f} s "
-          f"= {statistics.median(own) / mu * 100:.1f}% of one core; the environment lock runs apart, at nice 19")
+    norm = statistics.median(w / c for w, c in zip(under, work_run, strict=True)) / statistics.median(
+        w / c for w, c in zip(bare, work_bare, strict=True)
+    )
+    print(
+        f"ratio faildiag/bare (wall per workload CPU-second): {norm:.3f} (target <= 1.03) -> {'OK' if norm <= 1.03 else 'OVER'}"
+    )
+    print(
+        f"faildiag's own CPU as it measured itself (its process, start-up included): median {statistics.median(own):.3f} s "
+        f"= {statistics.median(own) / mu * 100:.1f}% of one core; the environment lock runs apart, at nice 19"
+    )
     if load > (os.cpu_count() or 1):
-        print("note: the machine is busier than its CPU count: wall-clock ratios are noisy, the CPU ratio is the steadier figure")
+        print(
+            "note: the machine is busier than its CPU count: wall-clock ratios are noisy, the CPU ratio is the steadier figure"
+        )
     return 0
 
 

@@ -45,7 +45,7 @@ def raw_rows(cases: list[Case]) -> list[tuple[float, bool]]:
 def fit(rows: list[tuple[float, bool]], bins: int) -> list[tuple[float, float]]:
     rows = sorted(rows)
     n = len(rows)
-    groups = [rows[i * n // bins:(i + 1) * n // bins] for i in range(bins)]
+    groups = [rows[i * n // bins : (i + 1) * n // bins] for i in range(bins)]
     blocks = [[sum(c for c, _ in g) / len(g), sum(ok for _, ok in g), len(g)] for g in groups if g]
     merged: list[list[float]] = []
     for b in blocks:  # pool adjacent violators: accuracy must not fall as confidence rises
@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in all_cases([THREADS]) if c.label.get("set") == "train"]
     rows = raw_rows(cases)
     pts = fit(rows, a.bins)
-    text = ("# Confidence calibration, fitted on the train logs only by bench/calibrate.py (never the dev set).\n"
-            f"# {len(rows)} logs; points are (raw top confidence, share of top causes that were right).\n"
-            "[calibration]\npoints = [" + ", ".join(f"[{x}, {y}]" for x, y in pts) + "]\n")
+    text = (
+        "# Confidence calibration, fitted on the train logs only by bench/calibrate.py (never the dev set).\n"
+        f"# {len(rows)} logs; points are (raw top confidence, share of top causes that were right).\n"
+        "[calibration]\npoints = [" + ", ".join(f"[{x}, {y}]" for x, y in pts) + "]\n"
+    )
     print(text)
     if a.write:
         OUT.write_text(text)

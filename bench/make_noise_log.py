@@ -41,9 +41,21 @@ def write(path: Path, size_mb: int, seed: int = 7) -> Path:
             step += 1
             r = rng.randrange(8)
             line = rng.choice(NOISE).format(
-                r=r, n=(r + 1) % 8, pid=1000 + r, c=rng.randrange(64), h=rng.randrange(1 << 40), m=step // 3600 % 60,
-                s=step % 60, ms=rng.randrange(1000), step=step, loss=rng.random() * 3, g=rng.random(), tps=rng.randrange(90000),
-                pct=step % 100, bar="#" * (step % 10) + " " * (10 - step % 10))
+                r=r,
+                n=(r + 1) % 8,
+                pid=1000 + r,
+                c=rng.randrange(64),
+                h=rng.randrange(1 << 40),
+                m=step // 3600 % 60,
+                s=step % 60,
+                ms=rng.randrange(1000),
+                step=step,
+                loss=rng.random() * 3,
+                g=rng.random(),
+                tps=rng.randrange(90000),
+                pct=step % 100,
+                bar="#" * (step % 10) + " " * (10 - step % 10),
+            )
             block.append(line)
             if len(block) >= 2000:
                 chunk = "\n".join(block) + "\n"

@@ -74,8 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     for f, (tr, dv) in sorted(fams.items()):
         print(f"{f:16} train {tr:3}  dev {dv:3}")
     if not a.dry_run:
-        MANIFEST.write_text(json.dumps({"note": "frozen: an id's split never changes; see bench/split_corpus.py",
-                                        "split": dict(sorted(split.items()))}, indent=1) + "\n")
+        MANIFEST.write_text(
+            json.dumps(
+                {
+                    "note": "frozen: an id's split never changes; see bench/split_corpus.py",
+                    "split": dict(sorted(split.items())),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -20,7 +20,8 @@ if not HAVE_TORCH:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return "conftest_examples: every failure below is deliberate; read the 'faildiag' sections" + (
-        "" if HAVE_TORCH else " (PyTorch not installed: its examples are skipped)")
+        "" if HAVE_TORCH else " (PyTorch not installed: its examples are skipped)"
+    )
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ def test_one_rank_raises_while_loading_its_shard(faildiag_run, scripts) -> None:
 
 
 def test_one_rank_never_joins_the_all_reduce(faildiag_run, scripts) -> None:
-    run = faildiag_run(torchrun(scripts, "--fail", "skip-collective", "--timeout", "3"), timeout=90,
-                       env={"OMP_NUM_THREADS": "1"})
+    run = faildiag_run(
+        torchrun(scripts, "--fail", "skip-collective", "--timeout", "3"), timeout=90, env={"OMP_NUM_THREADS": "1"}
+    )
     assert run.ok, run.describe()

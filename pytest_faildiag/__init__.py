@@ -10,8 +10,18 @@ from .parse.logread import InputError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Diagnosis", "Evidence", "FailurePoint", "FailureProfile", "RootCause", "ValidationCheck", "InputError",
-    "diagnose", "write_snapshot", "render_text", "render_markdown", "__version__",
+    "Diagnosis",
+    "Evidence",
+    "FailurePoint",
+    "FailureProfile",
+    "RootCause",
+    "ValidationCheck",
+    "InputError",
+    "diagnose",
+    "write_snapshot",
+    "render_text",
+    "render_markdown",
+    "__version__",
 ]
 
 

@@ -50,10 +50,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:  # a broken install or module (ImportError, SyntaxError...): listed, says why
-            p = sub.add_parser(name, help=f"{help_text} (unavailable: cannot import {module_name})",
-                               description=help_text, add_help=False)
-            p.set_defaults(_broken=f"command {name!r} is unavailable: cannot import {module_name}: "
-                                   f"{type(exc).__name__}: {exc}")
+            p = sub.add_parser(
+                name,
+                help=f"{help_text} (unavailable: cannot import {module_name})",
+                description=help_text,
+                add_help=False,
+            )
+            p.set_defaults(
+                _broken=f"command {name!r} is unavailable: cannot import {module_name}: {type(exc).__name__}: {exc}"
+            )
             continue
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(p)

@@ -38,8 +38,13 @@ MAX_JSON_DEPTH = 64  # what faildiag writes or reads nests under 10 levels; recu
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # a whole small text file (a source file, a markdown note)
 MAX_HOLES = 1024 * 1024  # of a file read whole: written files have none; more is a crafted sparse file
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a folder"),
+)
 
 
 class ReadRefused(OSError):
@@ -258,8 +263,10 @@ def read_allowed(path: str | os.PathLike[str], roots: Iterable[Path]) -> Path:
     """``within`` that raises ReadRefused with the note a person reads when the file lies outside."""
     real = within(path, roots)
     if real is None:
-        raise ReadRefused(path, "outside the folders faildiag may read (the named folders, the output folder "
-                                "and the project); skipped")
+        raise ReadRefused(
+            path,
+            "outside the folders faildiag may read (the named folders, the output folder and the project); skipped",
+        )
     return real
 
 
@@ -435,8 +442,9 @@ def safe_mkdir(root: str | os.PathLike[str], rel: str | os.PathLike[str] = "", *
     return current
 
 
-def open_nofollow_for_write(path: str | os.PathLike[str], append: bool = False, *, mode: int = PRIVATE_FILE_MODE,
-                            readable: bool = False) -> int:
+def open_nofollow_for_write(
+    path: str | os.PathLike[str], append: bool = False, *, mode: int = PRIVATE_FILE_MODE, readable: bool = False
+) -> int:
     """Open ``path`` for writing without ever following a symlink; returns an OS file descriptor.
 
     Not ``append``: whatever is at ``path`` (old file, symlink, hard link, FIFO) is unlinked and a new file
@@ -512,8 +520,9 @@ def open_output_file(path: str | os.PathLike[str], mode: str = "w", **kwargs: An
         raise
 
 
-def safe_atomic_write(root: str | os.PathLike[str], rel: str | os.PathLike[str], data: str | bytes, *,
-                      mode: int | None = None) -> Path:
+def safe_atomic_write(
+    root: str | os.PathLike[str], rel: str | os.PathLike[str], data: str | bytes, *, mode: int | None = None
+) -> Path:
     """``atomic_write`` of ``root / rel`` with every folder from the root down checked (``safe_mkdir``).
 
     The temp file is created by ``mkstemp`` (``O_EXCL | O_NOFOLLOW``) in the checked folder and renamed

@@ -59,8 +59,14 @@ class _FaildiagPluginManager(pluggy.PluginManager):
     def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith(HOOK_PREFIX) and inspect.isroutine(getattr(plugin, name, None)):
-            opts = {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False,
-                    "trylast": False, "specname": None}
+            opts = {
+                "wrapper": False,
+                "hookwrapper": False,
+                "optionalhook": False,
+                "tryfirst": False,
+                "trylast": False,
+                "specname": None,
+            }
         return opts
 
 
@@ -91,8 +97,9 @@ def _results(hook: pluggy.HookRelay | None, name: str, **kwargs: Any) -> Iterato
         try:
             result = impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
         except Exception as exc:  # third-party code: its failure becomes a warning, never a lost diagnosis
-            warnings.warn(f"faildiag: hook {name} of plugin {impl.plugin_name} failed: {type(exc).__name__}: {exc}",
-                          stacklevel=3)
+            warnings.warn(
+                f"faildiag: hook {name} of plugin {impl.plugin_name} failed: {type(exc).__name__}: {exc}", stacklevel=3
+            )
             continue
         if result is not None:
             yield impl.plugin_name, result
@@ -105,8 +112,9 @@ def collect_rule_packs(hook: pluggy.HookRelay | None = None) -> list[tuple[str, 
         try:
             packs.extend((str(n), str(t)) for n, t in result)
         except (TypeError, ValueError) as exc:
-            warnings.warn(f"faildiag: plugin {plugin} returned rule packs that are not (name, text) pairs: {exc}",
-                          stacklevel=2)
+            warnings.warn(
+                f"faildiag: plugin {plugin} returned rule packs that are not (name, text) pairs: {exc}", stacklevel=2
+            )
     return packs
 
 
@@ -115,8 +123,11 @@ def collect_checks(hook: pluggy.HookRelay | None = None) -> dict[str, Callable[.
     found: dict[str, Callable[..., Any]] = {}
     for plugin, result in _results(hook, "pytest_faildiag_checks"):
         if not isinstance(result, Mapping):
-            warnings.warn(f"faildiag: plugin {plugin} returned {type(result).__name__} from "
-                          "pytest_faildiag_checks, not a {name: function} mapping", stacklevel=2)
+            warnings.warn(
+                f"faildiag: plugin {plugin} returned {type(result).__name__} from "
+                "pytest_faildiag_checks, not a {name: function} mapping",
+                stacklevel=2,
+            )
             continue
         for name, fn in result.items():
             if callable(fn):
@@ -133,6 +144,9 @@ def collect_evidence(context: dict[str, Any], hook: pluggy.HookRelay | None = No
         if isinstance(result, Mapping):
             out.update({str(k): str(v) for k, v in result.items()})
         else:
-            warnings.warn(f"faildiag: plugin {plugin} returned {type(result).__name__} as evidence, "
-                          "not a {source: text} mapping", stacklevel=2)
+            warnings.warn(
+                f"faildiag: plugin {plugin} returned {type(result).__name__} as evidence, "
+                "not a {source: text} mapping",
+                stacklevel=2,
+            )
     return out

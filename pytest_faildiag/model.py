@@ -16,8 +16,19 @@ STAGES = ("startup", "compile", "runtime", "data", "checkpoint", "evaluation", "
 TYPES = ("crash", "runtime_error", "hang", "oom", "communication", "backend", "unsupported_op", "unknown")
 STACKS = ("pytorch", "pta", "mindspore", "jax", "tensorflow", "python", "pytest", "other")
 CATEGORIES = (
-    "environment", "library", "config", "dataset", "model", "checkpoint", "backend", "operator",
-    "communication", "resource", "hardware", "test_code", "harness",
+    "environment",
+    "library",
+    "config",
+    "dataset",
+    "model",
+    "checkpoint",
+    "backend",
+    "operator",
+    "communication",
+    "resource",
+    "hardware",
+    "test_code",
+    "harness",
 )
 EVIDENCE_KINDS = ("direct", "hypothesis")
 CHECK_STATUSES = ("passed", "failed", "skipped")
@@ -100,9 +111,15 @@ class FailureProfile:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "stage": self.stage, "type": self.type, "stack": self.stack, "backend": self.backend,
-            "domains": list(self.domains), "confidence": round(self.confidence, 3),
-            "command": self.command, "exit_code": self.exit_code, "signal": self.signal,
+            "stage": self.stage,
+            "type": self.type,
+            "stack": self.stack,
+            "backend": self.backend,
+            "domains": list(self.domains),
+            "confidence": round(self.confidence, 3),
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
             "first_failure": self.first_failure.to_dict() if self.first_failure else None,
         }
         if self.ranks:
@@ -113,11 +130,16 @@ class FailureProfile:
     def from_dict(cls, d: Any) -> FailureProfile:
         d = d if isinstance(d, dict) else {}
         return cls(
-            stage=_text(d.get("stage")) or "unknown", type=_text(d.get("type")) or "unknown",
-            stack=_text(d.get("stack")) or "other", backend=_opt_text(d.get("backend")),
-            domains=_texts(d.get("domains")), confidence=_confidence(d.get("confidence")),
-            command=_opt_text(d.get("command")), exit_code=_int(d.get("exit_code")),
-            signal=_opt_text(d.get("signal")), first_failure=FailurePoint.from_dict(d.get("first_failure")),
+            stage=_text(d.get("stage")) or "unknown",
+            type=_text(d.get("type")) or "unknown",
+            stack=_text(d.get("stack")) or "other",
+            backend=_opt_text(d.get("backend")),
+            domains=_texts(d.get("domains")),
+            confidence=_confidence(d.get("confidence")),
+            command=_opt_text(d.get("command")),
+            exit_code=_int(d.get("exit_code")),
+            signal=_opt_text(d.get("signal")),
+            first_failure=FailurePoint.from_dict(d.get("first_failure")),
             ranks=_ranks(d.get("ranks")),
         )
 
@@ -139,7 +161,9 @@ class RootCause:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "id": self.id, "category": self.category, "confidence": round(self.confidence, 3),
+            "id": self.id,
+            "category": self.category,
+            "confidence": round(self.confidence, 3),
             "summary": self.summary,
             "evidence": [e.to_dict() for e in self.evidence],
             "validation_checks": [c.to_dict() for c in self.validation_checks],
@@ -162,11 +186,16 @@ class RootCause:
         if error is None and cid.startswith("unknown."):  # written before the field: the engine's first evidence
             error = next((e.excerpt for e in evidence if e.kind == "direct"), None)
         return cls(
-            id=cid, category=_text(d.get("category")) or "unknown", confidence=_confidence(d.get("confidence")),
-            summary=_text(d.get("summary")), evidence=evidence,
+            id=cid,
+            category=_text(d.get("category")) or "unknown",
+            confidence=_confidence(d.get("confidence")),
+            summary=_text(d.get("summary")),
+            evidence=evidence,
             validation_checks=[ValidationCheck.from_dict(v) for v in _dicts(d.get("validation_checks"))],
-            fix_hints=_texts(d.get("fix_hints")), rule=_opt_text(d.get("rule")),
-            fix=d["fix_template"] if isinstance(d.get("fix_template"), dict) else None, error=error,
+            fix_hints=_texts(d.get("fix_hints")),
+            rule=_opt_text(d.get("rule")),
+            fix=d["fix_template"] if isinstance(d.get("fix_template"), dict) else None,
+            error=error,
         )
 
 
@@ -192,8 +221,10 @@ class Diagnosis:
             "root_causes": [c.to_dict() for c in self.root_causes],
             "next_actions": list(self.next_actions),
             "artifacts": {
-                "report_md": "report.md", "failure_profile": "meta/failure-profile.json",
-                "root_causes": "meta/root-causes.json", "lock": "artifacts/failure.lock.json",
+                "report_md": "report.md",
+                "failure_profile": "meta/failure-profile.json",
+                "root_causes": "meta/root-causes.json",
+                "lock": "artifacts/failure.lock.json",
             },
         }
         if self.notes:
@@ -212,10 +243,13 @@ class Diagnosis:
         d = d if isinstance(d, dict) else {}
         known = {"schema", "summary", "profile", "root_causes", "next_actions", "notes", "sources", "artifacts"}
         return cls(
-            summary=_text(d.get("summary")) or "no summary", profile=FailureProfile.from_dict(d.get("profile")),
+            summary=_text(d.get("summary")) or "no summary",
+            profile=FailureProfile.from_dict(d.get("profile")),
             root_causes=[RootCause.from_dict(c) for c in _dicts(d.get("root_causes"))],
-            next_actions=_texts(d.get("next_actions")), notes=_texts(d.get("notes")),
-            sources=_texts(d.get("sources")), extra={k: v for k, v in d.items() if k not in known},
+            next_actions=_texts(d.get("next_actions")),
+            notes=_texts(d.get("notes")),
+            sources=_texts(d.get("sources")),
+            extra={k: v for k, v in d.items() if k not in known},
         )
 
 
@@ -269,7 +303,13 @@ def _ranks(v: Any) -> dict[str, Any]:
     raw_fe, raw_ranks = v.get("first_error"), v.get("ranks_with_errors")
     fe: dict[str, Any] = raw_fe if isinstance(raw_fe, dict) else {}
     ranks: list[Any] = raw_ranks if isinstance(raw_ranks, list) else []
-    return {"first_failing": _text(v.get("first_failing")) or None,
-            "first_error": {"source": _text(fe.get("source")), "line": _line(fe.get("line")),
-                            "excerpt": _text(fe.get("excerpt")), "time": _text(fe.get("time")) or None},
-            "ranks_with_errors": [_text(r) for r in ranks if isinstance(r, str | int) and not isinstance(r, bool)]}
+    return {
+        "first_failing": _text(v.get("first_failing")) or None,
+        "first_error": {
+            "source": _text(fe.get("source")),
+            "line": _line(fe.get("line")),
+            "excerpt": _text(fe.get("excerpt")),
+            "time": _text(fe.get("time")) or None,
+        },
+        "ranks_with_errors": [_text(r) for r in ranks if isinstance(r, str | int) and not isinstance(r, bool)],
+    }

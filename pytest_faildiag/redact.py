@@ -52,14 +52,17 @@ _VALUE_PATTERNS = [
     re.compile(_W + r"npm_[A-Za-z0-9]{30,}"),
     re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),
     re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
-    re.compile(_W + r"(?:dckr_pat_|do[opr]_v1_|dapi|gsk_|shp(?:at|ss|ca|pa)_)[A-Za-z0-9_\-]{20,}"),  # Docker, DO, Databricks, Groq, Shopify
+    re.compile(
+        _W + r"(?:dckr_pat_|do[opr]_v1_|dapi|gsk_|shp(?:at|ss|ca|pa)_)[A-Za-z0-9_\-]{20,}"
+    ),  # Docker, DO, Databricks, Groq, Shopify
     re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{32,}"),  # Telegram bot token
     re.compile(r"https://(?:hooks\.slack\.com/services|(?:\w+\.)?discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"),
     re.compile(r"\b(?:AccountKey|SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{20,}"),  # Azure storage
 ]
 # PEM and PGP private keys: the one shape that spans lines (masked before any per-line pass).
 PRIVATE_KEY_BLOCK = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)")
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)"
+)
 # A bare AWS secret access key (40 base64 characters; in an assertion diff or a pasted config line without
 # its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
@@ -70,7 +73,8 @@ _BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # host goes too, rather than part of a password). ``host:8080/path@ref`` is a port, not a password.
 _URL_CREDS = re.compile(
     r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s\"'<>`]{1,256})"
-    r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;`]|$))")
+    r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;`]|$))"
+)
 _PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
 # NAME=value / NAME: value / "name": "value" where NAME looks secret. No bare-whitespace separator: prose
 # such as "Token indices sequence length is longer ..." (a transformers warning) must stay readable.
@@ -84,8 +88,7 @@ _FLAG = re.compile(
     r"""(?<![A-Za-z0-9_\-])(?P<flag>--[A-Za-z][A-Za-z0-9_\-]{0,127})(?P<sep>=|\s+|["'],\s*["'])(?P<val>(?!--)[^\s"',]+)"""
 )
 # curl/wget-style credentials: -u user:password, --user user:password, -U/--proxy-user user:password.
-_USER_PASS = re.compile(
-    r"""(?<![A-Za-z0-9_\-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:(?P<pw>[^\s"']+)""")
+_USER_PASS = re.compile(r"""(?<![A-Za-z0-9_\-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:(?P<pw>[^\s"']+)""")
 # The tools whose short option is the password: mysql's family takes it attached (-pSECRET; "-p SECRET"
 # prompts and SECRET is the database), sshpass -p, docker/podman login -p, redis-cli -a. Elsewhere -p is a
 # port, a path or a flag and is left alone.
@@ -99,7 +102,9 @@ _TOOL_PASSWORDS = [
 # netrc: "machine HOST login USER password SECRET"
 _NETRC = re.compile(r"(?i)\b(machine\s+\S{1,255}.{0,400}?\bpassword\s+)(\S+)")
 
-_AUTH_HEADER = re.compile(r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(bearer\s+|basic\s+|token\s+)?([^\s\"',]{4,})")
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(bearer\s+|basic\s+|token\s+)?([^\s\"',]{4,})"
+)
 # Cookie: a=b; c=d ... carries sessions in every pair: the whole header value goes.
 _COOKIE_HEADER = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)(?!\*\*\*)([^\r\n]+)")
 _QUERY = re.compile(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret)=)([^&\s\"']+)")
@@ -120,12 +125,69 @@ def is_secret_name(name: str) -> bool:
 # cannot hold a secret we would mask, so bulk text (captured logs of megabytes) pays the full pass only on
 # the lines that might. Found with str.find on the lowered text, which runs at C speed.
 _TRIGGERS = (
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-",
-    "glcbt-", "glimt-", "gloas-", "glagent-", "gr1348941", "sk-", "k_live_", "k_test_", "hf_", "xox", "xapp-",
-    "akia", "asia", "aiza", "ya29.", "eyj", "npm_", "pypi-", "sg.", "dckr_pat_", "_v1_", "dapi", "gsk_", "shp",
-    ":aa", "hooks.slack", "discord", "accountkey", "sharedaccess", "sig=", "://", "pass", "pwd", "secret", "key",
-    "cred", "auth", "cookie", "session", "signature", "bearer", "_pat", "pat_", "dsn", "webhook", "token", "-u",
-    "mysql", "mariadb", "login", "redis-cli",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "gldt-",
+    "glrt-",
+    "glptt-",
+    "glsoat-",
+    "glft-",
+    "glcbt-",
+    "glimt-",
+    "gloas-",
+    "glagent-",
+    "gr1348941",
+    "sk-",
+    "k_live_",
+    "k_test_",
+    "hf_",
+    "xox",
+    "xapp-",
+    "akia",
+    "asia",
+    "aiza",
+    "ya29.",
+    "eyj",
+    "npm_",
+    "pypi-",
+    "sg.",
+    "dckr_pat_",
+    "_v1_",
+    "dapi",
+    "gsk_",
+    "shp",
+    ":aa",
+    "hooks.slack",
+    "discord",
+    "accountkey",
+    "sharedaccess",
+    "sig=",
+    "://",
+    "pass",
+    "pwd",
+    "secret",
+    "key",
+    "cred",
+    "auth",
+    "cookie",
+    "session",
+    "signature",
+    "bearer",
+    "_pat",
+    "pat_",
+    "dsn",
+    "webhook",
+    "token",
+    "-u",
+    "mysql",
+    "mariadb",
+    "login",
+    "redis-cli",
 )
 BULK_LINES = 64  # texts with more lines than this are redacted line by line behind the triggers
 
@@ -220,8 +282,11 @@ def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
         return m[0]  # "Authorization: Bearer ***REDACTED***" is already safe; keep the scheme readable
     if key.lower() == "pass" and m["sep"].strip() == ":" and val.isdigit() and len(val) <= 6:
         return m[0]  # test runners count results as "pass: 12" ("tests pass: 12 passed"); PASS=1234 stays masked
-    if (_is_assignment(m, key, val) and (is_secret_name(key) or _is_odbc_pwd(key, val))
-            and not _looks_harmless(key, val)):
+    if (
+        _is_assignment(m, key, val)
+        and (is_secret_name(key) or _is_odbc_pwd(key, val))
+        and not _looks_harmless(key, val)
+    ):
         return f"{m['key']}{m['sep']}{m['q']}{MASK}{m['q']}"
     if depth < 3 and ("=" in val or ":" in val):
         # "wandb: WANDB_API_KEY=..." : the harmless key swallowed a secret assignment as its value; one more
@@ -229,14 +294,16 @@ def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
         inner = _ASSIGN.sub(lambda x: _mask_assignment(x, depth + 1), val)
         if inner != val:
             start = m.start("val") - m.start()
-            return m[0][:start] + inner + m[0][start + len(val):]
+            return m[0][:start] + inner + m[0][start + len(val) :]
     return m[0]
 
 
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})
 # A source or log file's name before ":": a location (``test_auth.py:12``), not a key.
-_FILE_NAME = re.compile(r"(?i)\.(py[iwx]?|ipynb|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go|java|kt|scala|rb|php|js|mjs|cjs|ts|tsx"
-                        r"|jsx|swift|cs|sh|bash|txt|log|out|err|json|jsonl|ya?ml|toml|ini|cfg|md|rst|xml|html?)$")
+_FILE_NAME = re.compile(
+    r"(?i)\.(py[iwx]?|ipynb|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go|java|kt|scala|rb|php|js|mjs|cjs|ts|tsx"
+    r"|jsx|swift|cs|sh|bash|txt|log|out|err|json|jsonl|ya?ml|toml|ini|cfg|md|rst|xml|html?)$"
+)
 
 
 def _is_assignment(m: re.Match[str], key: str, val: str) -> bool:
@@ -271,8 +338,27 @@ def _dash_value_is_secret(val: str) -> bool:
 def _looks_harmless(key: str, value: str) -> bool:
     """Keys like AUTH_TYPE=none or TOKENIZERS_PARALLELISM=false are not secrets."""
     low = value.lower().strip("\"'")
-    if low in {"true", "false", "none", "null", "0", "1", "yes", "no", "on", "off", "disabled", "enabled", "",
-               "required", "optional", "unset", "***", "<redacted>", "xxx"}:
+    if low in {
+        "true",
+        "false",
+        "none",
+        "null",
+        "0",
+        "1",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "disabled",
+        "enabled",
+        "",
+        "required",
+        "optional",
+        "unset",
+        "***",
+        "<redacted>",
+        "xxx",
+    }:
         return True
     if low.startswith(("${", "$(", "{{", "<")) or (low.startswith("$") and low[1:].replace("_", "").isalnum()):
         return True  # a reference to a secret ("$HF_TOKEN", "${{ secrets.X }}", "<your token>") is not one
@@ -306,9 +392,16 @@ def redact_obj(obj: Any) -> Any:
         out_list = [redact_obj(v) for v in obj]
         for i in range(1, len(out_list)):  # an argv: ["--password", "hunter2"] holds the secret in the next item
             flag, val = obj[i - 1], out_list[i]
-            if (isinstance(flag, str) and isinstance(val, str) and flag.startswith("-") and "=" not in flag
-                    and is_secret_name(flag.lstrip("-")) and val and not val.startswith("-")
-                    and not _looks_harmless(flag, val)):
+            if (
+                isinstance(flag, str)
+                and isinstance(val, str)
+                and flag.startswith("-")
+                and "=" not in flag
+                and is_secret_name(flag.lstrip("-"))
+                and val
+                and not val.startswith("-")
+                and not _looks_harmless(flag, val)
+            ):
                 out_list[i] = MASK
         return out_list
     return obj

@@ -35,8 +35,13 @@ def run_cli():
     """Run the real `faildiag` CLI in a subprocess (as users and CI do)."""
 
     def _run(*args: str, stdin: bytes | None = None, cwd: Path | None = None, timeout: float = 120):
-        return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], input=stdin, capture_output=True,
-                              cwd=cwd, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_faildiag.cli", *args],
+            input=stdin,
+            capture_output=True,
+            cwd=cwd,
+            timeout=timeout,
+        )
 
     return _run
 

@@ -346,7 +346,9 @@ class Toolbox:
         lone = len(session.failures) == 1 and session.failures[0].snapshot == session.root
         limit = a.get("max_chars")
         if lone and limit and session.failures[0].report is not None:
-            markdown = fit_rendered(session.failures[0].report, limit, lambda r: render_markdown(Diagnosis.from_dict(r)))
+            markdown = fit_rendered(
+                session.failures[0].report, limit, lambda r: render_markdown(Diagnosis.from_dict(r))
+            )
         else:
             markdown = _text(session, markdown=True)
             markdown = cut_text(markdown, limit) if limit else markdown

@@ -54,25 +54,113 @@ ML_PACKAGES: dict[str, str] = {
 
 # Environment variables worth keeping: the ML runtimes' knobs, the launcher's topology, CI identity.
 ENV_PREFIXES = (
-    "CUDA_", "CUDNN_", "NCCL_", "NVIDIA_", "HCCL_", "ASCEND_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_", "MS_",
-    "XLA_", "JAX_", "TPU_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_", "MKL_", "GLOO_",
-    "MASTER_", "SLURM_", "CUBLAS_", "TF_", "ACCELERATE_", "DS_", "NPU_", "ACL_", "GE_", "RANK_", "GITHUB_",
-    "CI_", "BUILDKITE_", "RUNNER_", "PYTHON", "CONDA_", "KMP_", "OPENBLAS_", "TE_", "NVTE_", "WANDB_",
+    "CUDA_",
+    "CUDNN_",
+    "NCCL_",
+    "NVIDIA_",
+    "HCCL_",
+    "ASCEND_",
+    "TORCH_",
+    "PYTORCH_",
+    "TORCHINDUCTOR_",
+    "MS_",
+    "XLA_",
+    "JAX_",
+    "TPU_",
+    "HF_",
+    "HUGGINGFACE_",
+    "TRANSFORMERS_",
+    "TOKENIZERS_",
+    "OMP_",
+    "MKL_",
+    "GLOO_",
+    "MASTER_",
+    "SLURM_",
+    "CUBLAS_",
+    "TF_",
+    "ACCELERATE_",
+    "DS_",
+    "NPU_",
+    "ACL_",
+    "GE_",
+    "RANK_",
+    "GITHUB_",
+    "CI_",
+    "BUILDKITE_",
+    "RUNNER_",
+    "PYTHON",
+    "CONDA_",
+    "KMP_",
+    "OPENBLAS_",
+    "TE_",
+    "NVTE_",
+    "WANDB_",
 )
-ENV_NAMES = frozenset({
-    "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "LD_LIBRARY_PATH",
-    "LD_PRELOAD", "PATH", "VIRTUAL_ENV", "CI", "GITLAB_CI", "JENKINS_URL", "TRAVIS", "CIRCLECI", "TF_BUILD",
-    "LANG", "LC_ALL", "TZ", "HOME", "USER", "SHELL", "DEVICE_ID", "VISIBLE_DEVICES",
-})
+ENV_NAMES = frozenset(
+    {
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "NODE_RANK",
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        "PATH",
+        "VIRTUAL_ENV",
+        "CI",
+        "GITLAB_CI",
+        "JENKINS_URL",
+        "TRAVIS",
+        "CIRCLECI",
+        "TF_BUILD",
+        "LANG",
+        "LC_ALL",
+        "TZ",
+        "HOME",
+        "USER",
+        "SHELL",
+        "DEVICE_ID",
+        "VISIBLE_DEVICES",
+    }
+)
 # Values that change on every run by design: kept in the lock, never reported as a change.
-VOLATILE_ENV = frozenset({
-    "GITHUB_RUN_ID", "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_SHA", "GITHUB_JOB", "GITHUB_ACTION",
-    "GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_TRIGGERING_ACTOR",
-    "CI_JOB_ID", "CI_PIPELINE_ID", "CI_COMMIT_SHA", "CI_COMMIT_SHORT_SHA", "CI_JOB_URL", "CI_PIPELINE_URL",
-    "CI_JOB_STARTED_AT", "CI_PIPELINE_IID", "BUILDKITE_BUILD_ID", "BUILDKITE_JOB_ID", "BUILDKITE_BUILD_NUMBER",
-    "BUILDKITE_COMMIT", "RUNNER_TRACKING_ID", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_JOBID",
-    "SLURM_STEP_ID", "SLURM_TASK_PID", "SLURM_SUBMIT_DIR",
-})
+VOLATILE_ENV = frozenset(
+    {
+        "GITHUB_RUN_ID",
+        "GITHUB_RUN_NUMBER",
+        "GITHUB_RUN_ATTEMPT",
+        "GITHUB_SHA",
+        "GITHUB_JOB",
+        "GITHUB_ACTION",
+        "GITHUB_ENV",
+        "GITHUB_OUTPUT",
+        "GITHUB_STATE",
+        "GITHUB_PATH",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_TRIGGERING_ACTOR",
+        "CI_JOB_ID",
+        "CI_PIPELINE_ID",
+        "CI_COMMIT_SHA",
+        "CI_COMMIT_SHORT_SHA",
+        "CI_JOB_URL",
+        "CI_PIPELINE_URL",
+        "CI_JOB_STARTED_AT",
+        "CI_PIPELINE_IID",
+        "BUILDKITE_BUILD_ID",
+        "BUILDKITE_JOB_ID",
+        "BUILDKITE_BUILD_NUMBER",
+        "BUILDKITE_COMMIT",
+        "RUNNER_TRACKING_ID",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+        "SLURM_JOB_ID",
+        "SLURM_JOBID",
+        "SLURM_STEP_ID",
+        "SLURM_TASK_PID",
+        "SLURM_SUBMIT_DIR",
+    }
+)
 MAX_ENV_VALUE = 2000
 ASCEND_ROOTS = ("/usr/local/Ascend", "/usr/local/Ascend/ascend-toolkit")
 
@@ -93,8 +181,11 @@ def _probe(probes: dict[str, Any], name: str, fn: Callable[[], Any], default: An
         probes[name] = {"status": status, "seconds": round(time.perf_counter() - start, 4)}
         return value
     except Exception as exc:  # a probe must never cost the lock
-        probes[name] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:300],
-                        "seconds": round(time.perf_counter() - start, 4)}
+        probes[name] = {
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}"[:300],
+            "seconds": round(time.perf_counter() - start, 4),
+        }
         return default if default is not None else {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
@@ -109,8 +200,14 @@ def _run_cmd(argv: list[str], timeout: float, cwd: str | None = None) -> dict[st
     env = dict(os.environ, LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
     try:
         proc = subprocess.Popen(
-            [exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            text=True, errors="replace", cwd=cwd, env=env,
+            [exe, *argv[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            cwd=cwd,
+            env=env,
         )
     except OSError as exc:
         return {"status": "error", "tool": argv[0], "error": str(exc)[:300]}
@@ -124,8 +221,12 @@ def _run_cmd(argv: list[str], timeout: float, cwd: str | None = None) -> dict[st
             pass  # unkillable for now; leave it rather than block the lock
         return {"status": "timeout", "tool": argv[0], "timeout_s": timeout}
     if proc.returncode != 0:
-        return {"status": "error", "tool": argv[0], "returncode": proc.returncode,
-                "error": redact_text((stderr or stdout).strip()[-500:])}
+        return {
+            "status": "error",
+            "tool": argv[0],
+            "returncode": proc.returncode,
+            "error": redact_text((stderr or stdout).strip()[-500:]),
+        }
     return {"status": "ok", "stdout": stdout}
 
 
@@ -210,8 +311,10 @@ def probe_ml(packages: dict[str, str], include: Iterable[str] | str | bool | Non
         info: dict[str, Any] = {"version": version, "source": "metadata"}
         if module == "torch":
             info["cuda_from_wheel"] = _torch_cuda_from_tag(version) or _major_minor(
-                packages.get("nvidia-cuda-runtime-cu12") or packages.get("nvidia-cuda-runtime-cu11")
-                or packages.get("nvidia-cuda-runtime"))
+                packages.get("nvidia-cuda-runtime-cu12")
+                or packages.get("nvidia-cuda-runtime-cu11")
+                or packages.get("nvidia-cuda-runtime")
+            )
         if module in sys.modules or module in wanted:
             try:
                 info.update(_import_facts(module))
@@ -232,8 +335,10 @@ def _import_facts(module: str) -> dict[str, Any]:
     with warnings.catch_warnings():  # "Failed to initialize NumPy" and friends are not the lock's business
         warnings.simplefilter("ignore")
         mod = importlib.import_module(module)
-    facts: dict[str, Any] = {"imported_version": str(getattr(mod, "__version__", "") or "") or None,
-                             "path": getattr(mod, "__file__", None)}
+    facts: dict[str, Any] = {
+        "imported_version": str(getattr(mod, "__version__", "") or "") or None,
+        "path": getattr(mod, "__file__", None),
+    }
 
     def grab(key: str, fn: Callable[[], Any]) -> None:
         try:
@@ -284,12 +389,23 @@ def probe_nvidia(timeout: float) -> dict[str, Any]:
         parts = [p.strip() for p in line.split(",")]
         if len(parts) < len(_GPU_FIELDS):
             continue
-        devices.append({
-            "index": _to_int(parts[0]), "name": parts[1], "driver_version": parts[2],
-            "memory_total_mib": _to_int(parts[3]), "memory_used_mib": _to_int(parts[4]), "pci_bus_id": parts[5],
-        })
-    out: dict[str, Any] = {"status": "ok", "driver_version": devices[0]["driver_version"] if devices else None,
-                           "cuda_version": None, "device_count": len(devices), "devices": devices}
+        devices.append(
+            {
+                "index": _to_int(parts[0]),
+                "name": parts[1],
+                "driver_version": parts[2],
+                "memory_total_mib": _to_int(parts[3]),
+                "memory_used_mib": _to_int(parts[4]),
+                "pci_bus_id": parts[5],
+            }
+        )
+    out: dict[str, Any] = {
+        "status": "ok",
+        "driver_version": devices[0]["driver_version"] if devices else None,
+        "cuda_version": None,
+        "device_count": len(devices),
+        "devices": devices,
+    }
     head = _run_cmd(["nvidia-smi"], timeout)  # the CUDA version only appears in the banner
     if head["status"] == "ok":
         m = re.search(r"CUDA Version:\s*([\d.]+)", head["stdout"])
@@ -314,7 +430,9 @@ def probe_cann(roots: Iterable[str] = ASCEND_ROOTS) -> dict[str, Any]:
     for base in bases:
         if not base.is_dir():
             continue
-        candidates += sorted(base.glob("*/ascend_toolkit_install.info")) + sorted(base.glob("ascend_toolkit_install.info"))
+        candidates += sorted(base.glob("*/ascend_toolkit_install.info")) + sorted(
+            base.glob("ascend_toolkit_install.info")
+        )
         candidates += sorted(base.glob("version.cfg")) + sorted(base.glob("*/version.cfg"))
         candidates += sorted(base.glob("*/version.info"))
     if not candidates:
@@ -325,7 +443,8 @@ def probe_cann(roots: Iterable[str] = ASCEND_ROOTS) -> dict[str, Any]:
         except OSError:
             continue
         m = re.search(r"(?im)^\s*(?:version|Version)\s*=\s*\[?([\w.\-]+)", text) or re.search(
-            r"(?i)\[?(\d+\.\d+\.[\w.]+)\]?", text)
+            r"(?i)\[?(\d+\.\d+\.[\w.]+)\]?", text
+        )
         if m:
             return {"status": "ok", "version": m[1], "source": str(path)}
     return {"status": "error", "error": "CANN install files hold no version", "source": str(candidates[0])}
@@ -339,9 +458,12 @@ def probe_npu_smi(timeout: float) -> dict[str, Any]:
     text = r.pop("stdout")
     m = re.search(r"Version:\s*([\w.\-]+)", text)
     rows = re.findall(r"^\|\s*(\d+)\s+([\w\-]+)\s*\|\s*(\w+)", text, re.M)
-    return {"status": "ok", "version": m[1] if m else None,
-            "devices": [{"index": int(i), "name": n, "health": h} for i, n, h in rows],
-            "text": redact_text(text[:4000])}
+    return {
+        "status": "ok",
+        "version": m[1] if m else None,
+        "devices": [{"index": int(i), "name": n, "health": h} for i, n, h in rows],
+        "text": redact_text(text[:4000]),
+    }
 
 
 def probe_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -412,7 +534,9 @@ def probe_git(cwd: str, timeout: float) -> dict[str, Any]:
 
 
 def build_lock(
-    *, cwd: str | os.PathLike[str] | None = None, timeout: float = 2.0,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = 2.0,
     include: Iterable[str] | str | bool | None = None,
 ) -> dict[str, Any]:
     """Build the ``env.lock.json`` content for this machine and process; never raises.
@@ -423,8 +547,7 @@ def build_lock(
     start = time.perf_counter()
     cwd_s = str(Path(cwd or os.getcwd()).resolve())
     probes: dict[str, Any] = {}
-    lock: dict[str, Any] = {"schema": SCHEMA, "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                            "cwd": cwd_s}
+    lock: dict[str, Any] = {"schema": SCHEMA, "created": datetime.now(UTC).isoformat(timespec="seconds"), "cwd": cwd_s}
     pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="faildiag-lock")
     try:
         fut_git = pool.submit(_probe, probes, "git", lambda: probe_git(cwd_s, timeout))
@@ -483,7 +606,9 @@ def save_lock(lock: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 
 
 def _lock_json(lock: dict[str, Any]) -> str:
-    return json.dumps(redact_lock(lock) if isinstance(lock, dict) else lock, indent=2, sort_keys=False, default=str) + "\n"
+    return (
+        json.dumps(redact_lock(lock) if isinstance(lock, dict) else lock, indent=2, sort_keys=False, default=str) + "\n"
+    )
 
 
 def load_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -669,8 +794,10 @@ def read_readiness(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         verdict = _read_json(root / "meta" / "readiness-verdict.json")
         report = _read_json(root / "report.json")
         is_readiness_report = isinstance(report, dict) and (
-            str(report.get("skill", "")).startswith("readiness") or "can_run" in report
-            or str(report.get("schema_version", "")).startswith("readiness-agent"))
+            str(report.get("skill", "")).startswith("readiness")
+            or "can_run" in report
+            or str(report.get("schema_version", "")).startswith("readiness-agent")
+        )
         if not isinstance(verdict, dict) and not is_readiness_report:
             continue
         verdict = verdict if isinstance(verdict, dict) else {}
@@ -680,8 +807,9 @@ def read_readiness(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
     return None
 
 
-def _normalise_readiness(root: Path, verdict: dict[str, Any], report: dict[str, Any],
-                         env: dict[str, Any] | None) -> dict[str, Any]:
+def _normalise_readiness(
+    root: Path, verdict: dict[str, Any], report: dict[str, Any], env: dict[str, Any] | None
+) -> dict[str, Any]:
     def pick(key: str) -> Any:
         v = verdict.get(key)
         return v if v is not None else report.get(key) if key != "status" else None
@@ -690,11 +818,20 @@ def _normalise_readiness(root: Path, verdict: dict[str, Any], report: dict[str, 
     if status is None and str(report.get("status", "")).upper() in ("READY", "WARN", "BLOCKED"):
         status = report.get("status")
     checks = [c for c in (pick("checks") or []) if isinstance(c, dict)] if isinstance(pick("checks"), list) else []
-    norm_checks = [{"id": str(c.get("id") or c.get("name") or "?"), "status": str(c.get("status") or "unknown").lower(),
-                    "summary": str(c.get("summary") or c.get("message") or "")} for c in checks]
+    norm_checks = [
+        {
+            "id": str(c.get("id") or c.get("name") or "?"),
+            "status": str(c.get("status") or "unknown").lower(),
+            "summary": str(c.get("summary") or c.get("message") or ""),
+        }
+        for c in checks
+    ]
     detailed = pick("blockers_detailed") if isinstance(pick("blockers_detailed"), list) else []
-    blockers = [{"id": str(b.get("id") or ""), "category": b.get("category"), "summary": str(b.get("summary") or "")}
-                for b in detailed if isinstance(b, dict)]
+    blockers = [
+        {"id": str(b.get("id") or ""), "category": b.get("category"), "summary": str(b.get("summary") or "")}
+        for b in detailed
+        if isinstance(b, dict)
+    ]
     if not blockers:
         blockers = [{"id": "", "category": None, "summary": str(b)} for b in _as_list(pick("blockers"))]
     return {
@@ -709,8 +846,11 @@ def _normalise_readiness(root: Path, verdict: dict[str, Any], report: dict[str, 
         "warnings": [str(w) for w in _as_list(pick("warnings"))],
         "checks": norm_checks,
         "failed_checks": [c for c in norm_checks if c["status"] in ("block", "blocked", "fail", "failed", "error")],
-        "run": {k: report.get(k) for k in ("run_id", "start_time", "end_time", "status", "schema_version")
-                if report.get(k) is not None},
+        "run": {
+            k: report.get(k)
+            for k in ("run_id", "start_time", "end_time", "status", "schema_version")
+            if report.get(k) is not None
+        },
         "env": env,
     }
 
@@ -722,6 +862,18 @@ def _as_list(v: Any) -> list[Any]:
 
 
 __all__ = [
-    "GREEN_FILENAME", "LOCK_FILENAME", "SCHEMA", "LockError", "build_lock", "diff_locks", "format_change",
-    "format_diff", "load_green", "load_lock", "read_readiness", "redact_lock", "save_green", "save_lock",
+    "GREEN_FILENAME",
+    "LOCK_FILENAME",
+    "SCHEMA",
+    "LockError",
+    "build_lock",
+    "diff_locks",
+    "format_change",
+    "format_diff",
+    "load_green",
+    "load_lock",
+    "read_readiness",
+    "redact_lock",
+    "save_green",
+    "save_lock",
 ]

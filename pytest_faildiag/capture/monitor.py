@@ -43,8 +43,12 @@ def gpu_memory_gib(pids: set[int] | None = None, timeout: float = 3.0) -> float 
         return None
     try:
         if pids:
-            cp = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                                capture_output=True, text=True, timeout=timeout)
+            cp = subprocess.run(
+                [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             used = 0.0
             found = False
             for line in cp.stdout.splitlines():
@@ -57,8 +61,12 @@ def gpu_memory_gib(pids: set[int] | None = None, timeout: float = 3.0) -> float 
                         pass
             if found:
                 return used / 1024
-        cp = subprocess.run([exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                            capture_output=True, text=True, timeout=timeout)
+        cp = subprocess.run(
+            [exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         vals = [float(x) for x in cp.stdout.split() if re.fullmatch(r"[\d.]+", x)]
         return sum(vals) / 1024 if vals else None
     except (OSError, subprocess.SubprocessError, ValueError):
@@ -68,7 +76,9 @@ def gpu_memory_gib(pids: set[int] | None = None, timeout: float = 3.0) -> float 
 class Monitor(threading.Thread):
     """Samples the process tree and decides when the run has stopped making progress."""
 
-    def __init__(self, pid: int, opts: RunOptions, output_counter: Callable[[], int], on_hang: Callable[[str], None]) -> None:
+    def __init__(
+        self, pid: int, opts: RunOptions, output_counter: Callable[[], int], on_hang: Callable[[str], None]
+    ) -> None:
         super().__init__(name="faildiag-monitor", daemon=True)
         self.pid = pid
         self.opts = opts
@@ -138,8 +148,10 @@ class Monitor(threading.Thread):
                 last_progress = now
             elif self.opts.hang_timeout and now - last_progress >= self.opts.hang_timeout:
                 what = "output, CPU time" + (" or watched files" if self.opts.watch else "")
-                self.on_hang(f"faildiag: hang detected: no {what} progress for {now - last_progress:.0f} s "
-                             f"(--hang-timeout {self.opts.hang_timeout:g})")
+                self.on_hang(
+                    f"faildiag: hang detected: no {what} progress for {now - last_progress:.0f} s "
+                    f"(--hang-timeout {self.opts.hang_timeout:g})"
+                )
                 return
 
     def _measure(self) -> tuple[float, float | None]:
@@ -180,8 +192,12 @@ class Monitor(threading.Thread):
         if self.opts.gpu_interval and now - self._gpu_at >= self.opts.gpu_interval:
             self._gpu_at = now
             self.last_gpu = gpu_memory_gib(set(self._procs))
-        s = {"t": round(now - self.t0, 2), "rss_gib": round(rss_gib, 4), "gpu_gib": round(self.last_gpu or 0.0, 4),
-             "cpu": round(cpu, 3)}
+        s = {
+            "t": round(now - self.t0, 2),
+            "rss_gib": round(rss_gib, 4),
+            "gpu_gib": round(self.last_gpu or 0.0, 4),
+            "cpu": round(cpu, 3),
+        }
         self._count += 1
         self.samples.append(s)
         if len(self.samples) > MAX_TIMELINE:

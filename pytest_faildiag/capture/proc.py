@@ -45,8 +45,13 @@ def signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def stop_group(proc: subprocess.Popen[Any], grace: float | None, *, kill_wait: float = 5.0,
-               also: Callable[[int], None] | None = None) -> str:
+def stop_group(
+    proc: subprocess.Popen[Any],
+    grace: float | None,
+    *,
+    kill_wait: float = 5.0,
+    also: Callable[[int], None] | None = None,
+) -> str:
     """Stop a child that leads its own process group (``start_new_session`` / ``process_group=0``): SIGTERM
     to the group, up to ``grace`` seconds for the child to exit, then SIGKILL and up to ``kill_wait`` seconds.
     ``grace=None`` sends SIGKILL at once. ``also(sig)`` signals the run's processes outside the group (a

@@ -57,10 +57,29 @@ from .supervise import stop_tree
 from .tee import BoundedLog
 
 __all__ = [
-    "FINGERPRINT", "LAST_GREEN", "MAX_FILES_WALKED", "RANK_LOG_BYTES", "LockBuilder", "RunOptions", "RunResult",
-    "child_env", "command_text", "copy_rank_logs", "diagnose_result", "env_fingerprint", "finish_run",
-    "gather_paths", "oom_verdict", "read_last_green", "read_oom_kills", "run_command", "shell_status",
-    "signal_of", "stop_tree", "warm_imports", "write_run_files",
+    "FINGERPRINT",
+    "LAST_GREEN",
+    "MAX_FILES_WALKED",
+    "RANK_LOG_BYTES",
+    "LockBuilder",
+    "RunOptions",
+    "RunResult",
+    "child_env",
+    "command_text",
+    "copy_rank_logs",
+    "diagnose_result",
+    "env_fingerprint",
+    "finish_run",
+    "gather_paths",
+    "oom_verdict",
+    "read_last_green",
+    "read_oom_kills",
+    "run_command",
+    "shell_status",
+    "signal_of",
+    "stop_tree",
+    "warm_imports",
+    "write_run_files",
 ]
 
 
@@ -103,8 +122,14 @@ def warm_imports() -> None:
     threading.Thread(target=load, name="faildiag-warm", daemon=True).start()
 
 
-def finish_run(result: RunResult, opts: RunOptions, lock: dict[str, Any] | None, *, diagnose_failure: bool = True,
-               redacted_lock: dict[str, Any] | None = None):
+def finish_run(
+    result: RunResult,
+    opts: RunOptions,
+    lock: dict[str, Any] | None,
+    *,
+    diagnose_failure: bool = True,
+    redacted_lock: dict[str, Any] | None = None,
+):
     """Write run.json (+ last-green lock or the snapshot); returns the Diagnosis or None."""
     if redacted_lock is not None and not result.failed:
         write_run_files(result, opts.out, redacted_lock, redacted=True)

@@ -192,14 +192,18 @@ def process_table(procs: list[psutil.Process], ranks: dict[int, str]) -> str:
         try:
             with p.oneshot():
                 cmd = " ".join(p.cmdline())[:300] or p.name()
-                lines.append(f"{p.pid:>7} {p.ppid():>7} {p.status():<10} {p.cpu_percent(interval=None):>6.1f} "
-                             f"{p.memory_info().rss / 2**20:>9.1f} {ranks.get(p.pid, '-'):<5} {cmd}")
+                lines.append(
+                    f"{p.pid:>7} {p.ppid():>7} {p.status():<10} {p.cpu_percent(interval=None):>6.1f} "
+                    f"{p.memory_info().rss / 2**20:>9.1f} {ranks.get(p.pid, '-'):<5} {cmd}"
+                )
         except psutil.Error:
             continue
     return "\n".join(lines) + "\n"
 
 
-def collect_stacks(root_pid: int, out: Path, ranks: dict[int, str], wait_s: float = STACK_WAIT_S) -> tuple[dict[str, str], list[str]]:
+def collect_stacks(
+    root_pid: int, out: Path, ranks: dict[int, str], wait_s: float = STACK_WAIT_S
+) -> tuple[dict[str, str], list[str]]:
     """Ask every Python process of the tree for its threads; returns (name → rank-prefixed dump, notes).
 
     Only processes that registered our handler (their ``stacks/<pid>.txt`` exists) get SIGUSR1: its
@@ -260,7 +264,9 @@ def collect_stacks(root_pid: int, out: Path, ranks: dict[int, str], wait_s: floa
         if pid not in dumps:
             dumps[pid] = pyspy_to_faulthandler(text)
     if pyspy is None:
-        notes.append("py-spy is not installed: stacks come from faulthandler only (pip install py-spy for native frames)")
+        notes.append(
+            "py-spy is not installed: stacks come from faulthandler only (pip install py-spy for native frames)"
+        )
     # with ranks present, the launcher's own stack (waiting in its monitor loop) is noise for the diagnosis
     ranked = any(pid in ranks for pid in dumps)
     texts: dict[str, str] = {}
@@ -323,10 +329,15 @@ def _nvidia_smi_text() -> str | None:
     if not exe:
         return None
     try:  # a wedged driver makes nvidia-smi hang: a failing GPU is exactly when that happens
-        a = subprocess.run([exe, "--query-gpu=index,name,memory.used,memory.total,utilization.gpu", "--format=csv"],
-                           capture_output=True, text=True, timeout=3)
-        b = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv"],
-                           capture_output=True, text=True, timeout=3)
+        a = subprocess.run(
+            [exe, "--query-gpu=index,name,memory.used,memory.total,utilization.gpu", "--format=csv"],
+            capture_output=True,
+            text=True,
+            timeout=3,
+        )
+        b = subprocess.run(
+            [exe, "--query-compute-apps=pid,used_memory", "--format=csv"], capture_output=True, text=True, timeout=3
+        )
         return a.stdout + "\n" + b.stdout
     except (OSError, subprocess.SubprocessError):
         return None

@@ -63,9 +63,16 @@ class CapturedRun:
         return f"`{self.command}`: {status}{sig} after {self.duration_s:.1f}s"
 
 
-def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run", timeout: float | None = None,
-                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
-                 kill_grace: float = 3.0) -> CapturedRun:
+def run_captured(
+    argv: Sequence[str] | str,
+    out_dir: Path,
+    *,
+    name: str = "run",
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    kill_grace: float = 3.0,
+) -> CapturedRun:
     """Run ``argv`` with stdout/stderr in ``out_dir/<name>.stdout`` / ``.stderr``; never raises on a failing
     command (the caller asserts). A ``timeout`` stops the whole process group: SIGTERM, then SIGKILL after
     ``kill_grace`` seconds. Raises OSError only when the command cannot be started at all, or when
@@ -82,8 +89,15 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
         full_env.update(env)
     start = time.monotonic()
     with open_output_file(stdout_path, "wb") as out, open_output_file(stderr_path, "wb") as err:
-        proc = subprocess.Popen(args[0] if shell else args, shell=shell, stdout=out, stderr=err, env=full_env,
-                                cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            args[0] if shell else args,
+            shell=shell,
+            stdout=out,
+            stderr=err,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
         timed_out = False
         try:
             proc.wait(timeout=timeout)
@@ -93,8 +107,15 @@ def run_captured(argv: Sequence[str] | str, out_dir: Path, *, name: str = "run",
         except BaseException:
             _stop_group(proc, kill_grace)
             raise
-    return CapturedRun(argv=args, returncode=proc.returncode, stdout_path=stdout_path, stderr_path=stderr_path,
-                       duration_s=time.monotonic() - start, timed_out=timed_out, env=dict(env or {}))
+    return CapturedRun(
+        argv=args,
+        returncode=proc.returncode,
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+        duration_s=time.monotonic() - start,
+        timed_out=timed_out,
+        env=dict(env or {}),
+    )
 
 
 def _stop_group(proc: subprocess.Popen[bytes], grace: float) -> None:

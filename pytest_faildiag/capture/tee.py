@@ -67,7 +67,7 @@ class BoundedLog:
                 part = data[: self.seg_cap - self._seg_len]
                 self._seg.write(part)
                 self._seg_len += len(part)
-                data = data[len(part):]
+                data = data[len(part) :]
 
     def _rotate(self) -> None:
         if self._seg is not None:
@@ -95,8 +95,10 @@ class BoundedLog:
             if self._seg is not None:
                 self._seg.close()
                 if omitted:
-                    self._head.write(f"\n[faildiag: {omitted} bytes omitted here; the first {self.head_cap} and the "
-                                     f"last {self.seg_cap * 2} bytes or fewer are kept]\n".encode())
+                    self._head.write(
+                        f"\n[faildiag: {omitted} bytes omitted here; the first {self.head_cap} and the "
+                        f"last {self.seg_cap * 2} bytes or fewer are kept]\n".encode()
+                    )
                 order = [self._seg_idx] if not self._rotations else [(self._seg_idx + 1) % 2, self._seg_idx]
                 for i in order:
                     with open(self._segs[i], "rb") as f:

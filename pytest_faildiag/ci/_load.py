@@ -172,10 +172,17 @@ def normalise_report(rep: dict[str, Any]) -> dict[str, Any]:
     if "notes" in rep:
         out["notes"] = [_s(a) for a in rep["notes"]] if isinstance(rep.get("notes"), list) else []
     if "stuck" in rep:
-        out["stuck"] = [{"category": _s(x.get("category")), "summary": _s(x.get("summary")),
-                         "detail": _s(x.get("detail")), "source": _s(x.get("source")), "line": _line(x.get("line")),
-                         "rank": _s(x.get("rank")) if x.get("rank") is not None else None}
-                        for x in _dicts(rep.get("stuck"))]
+        out["stuck"] = [
+            {
+                "category": _s(x.get("category")),
+                "summary": _s(x.get("summary")),
+                "detail": _s(x.get("detail")),
+                "source": _s(x.get("source")),
+                "line": _line(x.get("line")),
+                "rank": _s(x.get("rank")) if x.get("rank") is not None else None,
+            }
+            for x in _dicts(rep.get("stuck"))
+        ]
     return out
 
 
@@ -201,7 +208,7 @@ def _location_from_report(report: dict[str, Any]) -> tuple[str | None, int | Non
         for ev in cause.get("evidence") or []:
             excerpt = str(ev.get("excerpt", "")) if isinstance(ev, dict) else ""
             if excerpt.startswith("raised from "):
-                loc = excerpt[len("raised from "):].split(" ", 1)[0]
+                loc = excerpt[len("raised from ") :].split(" ", 1)[0]
                 path, _, line = loc.rpartition(":")
                 if path and line.isdigit():
                     return path, int(line)
@@ -325,7 +332,9 @@ def _redacted(f: Failure) -> Failure:
 
 def group_failures(failures: list[Failure]) -> list[CauseGroup]:
     """Group by cause and rank (``store.group_by_cause``: most tests first, then higher confidence)."""
-    return [CauseGroup(g[0].group_key, g) for g in group_by_cause(failures, lambda f: f.group_key, lambda f: f.confidence)]
+    return [
+        CauseGroup(g[0].group_key, g) for g in group_by_cause(failures, lambda f: f.group_key, lambda f: f.confidence)
+    ]
 
 
 def short_title(f: Failure, limit: int = 80) -> str:

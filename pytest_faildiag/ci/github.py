@@ -123,7 +123,7 @@ def annotations(session: Session, workspace: str | None = None, budget: int = MA
     if len(groups) <= budget:
         return [annotation_for_group(g, session, workspace) for g in groups]
     shown = [annotation_for_group(g, session, workspace) for g in groups[: budget - 1]]
-    rest = groups[budget - 1:]
+    rest = groups[budget - 1 :]
     n_tests = sum(g.count for g in rest)
     lines = [f"{n_tests} more failed tests with {len(rest)} other causes (see the job summary):"]
     lines += [f"- {g.count} × {g.title}" for g in rest[:20]]
@@ -188,20 +188,28 @@ def summary_markdown(session: Session, limit: int = SUMMARY_LIMIT, workspace: st
     """The job summary: a table of causes, then a table of failed tests; trimmed to ``limit`` bytes."""
     groups = session.groups()
     n = len(session.failures)
-    head = [f"## faildiag: {n} failed test{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}", ""]
+    head = [
+        f"## faildiag: {n} failed test{'s' if n != 1 else ''}, {len(groups)} cause{'s' if len(groups) != 1 else ''}",
+        "",
+    ]
     url = _run_url()
     out_ref = os.path.relpath(session.root, workspace or os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
     where = f"Snapshots: {md_code(out_ref.replace(os.sep, '/') + '/')}"
     if url:
         where += f" (upload it as an artifact; [this run]({url}))"
     head += [where, ""]
-    causes_head = ["| # | cause | tests | category | confidence | fix hints | snapshot |", "|---|---|---|---|---|---|---|"]
+    causes_head = [
+        "| # | cause | tests | category | confidence | fix hints | snapshot |",
+        "|---|---|---|---|---|---|---|",
+    ]
     causes: list[str] = []
     for i, g in enumerate(groups, 1):
         hints = "<br>".join(_md_cell(h, 160) for h in g.head.fix_hints[:3]) or "-"
         snap = _snapshot_ref(g.head, session)
-        causes.append(f"| {i} | {_md_cell(g.head.cause_summary or g.head.summary)} | {g.count} | {_md_cell(g.category)} "
-                      f"| {g.confidence:.0%} | {hints} | {_md_code_cell(snap) if snap else '-'} |")
+        causes.append(
+            f"| {i} | {_md_cell(g.head.cause_summary or g.head.summary)} | {g.count} | {_md_cell(g.category)} "
+            f"| {g.confidence:.0%} | {hints} | {_md_code_cell(snap) if snap else '-'} |"
+        )
     tests_head = ["", "### Failed tests", "", "| test | cause # | where | summary |", "|---|---|---|---|"]
     tests: list[str] = []
     index = {g.key: i for i, g in enumerate(groups, 1)}
@@ -215,6 +223,7 @@ def summary_markdown(session: Session, limit: int = SUMMARY_LIMIT, workspace: st
 
 def _fit(head: list[str], blocks: list[tuple[list[str], list[str]]], limit: int) -> str:
     """Keep whole rows while the text stays within ``limit`` bytes; say how many were left out."""
+
     def size(lines: list[str]) -> int:
         return sum(len(x.encode("utf-8")) + 1 for x in lines)
 

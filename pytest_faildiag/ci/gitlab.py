@@ -56,15 +56,17 @@ def codequality(session: Session, workspace: str | None = None) -> list[dict[str
             desc = f"{f.nodeid}: {short_title(f)}"
             if f.fix_hints:
                 desc += f" (fix: {f.fix_hints[0]})"
-            out.append({
-                "description": display(desc, one_line=True),
-                "check_name": display(f"faildiag/{f.cause_id or f.category}", one_line=True),
-                "fingerprint": fingerprint(f),
-                "severity": severity(f),
-                "location": {"path": display(path, one_line=True), "lines": {"begin": line}},
-                "categories": ["Bug Risk"],
-                "content": {"body": f"cause {i} of {len(groups)} ({group.count} test(s)): {md_text(f.summary)}"},
-            })
+            out.append(
+                {
+                    "description": display(desc, one_line=True),
+                    "check_name": display(f"faildiag/{f.cause_id or f.category}", one_line=True),
+                    "fingerprint": fingerprint(f),
+                    "severity": severity(f),
+                    "location": {"path": display(path, one_line=True), "lines": {"begin": line}},
+                    "categories": ["Bug Risk"],
+                    "content": {"body": f"cause {i} of {len(groups)} ({group.count} test(s)): {md_text(f.summary)}"},
+                }
+            )
     return out
 
 
@@ -85,8 +87,15 @@ def junit_properties(f: Failure | dict[str, Any]) -> list[tuple[str, str]]:
     if isinstance(f, dict):
         get = f.get
     else:
+
         def get(key: str, default: Any = None) -> Any:
             return getattr(f, key, default)
-    props = [("faildiag.category", get("category")), ("faildiag.type", get("type")), ("faildiag.summary", get("summary")),
-             ("faildiag.cause", get("cause_id")), ("faildiag.confidence", get("confidence"))]
+
+    props = [
+        ("faildiag.category", get("category")),
+        ("faildiag.type", get("type")),
+        ("faildiag.summary", get("summary")),
+        ("faildiag.cause", get("cause_id")),
+        ("faildiag.confidence", get("confidence")),
+    ]
     return [(k, display(v)) for k, v in props if v not in (None, "")]

@@ -70,6 +70,7 @@ def esc(value: object) -> str:
 
 # ------------------------------------------------------------------------------------------------ charts
 
+
 def _nice_max(v: float) -> float:
     if v <= 0 or not math.isfinite(v):
         return 1.0
@@ -99,8 +100,10 @@ def memory_chart_svg(samples: list[dict[str, float]], width: int = 1000, height:
     def y(v: float, top_v: float = vmax) -> float:
         return top + ph - (v / top_v) * ph
 
-    parts = [f'<svg class="chart" role="img" aria-label="memory timeline" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-size="11" font-family="sans-serif">']
+    parts = [
+        f'<svg class="chart" role="img" aria-label="memory timeline" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-size="11" font-family="sans-serif">'
+    ]
     for i in range(5):
         v = vmax * i / 4
         yy = y(v)
@@ -110,14 +113,18 @@ def memory_chart_svg(samples: list[dict[str, float]], width: int = 1000, height:
         t = t0 + span * i / 5
         xx = x(t)
         parts.append(f'<text x="{xx:.1f}" y="{top + ph + 16}" text-anchor="middle" fill="#59636e">{t - t0:.3g}s</text>')
-    parts.append(f'<text x="14" y="{top + ph / 2:.0f}" transform="rotate(-90 14 {top + ph / 2:.0f})" '
-                 f'text-anchor="middle" fill="#59636e">GiB</text>')
+    parts.append(
+        f'<text x="14" y="{top + ph / 2:.0f}" transform="rotate(-90 14 {top + ph / 2:.0f})" '
+        f'text-anchor="middle" fill="#59636e">GiB</text>'
+    )
     cpu = [(s["t"], s["cpu"]) for s in pts if math.isfinite(s.get("cpu", math.nan))]
     if len(cpu) >= 2:
         cmax = max(100.0, _nice_max(max(c for _, c in cpu)))
         poly = " ".join(f"{x(t):.1f},{y(c, cmax):.1f}" for t, c in cpu)
-        parts.append(f'<polygon points="{x(cpu[0][0]):.1f},{top + ph} {poly} {x(cpu[-1][0]):.1f},{top + ph}" '
-                     f'fill="#0969da" fill-opacity="0.08" stroke="none"/>')
+        parts.append(
+            f'<polygon points="{x(cpu[0][0]):.1f},{top + ph} {poly} {x(cpu[-1][0]):.1f},{top + ph}" '
+            f'fill="#0969da" fill-opacity="0.08" stroke="none"/>'
+        )
     legend_y = top + 6
     for key, (label, color) in series.items():
         line = [(s["t"], s[key]) for s in pts if math.isfinite(s.get(key, math.nan))]
@@ -127,16 +134,22 @@ def memory_chart_svg(samples: list[dict[str, float]], width: int = 1000, height:
         parts.append(f'<polyline points="{pl}" fill="none" stroke="{color}" stroke-width="2"/>')
         peak_t, peak_v = max(line, key=lambda tv: tv[1])
         parts.append(f'<circle cx="{x(peak_t):.1f}" cy="{y(peak_v):.1f}" r="3.5" fill="{color}"/>')
-        parts.append(f'<line x1="{left + pw + 10}" y1="{legend_y}" x2="{left + pw + 26}" y2="{legend_y}" '
-                     f'stroke="{color}" stroke-width="2"/>')
+        parts.append(
+            f'<line x1="{left + pw + 10}" y1="{legend_y}" x2="{left + pw + 26}" y2="{legend_y}" '
+            f'stroke="{color}" stroke-width="2"/>'
+        )
         parts.append(f'<text x="{left + pw + 30}" y="{legend_y + 4}">{esc(label)}</text>')
         parts.append(f'<text x="{left + pw + 30}" y="{legend_y + 17}" fill="#59636e">peak {peak_v:.2f} GiB</text>')
         legend_y += 34
     if len(cpu) >= 2:
-        parts.append(f'<rect x="{left + pw + 10}" y="{legend_y - 5}" width="16" height="8" fill="#0969da" fill-opacity="0.2"/>')
+        parts.append(
+            f'<rect x="{left + pw + 10}" y="{legend_y - 5}" width="16" height="8" fill="#0969da" fill-opacity="0.2"/>'
+        )
         parts.append(f'<text x="{left + pw + 30}" y="{legend_y + 4}">CPU %</text>')
     end = x(t1)
-    parts.append(f'<line x1="{end:.1f}" y1="{top}" x2="{end:.1f}" y2="{top + ph}" stroke="#cf222e" stroke-dasharray="4 3"/>')
+    parts.append(
+        f'<line x1="{end:.1f}" y1="{top}" x2="{end:.1f}" y2="{top + ph}" stroke="#cf222e" stroke-dasharray="4 3"/>'
+    )
     parts.append(f'<text x="{end - 4:.1f}" y="{top + 10}" text-anchor="end" fill="#cf222e">failure</text>')
     parts.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#d1d9e0"/>')
     parts.append("</svg>")
@@ -170,8 +183,9 @@ def rank_events(report: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]
         out.setdefault(str(r), []).append(ev)
     for s in report.get("stuck") or []:
         if isinstance(s, dict) and s.get("rank") is not None:
-            out.setdefault(str(s["rank"]), []).append({"kind": "stuck", "text": _stuck_label(s),
-                                                       "collective": s.get("category") == "communication"})
+            out.setdefault(str(s["rank"]), []).append(
+                {"kind": "stuck", "text": _stuck_label(s), "collective": s.get("category") == "communication"}
+            )
     # the telling case of a distributed hang: some ranks wait in a collective, others are somewhere else
     waiting = {r for r, evs in out.items() if any(e.get("collective") for e in evs)}
     if waiting and len(waiting) < len(out):
@@ -205,10 +219,12 @@ def rank_timeline_svg(report: dict[str, Any] | None, width: int = 1000) -> str:
     lane, top, left = 34, 28, 70
     height = top + lane * len(ranks) + 24
     end_x = width - 480
-    parts = [f'<svg class="chart" role="img" aria-label="per-rank timeline" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-size="11" font-family="sans-serif">',
-             f'<text x="{left}" y="16" fill="#59636e">run start</text>',
-             f'<text x="{end_x}" y="16" text-anchor="middle" fill="#59636e">failure / time limit</text>']
+    parts = [
+        f'<svg class="chart" role="img" aria-label="per-rank timeline" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-size="11" font-family="sans-serif">',
+        f'<text x="{left}" y="16" fill="#59636e">run start</text>',
+        f'<text x="{end_x}" y="16" text-anchor="middle" fill="#59636e">failure / time limit</text>',
+    ]
     for i, r in enumerate(ranks):
         yy = top + i * lane + lane / 2
         evs = events[r]
@@ -221,15 +237,28 @@ def rank_timeline_svg(report: dict[str, Any] | None, width: int = 1000) -> str:
         parts.append(f'<text x="{left - 8}" y="{yy + 4:.1f}" text-anchor="end" font-weight="600">rank {esc(r)}</text>')
         parts.append(f'<rect x="{left}" y="{yy - 6:.1f}" width="{bar_end - left}" height="12" rx="3" fill="#d1d9e0"/>')
         if stuck and not errs:
-            parts.append(f'<rect x="{bar_end - 120}" y="{yy - 6:.1f}" width="120" height="12" rx="3" '
-                         f'fill="{color}" fill-opacity="0.55"/>')
-        marker = (f'<circle cx="{bar_end}" cy="{yy:.1f}" r="7" fill="{color}"/>' if errs else
-                  f'<rect x="{bar_end - 6}" y="{yy - 6:.1f}" width="12" height="12" transform="rotate(45 {bar_end} {yy:.1f})" '
-                  f'fill="{color}"/>')
+            parts.append(
+                f'<rect x="{bar_end - 120}" y="{yy - 6:.1f}" width="120" height="12" rx="3" '
+                f'fill="{color}" fill-opacity="0.55"/>'
+            )
+        marker = (
+            f'<circle cx="{bar_end}" cy="{yy:.1f}" r="7" fill="{color}"/>'
+            if errs
+            else f'<rect x="{bar_end - 6}" y="{yy - 6:.1f}" width="12" height="12" transform="rotate(45 {bar_end} {yy:.1f})" '
+            f'fill="{color}"/>'
+        )
         parts.append(marker)
-        kind = ("first failure: " if first else "error: " if errs else
-                "never joined the collective, stuck " if elsewhere else "waiting " if stuck[0].get("collective")
-                else "stuck ")
+        kind = (
+            "first failure: "
+            if first
+            else "error: "
+            if errs
+            else "never joined the collective, stuck "
+            if elsewhere
+            else "waiting "
+            if stuck[0].get("collective")
+            else "stuck "
+        )
         label = kind + (errs or stuck)[0]["text"]
         if len(label) > 80:
             label = label[:79] + "…"
@@ -239,6 +268,7 @@ def rank_timeline_svg(report: dict[str, Any] | None, width: int = 1000) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ blocks
+
 
 def _status(status: object) -> str:
     s = str(status)
@@ -271,7 +301,7 @@ def source_lines(file: str | None, line: int | None, base: Path | None = None) -
     lo, hi = max(1, line - SOURCE_CONTEXT), min(len(text), line + SOURCE_CONTEXT)
     if lo > hi:
         return ""
-    window = redact_text("\n".join(text[lo - 1:hi])).split("\n")
+    window = redact_text("\n".join(text[lo - 1 : hi])).split("\n")
     if len(window) != hi - lo + 1:  # a secret spanning lines was masked: the numbering would lie
         return ""
     rows = []
@@ -282,23 +312,34 @@ def source_lines(file: str | None, line: int | None, base: Path | None = None) -
 
 
 def _cause_html(cause: dict[str, Any], index: int) -> str:
-    parts = [f'<h3>{index}. {esc(cause.get("summary", ""))}</h3>',
-             f'<div class="muted"><code>{esc(cause.get("id", ""))}</code> · <span class="badge">{esc(cause.get("category", ""))}'
-             f'</span> confidence {_conf_bar(float(cause.get("confidence") or 0))}</div>']
+    parts = [
+        f"<h3>{index}. {esc(cause.get('summary', ''))}</h3>",
+        f'<div class="muted"><code>{esc(cause.get("id", ""))}</code> · <span class="badge">{esc(cause.get("category", ""))}'
+        f"</span> confidence {_conf_bar(float(cause.get('confidence') or 0))}</div>",
+    ]
     evidence = [e for e in cause.get("evidence") or [] if isinstance(e, dict)][:MAX_EVIDENCE]
     if evidence:
         rows = []
         for e in evidence:
-            loc = f'{e.get("source", "")}:{e["line"]}' if e.get("line") else str(e.get("source", ""))
+            loc = f"{e.get('source', '')}:{e['line']}" if e.get("line") else str(e.get("source", ""))
             kind = str(e.get("kind", ""))
-            rows.append(f'<tr><td class="k-{esc(kind)}">{esc(kind)}</td><td class="mono">{esc(loc)}</td>'
-                        f'<td><pre>{esc(e.get("excerpt", ""))}</pre></td></tr>')
-        parts.append('<table><tr><th>evidence</th><th>source:line</th><th>excerpt</th></tr>' + "".join(rows) + "</table>")
+            rows.append(
+                f'<tr><td class="k-{esc(kind)}">{esc(kind)}</td><td class="mono">{esc(loc)}</td>'
+                f"<td><pre>{esc(e.get('excerpt', ''))}</pre></td></tr>"
+            )
+        parts.append(
+            "<table><tr><th>evidence</th><th>source:line</th><th>excerpt</th></tr>" + "".join(rows) + "</table>"
+        )
     checks = [c for c in cause.get("validation_checks") or [] if isinstance(c, dict)]
     if checks:
-        rows = [f'<tr><td class="mono">{esc(c.get("name", ""))}</td><td>{_status(c.get("status"))}</td>'
-                f'<td>{esc(c.get("detail", ""))}</td></tr>' for c in checks]
-        parts.append('<table><tr><th>validation check</th><th>status</th><th>detail</th></tr>' + "".join(rows) + "</table>")
+        rows = [
+            f'<tr><td class="mono">{esc(c.get("name", ""))}</td><td>{_status(c.get("status"))}</td>'
+            f"<td>{esc(c.get('detail', ''))}</td></tr>"
+            for c in checks
+        ]
+        parts.append(
+            "<table><tr><th>validation check</th><th>status</th><th>detail</th></tr>" + "".join(rows) + "</table>"
+        )
     hints = cause.get("fix_hints") or []
     if hints:
         parts.append('<ul class="hints">' + "".join(f"<li>fix: {esc(h)}</li>" for h in hints) + "</ul>")
@@ -308,39 +349,51 @@ def _cause_html(cause: dict[str, Any], index: int) -> str:
 def _lock_diff_html(changes: list[dict[str, Any]]) -> str:
     if not changes:
         return ""
-    rows = "".join(f'<tr><td>{esc(c.get("kind", ""))}</td><td class="mono">{esc(c.get("name", ""))}</td>'
-                   f'<td class="mono">{esc("—" if c.get("old") is None else c.get("old"))}</td>'
-                   f'<td class="mono">{esc("—" if c.get("new") is None else c.get("new"))}</td>'
-                   f'<td>{esc(c.get("change", ""))}</td></tr>' for c in changes[:200])
+    rows = "".join(
+        f'<tr><td>{esc(c.get("kind", ""))}</td><td class="mono">{esc(c.get("name", ""))}</td>'
+        f'<td class="mono">{esc("—" if c.get("old") is None else c.get("old"))}</td>'
+        f'<td class="mono">{esc("—" if c.get("new") is None else c.get("new"))}</td>'
+        f"<td>{esc(c.get('change', ''))}</td></tr>"
+        for c in changes[:200]
+    )
     more = f'<p class="notes">… and {len(changes) - 200} more changes</p>' if len(changes) > 200 else ""
-    return ('<h3>Environment lock diff (last green → this run)</h3><table><tr><th>kind</th><th>what</th>'
-            f'<th>before</th><th>now</th><th>change</th></tr>{rows}</table>{more}')
+    return (
+        "<h3>Environment lock diff (last green → this run)</h3><table><tr><th>kind</th><th>what</th>"
+        f"<th>before</th><th>now</th><th>change</th></tr>{rows}</table>{more}"
+    )
 
 
 def _stuck_html(report: dict[str, Any]) -> str:
     stuck = [s for s in report.get("stuck") or [] if isinstance(s, dict)]
     if not stuck:
         return ""
-    rows = "".join(f'<tr><td>{esc(s.get("rank") if s.get("rank") is not None else "-")}</td>'
-                   f'<td>{esc(s.get("summary", ""))}</td><td class="mono">{esc(s.get("detail", ""))}</td></tr>'
-                   for s in stuck[:50])
-    return f'<h3>Where it was stuck</h3><table><tr><th>rank</th><th>waiting</th><th>thread</th></tr>{rows}</table>'
+    rows = "".join(
+        f"<tr><td>{esc(s.get('rank') if s.get('rank') is not None else '-')}</td>"
+        f'<td>{esc(s.get("summary", ""))}</td><td class="mono">{esc(s.get("detail", ""))}</td></tr>'
+        for s in stuck[:50]
+    )
+    return f"<h3>Where it was stuck</h3><table><tr><th>rank</th><th>waiting</th><th>thread</th></tr>{rows}</table>"
 
 
 def failure_html(f: Failure, base: Path | None, open_: bool, pictured: frozenset[int] = frozenset()) -> str:
     """One failed test: where, what, every cause with its evidence, checks and hints, and its pictures."""
     rep = f.report or {}
     where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
-    parts = [f'<details{" open" if open_ else ""}><summary>{esc(f.nodeid)}</summary>',
-             f'<p><strong>{esc(f.summary)}</strong></p>',
-             f'<p class="muted">{esc(f.type)} · {esc(f.when)} · {esc(f.outcome)}'
-             + (f' · <span class="mono">{esc(where)}</span>' if where else "") + "</p>"]
+    parts = [
+        f"<details{' open' if open_ else ''}><summary>{esc(f.nodeid)}</summary>",
+        f"<p><strong>{esc(f.summary)}</strong></p>",
+        f'<p class="muted">{esc(f.type)} · {esc(f.when)} · {esc(f.outcome)}'
+        + (f' · <span class="mono">{esc(where)}</span>' if where else "")
+        + "</p>",
+    ]
     parts.append(source_lines(f.file, f.line, base))
     prof = rep.get("profile") if isinstance(rep.get("profile"), dict) else {}
     ff = prof.get("first_failure") if isinstance(prof.get("first_failure"), dict) else None
     if ff:
-        parts.append(f'<h3>First failure</h3><div class="mono muted">{esc(ff.get("source", ""))}:{esc(ff.get("line") or "?")}'
-                     f'</div><pre>{esc(ff.get("excerpt", ""))}</pre>')
+        parts.append(
+            f'<h3>First failure</h3><div class="mono muted">{esc(ff.get("source", ""))}:{esc(ff.get("line") or "?")}'
+            f"</div><pre>{esc(ff.get('excerpt', ''))}</pre>"
+        )
     if id(f) in pictured:
         parts.append('<p class="notes">its picture is at the top of the report</p>')
     parts.append(_stuck_html(rep))
@@ -359,16 +412,28 @@ def failure_html(f: Failure, base: Path | None, open_: bool, pictured: frozenset
     return "".join(parts)
 
 
-def group_html(g: CauseGroup, index: int, base: Path | None, budget: list[int], open_first: bool = False,
-               pictured: frozenset[int] = frozenset()) -> str:
+def group_html(
+    g: CauseGroup,
+    index: int,
+    base: Path | None,
+    budget: list[int],
+    open_first: bool = False,
+    pictured: frozenset[int] = frozenset(),
+) -> str:
     head = g.head
     cls = re.sub(r"[^a-z_]", "", g.category.lower())
-    parts = [f'<section class="group c-{cls}" id="cause-{index}">',
-             f'<h2><span class="badge count">{g.count} test{"s" if g.count != 1 else ""}</span> {esc(g.title)}</h2>',
-             f'<div class="muted"><span class="badge">{esc(g.category)}</span>{esc(head.type)} · confidence '
-             f'{_conf_bar(g.confidence)}' + (f' · <code>{esc(head.cause_id)}</code>' if head.cause_id else "") + "</div>"]
+    parts = [
+        f'<section class="group c-{cls}" id="cause-{index}">',
+        f'<h2><span class="badge count">{g.count} test{"s" if g.count != 1 else ""}</span> {esc(g.title)}</h2>',
+        f'<div class="muted"><span class="badge">{esc(g.category)}</span>{esc(head.type)} · confidence '
+        f"{_conf_bar(g.confidence)}" + (f" · <code>{esc(head.cause_id)}</code>" if head.cause_id else "") + "</div>",
+    ]
     if head.fix_hints:
-        parts.append('<ul class="hints">' + "".join(f"<li><strong>fix:</strong> {esc(h)}</li>" for h in head.fix_hints[:4]) + "</ul>")
+        parts.append(
+            '<ul class="hints">'
+            + "".join(f"<li><strong>fix:</strong> {esc(h)}</li>" for h in head.fix_hints[:4])
+            + "</ul>"
+        )
     for i, f in enumerate(g.failures):
         if budget[0] <= 0:
             parts.append(f'<p class="notes">… {g.count - i} more tests with this cause are not rendered.</p>')
@@ -388,12 +453,16 @@ def pictures_html(groups: list[CauseGroup], limit: int = MAX_PICTURES) -> tuple[
         for f in g.failures:
             if len(pictured) >= limit:
                 break
-            charts = [("Memory timeline", memory_chart_svg(read_timeline(f.snapshot))),
-                      ("Per-rank timeline", rank_timeline_svg(f.report))]
+            charts = [
+                ("Memory timeline", memory_chart_svg(read_timeline(f.snapshot))),
+                ("Per-rank timeline", rank_timeline_svg(f.report)),
+            ]
             for name, svg in charts:
                 if svg:
-                    parts.append(f'<figure><figcaption><strong>{name}</strong> · <span class="mono">{esc(f.nodeid)}</span>'
-                                 f' · <a href="#cause-{i}">cause {i}: {esc(g.title)}</a></figcaption>{svg}</figure>')
+                    parts.append(
+                        f'<figure><figcaption><strong>{name}</strong> · <span class="mono">{esc(f.nodeid)}</span>'
+                        f' · <a href="#cause-{i}">cause {i}: {esc(g.title)}</a></figcaption>{svg}</figure>'
+                    )
                     pictured.add(id(f))
     if not parts:
         return "", frozenset()
@@ -406,23 +475,29 @@ def render_session(session: Session, *, title: str = "faildiag report", base: Pa
     n = len(session.failures)
     base = base or Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    rows = "".join(f'<tr><td><a href="#cause-{i}">{i}</a></td><td>{esc(g.title)}</td><td>{g.count}</td>'
-                   f'<td>{esc(g.category)}</td><td>{_conf_bar(g.confidence)}</td>'
-                   f'<td>{esc(g.head.fix_hints[0]) if g.head.fix_hints else "—"}</td></tr>'
-                   for i, g in enumerate(groups, 1))
+    rows = "".join(
+        f'<tr><td><a href="#cause-{i}">{i}</a></td><td>{esc(g.title)}</td><td>{g.count}</td>'
+        f"<td>{esc(g.category)}</td><td>{_conf_bar(g.confidence)}</td>"
+        f"<td>{esc(g.head.fix_hints[0]) if g.head.fix_hints else '—'}</td></tr>"
+        for i, g in enumerate(groups, 1)
+    )
     budget = [MAX_FAILURES_RENDERED]
     pictures, pictured = pictures_html(groups)
     lone = n == 1
     body = "".join(group_html(g, i, base, budget, open_first=lone, pictured=pictured) for i, g in enumerate(groups, 1))
     notes = "".join(f"<li>{esc(x)}</li>" for x in session.notes)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{esc(title)}</title>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{esc(title)}</title>'
         f"<style>{CSS}</style></head><body>"
-        f"<h1>{esc(title)}</h1><p class=\"muted\">{n} failure{'s' if n != 1 else ''} · {len(groups)} "
+        f'<h1>{esc(title)}</h1><p class="muted">{n} failure{"s" if n != 1 else ""} · {len(groups)} '
         f"cause{'s' if len(groups) != 1 else ''} · {esc(session.root)} · {now}</p>"
-        + ("<table><tr><th>#</th><th>cause</th><th>tests</th><th>category</th><th>confidence</th>"
-           f"<th>first fix hint</th></tr>{rows}</table>" if groups else "<p>No failed tests.</p>")
+        + (
+            "<table><tr><th>#</th><th>cause</th><th>tests</th><th>category</th><th>confidence</th>"
+            f"<th>first fix hint</th></tr>{rows}</table>"
+            if groups
+            else "<p>No failed tests.</p>"
+        )
         + f"{pictures}{body}"
         + (f'<ul class="notes">{notes}</ul>' if notes else "")
         + "</body></html>\n"

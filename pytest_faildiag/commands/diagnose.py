@@ -18,9 +18,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock", default=None, help="an env.lock.json to use as evidence")
     p.add_argument("--cwd", default=None, help="the folder the command ran in (recorded for `faildiag fix`)")
     p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
-    p.add_argument("--max-chars", type=_positive, default=None, metavar="N",
-                   help="print at most N characters: the first failure, the ranked causes and their direct "
-                        "evidence are kept, the rest is dropped first (the snapshot stays whole)")
+    p.add_argument(
+        "--max-chars",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="print at most N characters: the first failure, the ranked causes and their direct "
+        "evidence are kept, the rest is dropped first (the snapshot stays whole)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,9 +45,17 @@ def run(args: argparse.Namespace) -> int:
         packs = [read_pack_file(r) for r in args.rules]
         ruleset = load_ruleset(packs) if packs else None
         lock = _read_lock(args.lock) if args.lock else None
-        diag = job or diagnose(paths, exit_code=args.exit_code, command=args.command, ruleset=ruleset, lock=lock,
-                               stream=sys.stdin.buffer if use_stdin else None, cwd=args.cwd,
-                               factory_root=_factory_root(args.factory_root), out_dir=args.out)
+        diag = job or diagnose(
+            paths,
+            exit_code=args.exit_code,
+            command=args.command,
+            ruleset=ruleset,
+            lock=lock,
+            stream=sys.stdin.buffer if use_stdin else None,
+            cwd=args.cwd,
+            factory_root=_factory_root(args.factory_root),
+            out_dir=args.out,
+        )
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -114,7 +127,9 @@ def _read_lock(path: str) -> dict:
     except ReadRefused as exc:
         raise UsageError(f"not a readable environment lock: {exc}") from None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: not a readable environment lock ({exc.strerror if isinstance(exc, OSError) else exc})") from None
+        raise UsageError(
+            f"{path}: not a readable environment lock ({exc.strerror if isinstance(exc, OSError) else exc})"
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not an environment lock")
     return data

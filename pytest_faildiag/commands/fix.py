@@ -25,17 +25,29 @@ from typing import Any
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("snapshot", metavar="SNAPSHOT_DIR", nargs="?", default="faildiag-out",
-                   help="a snapshot folder (holds report.json; default ./faildiag-out); a pytest session folder "
-                        "lists one proposal per failed test")
+    p.add_argument(
+        "snapshot",
+        metavar="SNAPSHOT_DIR",
+        nargs="?",
+        default="faildiag-out",
+        help="a snapshot folder (holds report.json; default ./faildiag-out); a pytest session folder "
+        "lists one proposal per failed test",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--confirm", default=None, metavar="FIX_ID", help="apply the proposal with this id and verify it")
-    p.add_argument("--confirm-command", default=None, metavar="CMD_ID",
-                   help="allow the verification rerun of a command faildiag on this machine did not record "
-                        "(the id the proposal shows next to it)")
+    p.add_argument(
+        "--confirm-command",
+        default=None,
+        metavar="CMD_ID",
+        help="allow the verification rerun of a command faildiag on this machine did not record "
+        "(the id the proposal shows next to it)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the change even when verification failed")
-    p.add_argument("--yes", action="store_true",
-                   help="confirm an environment or config change without its id (never enough for source files)")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="confirm an environment or config change without its id (never enough for source files)",
+    )
     p.add_argument("--cwd", default=None, help="the folder the run started in (default: the report's, else .)")
     p.add_argument("--command", default=None, help="the command to rerun (default: the report's)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds the verification rerun may take (900)")
@@ -53,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.snapshot)
     if (folder / "session.json").is_file() and not (folder / "report.json").exists():
         if args.confirm or args.yes or args.confirm_command:
-            raise UsageError(f"{visible(folder, one_line=True)} is a pytest session folder: confirm a fix for one test's snapshot "
-                             f"({visible(folder, one_line=True)}/<test-slug>)")
+            raise UsageError(
+                f"{visible(folder, one_line=True)} is a pytest session folder: confirm a fix for one test's snapshot "
+                f"({visible(folder, one_line=True)}/<test-slug>)"
+            )
         if args.format == "json":
             results = propose_for_session(folder, write=lambda line: None, cwd=args.cwd)
             sys.stdout.write(json_safe(json.dumps({"tests": results}, indent=2, ensure_ascii=False)) + "\n")
@@ -79,12 +93,18 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("nothing changed\n")
             return 0
         if not run_ok and proposal.rerun is not None and args.confirm_command != proposal.rerun.id:
-            run_ok = _ask(redact_text(f"the verification reruns `{visible(proposal.rerun.command, one_line=True)}` in "
-                                      f"{visible(proposal.rerun.cwd, one_line=True)}, a command faildiag on this machine did not "
-                                      "record: run it? [y/N] "))
+            run_ok = _ask(
+                redact_text(
+                    f"the verification reruns `{visible(proposal.rerun.command, one_line=True)}` in "
+                    f"{visible(proposal.rerun.cwd, one_line=True)}, a command faildiag on this machine did not "
+                    "record: run it? [y/N] "
+                )
+            )
     elif args.confirm is not None and args.confirm != proposal.id:
-        raise UsageError(f"no proposal {visible(args.confirm, one_line=True)} for this snapshot (the current one is {proposal.id}; "
-                         "the files, the command or its folder may have changed since it was shown)")
+        raise UsageError(
+            f"no proposal {visible(args.confirm, one_line=True)} for this snapshot (the current one is {proposal.id}; "
+            "the files, the command or its folder may have changed since it was shown)"
+        )
     elif args.confirm is None and proposal.touches_source:
         raise UsageError(f"--yes alone is not enough for a change to source files: pass --confirm {proposal.id}")
     if not proposal.automatic:
@@ -93,10 +113,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the snapshot records no command to rerun for verification: pass --command")
     run_ok = run_ok or _command_confirmed(proposal, args.confirm_command)
     if not run_ok and not args.keep:
-        raise UsageError(redact_text(
-            f"the verification command `{visible(ctx.command, one_line=True)}` (in {visible(proposal.rerun.cwd, one_line=True)}) was not "
-            f"recorded by faildiag on this machine: read it, then confirm it with --confirm-command "
-            f"{proposal.rerun.id}, or pass --keep to apply fix {proposal.id} without running it"))
+        raise UsageError(
+            redact_text(
+                f"the verification command `{visible(ctx.command, one_line=True)}` (in {visible(proposal.rerun.cwd, one_line=True)}) was not "
+                f"recorded by faildiag on this machine: read it, then confirm it with --confirm-command "
+                f"{proposal.rerun.id}, or pass --keep to apply fix {proposal.id} without running it"
+            )
+        )
     return _apply_and_verify(ctx, proposal, args, run_ok)
 
 
@@ -108,8 +131,10 @@ def _command_confirmed(proposal: Any, given: str | None) -> bool:
     if given is None or proposal.rerun is None:
         return False
     if given != proposal.rerun.id:
-        raise UsageError(f"no command {visible(given, one_line=True)} for this snapshot (the verification command's id is "
-                         f"{proposal.rerun.id}; the command or its folder may have changed since it was shown)")
+        raise UsageError(
+            f"no command {visible(given, one_line=True)} for this snapshot (the verification command's id is "
+            f"{proposal.rerun.id}; the command or its folder may have changed since it was shown)"
+        )
     return True
 
 
@@ -145,7 +170,9 @@ def _apply_and_verify(ctx: Any, proposal: Any, args: argparse.Namespace, run_ok:
         with FileLock(str(lock), timeout=0):
             return _apply_locked(ctx, proposal, args, run_ok)
     except Timeout:
-        raise UsageError(f"another `faildiag fix` is applying a fix to {visible(ctx.snapshot, one_line=True)}") from None
+        raise UsageError(
+            f"another `faildiag fix` is applying a fix to {visible(ctx.snapshot, one_line=True)}"
+        ) from None
 
 
 def _apply_locked(ctx: Any, proposal: Any, args: argparse.Namespace, run_ok: bool) -> int:
@@ -166,7 +193,9 @@ def _apply_locked(ctx: Any, proposal: Any, args: argparse.Namespace, run_ok: boo
         if run_ok:
             verification = rerun_and_compare(ctx, env_overrides(proposal), timeout=args.timeout)
         else:
-            verification = Verification("not_run", "not_confirmed", None, 0.0, {"reason": OUTCOME_TEXT["not_confirmed"]})
+            verification = Verification(
+                "not_run", "not_confirmed", None, 0.0, {"reason": OUTCOME_TEXT["not_confirmed"]}
+            )
     except BaseException as exc:  # Ctrl-C or an unexpected error: never leave an unverified change behind
         interrupted = exc
         verification = Verification("not_run", "not_run", None, 0.0, {"reason": f"interrupted: {type(exc).__name__}"})
@@ -176,12 +205,22 @@ def _apply_locked(ctx: Any, proposal: Any, args: argparse.Namespace, run_ok: boo
         problems = rollback(applied)
         rolled_back = True
     record = {
-        "id": proposal.id, "summary": proposal.summary, "applied": True, "verification": verification.status,
-        "rolled_back": rolled_back, "outcome": verification.message, "cause": proposal.cause,
-        "impact": proposal.impact, "changes": [c.to_dict() for c in proposal.changes],
-        "applied_changes": [a.to_dict(ctx) for a in applied], "kept": bool(args.keep and not rolled_back),
-        "cwd": str(ctx.cwd), "command": ctx.command, "rerun": proposal.rerun.to_dict() if proposal.rerun else None,
-        "before": before_evidence(ctx), "after": verification.after,
+        "id": proposal.id,
+        "summary": proposal.summary,
+        "applied": True,
+        "verification": verification.status,
+        "rolled_back": rolled_back,
+        "outcome": verification.message,
+        "cause": proposal.cause,
+        "impact": proposal.impact,
+        "changes": [c.to_dict() for c in proposal.changes],
+        "applied_changes": [a.to_dict(ctx) for a in applied],
+        "kept": bool(args.keep and not rolled_back),
+        "cwd": str(ctx.cwd),
+        "command": ctx.command,
+        "rerun": proposal.rerun.to_dict() if proposal.rerun else None,
+        "before": before_evidence(ctx),
+        "after": verification.after,
     }
     if problems:
         record["rollback_problems"] = problems
@@ -201,8 +240,11 @@ def render_proposal(proposal: Any, snapshot: str) -> str:
     through ``visible``: what is on the screen is what will be written and run."""
     from ..sanitize import visible
 
-    lines = [f"faildiag fix: {proposal.id}", f"  summary: {visible(proposal.summary, one_line=True)}",
-             f"  impact:  {visible(proposal.impact, one_line=True)}"]
+    lines = [
+        f"faildiag fix: {proposal.id}",
+        f"  summary: {visible(proposal.summary, one_line=True)}",
+        f"  impact:  {visible(proposal.impact, one_line=True)}",
+    ]
     for c in proposal.changes:
         lines.append(f"  change ({c.kind}): {visible(c.description, one_line=True)}")
         if c.resolved_path:
@@ -217,18 +259,24 @@ def render_proposal(proposal: Any, snapshot: str) -> str:
     if proposal.automatic and rerun is not None and rerun.command:
         lines.append(f"  verification rerun: {visible(rerun.command, one_line=True)}")
         lines.append(f"    in:   {visible(rerun.cwd, one_line=True)}")
-        lines.append(f"    command {rerun.trust}" + (f" (id {rerun.id})" if proposal.needs_command_confirmation else ""))
+        lines.append(
+            f"    command {rerun.trust}" + (f" (id {rerun.id})" if proposal.needs_command_confirmation else "")
+        )
     lines += [f"  note: {visible(n, one_line=True)}" for n in proposal.notes]
     if proposal.automatic:
         extra = f" --confirm-command {rerun.id}" if proposal.needs_command_confirmation and rerun else ""
-        lines.append(f"  to apply and verify: faildiag fix {visible(snapshot, one_line=True)} --confirm {proposal.id}{extra}")
+        lines.append(
+            f"  to apply and verify: faildiag fix {visible(snapshot, one_line=True)} --confirm {proposal.id}{extra}"
+        )
     return "\n".join(lines)
 
 
 def render_result(record: dict[str, Any]) -> str:
     from ..sanitize import visible
 
-    verdict = {"passed": "verified", "failed": "NOT verified", "not_run": "not verified"}.get(record["verification"], "")
+    verdict = {"passed": "verified", "failed": "NOT verified", "not_run": "not verified"}.get(
+        record["verification"], ""
+    )
     lines = [f"faildiag fix: {record['id']} applied, {verdict}: {visible(record['outcome'], one_line=True)}"]
     after = record.get("after") or {}
     if after.get("reason"):
@@ -272,8 +320,12 @@ def propose_for_session(out_dir: Path, *, write: Any = None, cwd: str | None = N
     for i, group in enumerate(groups, 1):
         members = [e for e in listed if entry_key(e) == group["key"]]
         if len(groups) > 1:
-            emit(redact_text(f"cause {i} of {len(groups)} ({group['count']} test(s)): "
-                             f"{visible(group['summary'] or group['cause_id'] or 'unknown', one_line=True)}"))
+            emit(
+                redact_text(
+                    f"cause {i} of {len(groups)} ({group['count']} test(s)): "
+                    f"{visible(group['summary'] or group['cause_id'] or 'unknown', one_line=True)}"
+                )
+            )
         for entry in members:
             snap = entry_snapshot(root, entry)
             if snap is None:
@@ -284,8 +336,16 @@ def propose_for_session(out_dir: Path, *, write: Any = None, cwd: str | None = N
             except SnapshotError:
                 continue
             proposal = propose(ctx)
-            for line in redact_text(f"{visible(nodeid, one_line=True)}:\n" + render_proposal(proposal, str(snap))).split("\n"):
+            for line in redact_text(
+                f"{visible(nodeid, one_line=True)}:\n" + render_proposal(proposal, str(snap))
+            ).split("\n"):
                 emit(line)
-            out.append({"nodeid": nodeid, "snapshot": str(snap), "cause": group["key"],
-                        "proposal": redact_obj(proposal.to_dict())})
+            out.append(
+                {
+                    "nodeid": nodeid,
+                    "snapshot": str(snap),
+                    "cause": group["key"],
+                    "proposal": redact_obj(proposal.to_dict()),
+                }
+            )
     return out

@@ -16,12 +16,20 @@ import sys
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options only: nothing is imported here so ``faildiag --help`` stays fast."""
-    parser.add_argument("--out", default="env.lock.json", metavar="FILE",
-                        help="where to write the lock (default: env.lock.json; '-' prints it)")
+    parser.add_argument(
+        "--out",
+        default="env.lock.json",
+        metavar="FILE",
+        help="where to write the lock (default: env.lock.json; '-' prints it)",
+    )
     parser.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two lock files")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format of --diff")
-    parser.add_argument("--include", default="", metavar="PKGS",
-                        help="comma-separated ML packages to import for build facts (e.g. torch; '*' = all)")
+    parser.add_argument(
+        "--include",
+        default="",
+        metavar="PKGS",
+        help="comma-separated ML packages to import for build facts (e.g. torch; '*' = all)",
+    )
     parser.add_argument("--timeout", type=float, default=2.0, metavar="S", help="bound of each probe (seconds)")
     parser.add_argument("--cwd", default=None, help="working tree to describe (default: current directory)")
 

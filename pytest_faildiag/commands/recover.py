@@ -21,8 +21,13 @@ import sys
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="faildiag-out", help="the pytest --faildiag output folder (default ./faildiag-out)")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--root", action="append", default=[], metavar="DIR",
-                   help="also read journaled output files under DIR (e.g. pytest's --basetemp); repeatable")
+    p.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also read journaled output files under DIR (e.g. pytest's --basetemp); repeatable",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,9 +61,20 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"faildiag: warning: snapshot not written to {out / slug}: {exc}", file=sys.stderr)
         top = diag.top
-        results.append({"nodeid": d.nodeid, "pid": d.pid, "worker": d.worker, "session_ended": d.session_ended,
-                        "slug": slug, "summary": diag.summary, "category": top.category if top else "unknown",
-                        "type": diag.profile.type, "cause_id": top.id if top else None, "_text": render_text(diag)})
+        results.append(
+            {
+                "nodeid": d.nodeid,
+                "pid": d.pid,
+                "worker": d.worker,
+                "session_ended": d.session_ended,
+                "slug": slug,
+                "summary": diag.summary,
+                "category": top.category if top else "unknown",
+                "type": diag.profile.type,
+                "cause_id": top.id if top else None,
+                "_text": render_text(diag),
+            }
+        )
     if args.format == "json":
         public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
         sys.stdout.write(json.dumps({"journal": str(journal), "killed": public}, indent=2) + "\n")

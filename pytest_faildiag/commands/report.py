@@ -18,8 +18,12 @@ FORMATS = ("text", "md", "html", "github", "gitlab", "json")
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="SNAPSHOT_OR_OUT_DIR", help="a snapshot folder or a session output folder")
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text, md, html (one self-contained file), github (workflow commands), gitlab (Code Quality JSON), json")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text, md, html (one self-contained file), github (workflow commands), gitlab (Code Quality JSON), json",
+    )
     p.add_argument("--html", dest="format", action="store_const", const="html", help="same as --format html")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write to FILE instead of stdout")
 
@@ -65,7 +69,9 @@ def _text(session, markdown: bool) -> str:
     for f in [f for g in session.groups() for f in g.failures]:
         if f.report is None:
             if not lone:
-                out.append(f"## {md_text(f.nodeid)}: {md_text(f.summary)}\n" if markdown else f"{f.nodeid}: {f.summary}\n")
+                out.append(
+                    f"## {md_text(f.nodeid)}: {md_text(f.summary)}\n" if markdown else f"{f.nodeid}: {f.summary}\n"
+                )
             continue
         diag = Diagnosis.from_dict(f.report)
         if markdown:
@@ -90,12 +96,33 @@ def _json(session) -> str:
     if isinstance(raw, dict):
         data: Any = raw  # the file as written, not the normalised copy the renderers use
     else:
-        tests = [{"nodeid": f.nodeid, "when": f.when, "outcome": f.outcome, "category": f.category, "type": f.type,
-                  "summary": f.summary, "confidence": f.confidence, "cause_id": f.cause_id, "file": f.file,
-                  "line": f.line, "fix_hints": f.fix_hints,
-                  "snapshot": f.snapshot.name if f.snapshot is not None else None} for f in session.failures]
-        groups = [{"cause": g.key, "title": g.title, "category": g.category, "confidence": g.confidence,
-                   "tests": [f.nodeid for f in g.failures]} for g in session.groups()]
+        tests = [
+            {
+                "nodeid": f.nodeid,
+                "when": f.when,
+                "outcome": f.outcome,
+                "category": f.category,
+                "type": f.type,
+                "summary": f.summary,
+                "confidence": f.confidence,
+                "cause_id": f.cause_id,
+                "file": f.file,
+                "line": f.line,
+                "fix_hints": f.fix_hints,
+                "snapshot": f.snapshot.name if f.snapshot is not None else None,
+            }
+            for f in session.failures
+        ]
+        groups = [
+            {
+                "cause": g.key,
+                "title": g.title,
+                "category": g.category,
+                "confidence": g.confidence,
+                "tests": [f.nodeid for f in g.failures],
+            }
+            for g in session.groups()
+        ]
         data = {"schema": SESSION_SCHEMA, "tests": tests, "groups": groups}
     return json_safe(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str)) + "\n"
 

@@ -25,8 +25,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--rescore", action="store_true", help="record corrected test_coverage of scorer false-fails")
     d.add_argument("--write-db", action="store_true", help="with --rescore: also update retort.db")
     d.add_argument("--no-run-tests", action="store_true", help="do not re-run the runs' tests (faster, weaker)")
-    d.add_argument("--install-deps", action="store_true",
-                   help="install a run's declared dependencies (pip/npm) before testing it (needs network)")
+    d.add_argument(
+        "--install-deps",
+        action="store_true",
+        help="install a run's declared dependencies (pip/npm) before testing it (needs network)",
+    )
     d.add_argument("--test-timeout", type=float, default=120.0, help="seconds per run's test command")
     d.add_argument("--jobs", type=int, default=1, help="runs diagnosed in parallel")
     a = sub.add_parser("ab", help="rerun one run's tests N times per arm, changing one environment variable")
@@ -62,9 +65,14 @@ def _diagnose(args: argparse.Namespace) -> int:
     if args.test_timeout <= 0:
         return _fail("--test-timeout must be positive")
     out = Path(args.out) if args.out else (Path("faildiag-out") if args.rescore else None)
-    opts = rt.Options(run_tests=not args.no_run_tests, test_timeout=args.test_timeout,
-                      install_deps=args.install_deps, work_dir=(out / ".work") if out else None,
-                      jobs=max(1, args.jobs), cache_dir=(out / ".rerun-cache") if out else None)
+    opts = rt.Options(
+        run_tests=not args.no_run_tests,
+        test_timeout=args.test_timeout,
+        install_deps=args.install_deps,
+        work_dir=(out / ".work") if out else None,
+        jobs=max(1, args.jobs),
+        cache_dir=(out / ".rerun-cache") if out else None,
+    )
     try:
         result = rt.diagnose_experiments(Path(args.experiment_dir), opts)
     except rt.RetortInputError as exc:
@@ -104,19 +112,36 @@ def _ab(args: argparse.Namespace) -> int:
     if args.n < 1:
         return _fail("-n must be at least 1")
     try:
-        arm_a, arm_b = rt.ab_test(Path(args.run_dir), args.variable, args.value_a, args.value_b, n=args.n,
-                                  language=args.language, timeout=args.test_timeout)
+        arm_a, arm_b = rt.ab_test(
+            Path(args.run_dir),
+            args.variable,
+            args.value_a,
+            args.value_b,
+            n=args.n,
+            language=args.language,
+            timeout=args.test_timeout,
+        )
     except rt.RetortInputError as exc:
         return _fail(str(exc))
-    arms = [{"arm": a.label, "variable": args.variable, "value": a.value, "runs": len(a.outcomes),
-             "passed": a.passed, "outcomes": a.outcomes} for a in (arm_a, arm_b)]
+    arms = [
+        {
+            "arm": a.label,
+            "variable": args.variable,
+            "value": a.value,
+            "runs": len(a.outcomes),
+            "passed": a.passed,
+            "outcomes": a.outcomes,
+        }
+        for a in (arm_a, arm_b)
+    ]
     if args.format == "json":
         sys.stdout.write(json.dumps({"arms": arms}, indent=2) + "\n")
     else:
         for a in arms:
             shown = "unset" if a["value"] is None else repr(a["value"])
-            sys.stdout.write(f"arm {a['arm']} ({args.variable}={shown}): {a['passed']}/{a['runs']} passed "
-                             f"{a['outcomes']}\n")
+            sys.stdout.write(
+                f"arm {a['arm']} ({args.variable}={shown}): {a['passed']}/{a['runs']} passed {a['outcomes']}\n"
+            )
         if arm_a.passed != arm_b.passed:
             sys.stdout.write(f"the arms differ: {args.variable} plausibly matters (n={args.n} per arm)\n")
         else:

@@ -12,23 +12,54 @@ import sys
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="faildiag-out", help="folder for logs, timeline and the snapshot (default ./faildiag-out)")
-    p.add_argument("--hang-timeout", type=float, default=None, metavar="S",
-                   help="no output, CPU or watched-file progress for S seconds = a hang: dump stacks, stop, diagnose")
+    p.add_argument(
+        "--out", default="faildiag-out", help="folder for logs, timeline and the snapshot (default ./faildiag-out)"
+    )
+    p.add_argument(
+        "--hang-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="no output, CPU or watched-file progress for S seconds = a hang: dump stacks, stop, diagnose",
+    )
     p.add_argument("--watch", action="append", default=[], metavar="DIR", help="a growing file here counts as progress")
-    p.add_argument("--nccl-debug", action="store_true",
-                   help="set TORCH_NCCL_DUMP_ON_TIMEOUT/TRACE_BUFFER_SIZE so a timeout leaves a flight-recorder dump")
-    p.add_argument("--collect", action="append", default=[], metavar="DIR",
-                   help="a folder of per-rank logs or artifacts to read after the run")
-    p.add_argument("--grace", type=float, default=5.0, metavar="S", help="seconds between SIGTERM and SIGKILL when stopping a hung run")
+    p.add_argument(
+        "--nccl-debug",
+        action="store_true",
+        help="set TORCH_NCCL_DUMP_ON_TIMEOUT/TRACE_BUFFER_SIZE so a timeout leaves a flight-recorder dump",
+    )
+    p.add_argument(
+        "--collect",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of per-rank logs or artifacts to read after the run",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds between SIGTERM and SIGKILL when stopping a hung run",
+    )
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="resource sampling period (default 1 s)")
     p.add_argument("--no-diagnose", action="store_true", help="keep logs and timeline, skip the diagnosis")
     p.add_argument("--factory-root", default=None, metavar="DIR", help="the team's known-issue cards (docs/factory.md)")
-    p.add_argument("--quiet", action="store_true", help="print nothing of faildiag's own (the command's output still passes through)")
-    p.add_argument("--job-dir", default=None, metavar="DIR",
-                   help="a folder shared by every node of a multi-node job: this node writes DIR/nodes/NAME/ "
-                        "(its snapshot and node.json) instead of --out; `faildiag diagnose DIR` merges them")
-    p.add_argument("--node", default=None, metavar="NAME", help="this node's name in --job-dir (default: the host name)")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing of faildiag's own (the command's output still passes through)",
+    )
+    p.add_argument(
+        "--job-dir",
+        default=None,
+        metavar="DIR",
+        help="a folder shared by every node of a multi-node job: this node writes DIR/nodes/NAME/ "
+        "(its snapshot and node.json) instead of --out; `faildiag diagnose DIR` merges them",
+    )
+    p.add_argument(
+        "--node", default=None, metavar="NAME", help="this node's name in --job-dir (default: the host name)"
+    )
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -71,9 +102,16 @@ def run(args: argparse.Namespace) -> int:
     for w in args.watch:
         if not Path(w).is_dir():
             raise UsageError(f"--watch {w}: not a folder")
-    opts = RunOptions(command=cmd, out=out, hang_timeout=args.hang_timeout, watch=[Path(w) for w in args.watch],
-                      nccl_debug=args.nccl_debug, collect=[Path(c) for c in args.collect],
-                      interval=args.interval, grace=max(0.0, args.grace))
+    opts = RunOptions(
+        command=cmd,
+        out=out,
+        hang_timeout=args.hang_timeout,
+        watch=[Path(w) for w in args.watch],
+        nccl_debug=args.nccl_debug,
+        collect=[Path(c) for c in args.collect],
+        interval=args.interval,
+        grace=max(0.0, args.grace),
+    )
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     locker = LockBuilder(out)
     locker.begin()
@@ -97,8 +135,13 @@ def run(args: argparse.Namespace) -> int:
             result.notes.append(locker.note)
         if node is not None:
             result.collected += node.after_run(result)
-        diag = finish_run(result, opts, lock if not locker.reused or result.failed else None,
-                          diagnose_failure=not args.no_diagnose, redacted_lock=None if locker.reused else locker.redacted)
+        diag = finish_run(
+            result,
+            opts,
+            lock if not locker.reused or result.failed else None,
+            diagnose_failure=not args.no_diagnose,
+            redacted_lock=None if locker.reused else locker.redacted,
+        )
         if not result.failed and lock:
             locker.save_fingerprint()
     except Exception as exc:  # the wrapper's own failure never replaces the command's status

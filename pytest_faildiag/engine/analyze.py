@@ -17,18 +17,30 @@ from ..parse.scan import Finding, ScanResult, Traceback
 from ..rules import RuleSet
 
 _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins on ties of evidence
-    ("torch_npu", "pta"), ("mindspore", "mindspore"), ("jaxlib", "jax"), ("jax.", "jax"), ("/jax/", "jax"),
-    ("tensorflow", "tensorflow"), ("torch", "pytorch"), ("NCCL", "pytorch"), ("cupy", "other"),
+    ("torch_npu", "pta"),
+    ("mindspore", "mindspore"),
+    ("jaxlib", "jax"),
+    ("jax.", "jax"),
+    ("/jax/", "jax"),
+    ("tensorflow", "tensorflow"),
+    ("torch", "pytorch"),
+    ("NCCL", "pytorch"),
+    ("cupy", "other"),
 ]
 _BACKEND_MARKERS = [
-    (re.compile(r"\bAscend|\bnpu\b|\bNPU\b|torch_npu|CANN"), "npu"), (re.compile(r"\bHCCL"), "hccl"),
-    (re.compile(r"\bNCCL"), "nccl"), (re.compile(r"\bgloo\b|Gloo"), "gloo"),
-    (re.compile(r"\bcuda\b|\bCUDA\b|cuda:\d|\bcu(?:DNN|BLAS)"), "cuda"), (re.compile(r"\bXLA\b"), "xla"),
+    (re.compile(r"\bAscend|\bnpu\b|\bNPU\b|torch_npu|CANN"), "npu"),
+    (re.compile(r"\bHCCL"), "hccl"),
+    (re.compile(r"\bNCCL"), "nccl"),
+    (re.compile(r"\bgloo\b|Gloo"), "gloo"),
+    (re.compile(r"\bcuda\b|\bCUDA\b|cuda:\d|\bcu(?:DNN|BLAS)"), "cuda"),
+    (re.compile(r"\bXLA\b"), "xla"),
     (re.compile(r"\bTPU\b"), "tpu"),
 ]
 
 
-_ERROR_REPORT = re.compile(r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)")  # not "error_rate", "errors: 0"
+_ERROR_REPORT = re.compile(
+    r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)"
+)  # not "error_rate", "errors: 0"
 _PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
 
 
@@ -72,8 +84,17 @@ def _effective(scan: ScanResult, ruleset: RuleSet, failed: bool) -> list[Finding
 def exit_findings(ruleset: RuleSet, exit_code: int | None) -> list[Finding]:
     if exit_code is None:
         return []
-    return [Finding(r, "exit status", 0, f"exit status {exit_code}" + (f" ({signal_name(exit_code)})" if signal_name(exit_code) else ""), {})
-            for r in ruleset.exit_rules if exit_code in r.exit_codes]
+    return [
+        Finding(
+            r,
+            "exit status",
+            0,
+            f"exit status {exit_code}" + (f" ({signal_name(exit_code)})" if signal_name(exit_code) else ""),
+            {},
+        )
+        for r in ruleset.exit_rules
+        if exit_code in r.exit_codes
+    ]
 
 
 def order_key(f: Finding) -> tuple[bool, int, str, int]:
@@ -81,8 +102,9 @@ def order_key(f: Finding) -> tuple[bool, int, str, int]:
     return (f.rule.downstream, -f.rule.priority, f.ts or "~", f.seq)
 
 
-def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, command: str | None,
-            hint_stack: str | None = None) -> Analysis:
+def analyze(
+    scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, command: str | None, hint_stack: str | None = None
+) -> Analysis:
     failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
     findings = _effective(scan, ruleset, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}
@@ -108,7 +130,9 @@ def analyze(scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, comman
     ranks = rank_summary(scan)
     if ranks:
         profile.ranks = ranks
-    return Analysis(profile, findings, failed or bool(findings), stage_by_rule=staged, type_by_rule=ruled_type is not None)
+    return Analysis(
+        profile, findings, failed or bool(findings), stage_by_rule=staged, type_by_rule=ruled_type is not None
+    )
 
 
 def _has_error_finding(scan: ScanResult) -> bool:
@@ -158,8 +182,12 @@ def detect_stack(scan: ScanResult, command: str | None) -> str:
         texts.append(tb.exc_type or "")
     texts.extend(f.text for f in scan.findings[:40])
     blob = "\n".join(texts)
-    if "test session starts" in blob or "short test summary info" in blob or "+++++ Timeout +++++" in blob \
-            or (command and _PYTEST_CMD.search(command)):
+    if (
+        "test session starts" in blob
+        or "short test summary info" in blob
+        or "+++++ Timeout +++++" in blob
+        or (command and _PYTEST_CMD.search(command))
+    ):
         return "pytest"
     for marker, stack in _STACK_MARKERS:
         if marker in blob:
@@ -190,7 +218,12 @@ def rank_summary(scan: ScanResult) -> dict[str, Any]:
     firsts = dict(scan.rank_first_error)
     for tb in primary_tracebacks(scan):  # an exception no rule knows still marks its rank as failed
         if tb.rank is not None and tb.rank not in firsts:
-            firsts[tb.rank] = (tb.source, tb.exc_line or tb.line, f"{tb.exc_type}: {tb.message}".strip(": ")[:300], None)
+            firsts[tb.rank] = (
+                tb.source,
+                tb.exc_line or tb.line,
+                f"{tb.exc_type}: {tb.message}".strip(": ")[:300],
+                None,
+            )
     if len(firsts) < 1:
         return {}
     ordered = sorted(firsts.items(), key=lambda kv: (kv[1][3] or "~", kv[1][1]))
@@ -223,4 +256,3 @@ def failure_point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | N
         src, line, text = scan.error_lines[-1]
         return FailurePoint(src, line, text)
     return None
-

@@ -14,8 +14,18 @@ from ..model import Evidence, RootCause, ValidationCheck
 from .validate import CheckContext, CheckFn
 
 _SIZE = r"([\d.]+)\s*([KMGT]?i?B|bytes)"
-_UNITS = {"B": 1 / 2**30, "BYTES": 1 / 2**30, "KB": 1 / 2**20, "KIB": 1 / 2**20, "MB": 1 / 2**10, "MIB": 1 / 2**10,
-          "GB": 1.0, "GIB": 1.0, "TB": 1024.0, "TIB": 1024.0}
+_UNITS = {
+    "B": 1 / 2**30,
+    "BYTES": 1 / 2**30,
+    "KB": 1 / 2**20,
+    "KIB": 1 / 2**20,
+    "MB": 1 / 2**10,
+    "MIB": 1 / 2**10,
+    "GB": 1.0,
+    "GIB": 1.0,
+    "TB": 1024.0,
+    "TIB": 1024.0,
+}
 
 
 def _gib(value: str, unit: str) -> float:
@@ -38,8 +48,12 @@ def oom_numbers(text: str) -> dict[str, float]:
         if m:
             out[key] = _gib(m.group(1), m.group(2))
     # older format: "(GPU 0; 15.78 GiB total capacity; 14.2 GiB already allocated; 10.19 MiB free; 14.5 GiB reserved in total by PyTorch)"
-    for key, pat in {"total": _SIZE + r" total capacity", "allocated": _SIZE + r" already allocated",
-                     "free": _SIZE + r" free", "reserved": _SIZE + r" reserved in total"}.items():
+    for key, pat in {
+        "total": _SIZE + r" total capacity",
+        "allocated": _SIZE + r" already allocated",
+        "free": _SIZE + r" free",
+        "reserved": _SIZE + r" reserved in total",
+    }.items():
         if key not in out:
             m = re.search(pat, text)
             if m:
@@ -71,7 +85,9 @@ def _oom_single(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     free, total = n.get("free", 0.0), n.get("total", 0.0)
     detail = f"asked for {_fmt(n['alloc'])}; {_fmt(free)} free of {_fmt(total)} total"
     if n["alloc"] > total > 0 or (n["alloc"] > free and n["alloc"] > 0.25 * max(total, 1e-9)):
-        return ValidationCheck("oom-single-allocation", "passed", detail + ": one request larger than what the device can give")
+        return ValidationCheck(
+            "oom-single-allocation", "passed", detail + ": one request larger than what the device can give"
+        )
     return ValidationCheck("oom-single-allocation", "failed", detail + ": the request itself is small")
 
 
@@ -82,7 +98,9 @@ def _oom_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
     share = n["allocated"] / n["total"] if n["total"] else 0
     detail = f"{_fmt(n['allocated'])} of {_fmt(n['total'])} already allocated by PyTorch ({share:.0%})"
     if share >= 0.6 and n.get("alloc", 0) < 0.25 * n["total"]:
-        return ValidationCheck("oom-growth", "passed", detail + ": the device was filled by live tensors before a modest request")
+        return ValidationCheck(
+            "oom-growth", "passed", detail + ": the device was filled by live tensors before a modest request"
+        )
     return ValidationCheck("oom-growth", "failed", detail)
 
 
@@ -124,7 +142,9 @@ def _memory_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any])
         where = "memory figures printed by the run"
     trend = memory_trend(samples)
     if trend is None:
-        return ValidationCheck("memory-growth", "skipped", "no memory series in the evidence (run under `faildiag run` to record one)")
+        return ValidationCheck(
+            "memory-growth", "skipped", "no memory series in the evidence (run under `faildiag run` to record one)"
+        )
     first, last, ups = trend
     per = (last - first) / (len(samples) - 1)
     detail = f"{where}: {_fmt(first)} → {_fmt(last)} over {len(samples)} samples ({_fmt(abs(per))} per sample), rising in {ups:.0%} of steps"
@@ -136,7 +156,11 @@ def _memory_growth(ctx: CheckContext, cause: RootCause, finding: dict[str, Any])
 def _killed_after_progress(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     trend = memory_trend([v for v, _, _ in ctx.scan.mem_series])
     if trend and trend[1] > trend[0] * 1.5 and trend[2] >= 0.6:
-        return ValidationCheck("killed-after-progress", "failed", "memory kept growing until the kill: memory explains it better than a time limit")
+        return ValidationCheck(
+            "killed-after-progress",
+            "failed",
+            "memory kept growing until the kill: memory explains it better than a time limit",
+        )
     if ctx.scan.tracebacks or ctx.scan.findings:
         return ValidationCheck("killed-after-progress", "skipped", "other errors in the logs")
     return ValidationCheck("killed-after-progress", "passed", "no error was printed before the kill")
@@ -150,7 +174,9 @@ def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
         if fr:
             where = f"{fr.file}:{fr.line} in {fr.func}"
             if not any(e.excerpt.startswith("raised from ") for e in cause.evidence):
-                cause.evidence.append(Evidence("direct", tb.source, f"raised from {where}" + (f": {fr.code}" if fr.code else ""), tb.line))
+                cause.evidence.append(
+                    Evidence("direct", tb.source, f"raised from {where}" + (f": {fr.code}" if fr.code else ""), tb.line)
+                )
             return ValidationCheck("user-frame", "passed", f"the failing call is in user code at {where}")
     return None
 
@@ -158,15 +184,25 @@ def _user_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
 def _launch_blocking(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     env = (ctx.lock or {}).get("env", {}) if isinstance(ctx.lock, dict) else {}
     if str(env.get("CUDA_LAUNCH_BLOCKING", "")) == "1":
-        return ValidationCheck("launch-blocking", "passed", "CUDA_LAUNCH_BLOCKING=1 was set: the reported frame is the failing launch")
-    return ValidationCheck("launch-blocking", "skipped", "CUDA_LAUNCH_BLOCKING was not set: kernel errors are reported asynchronously, so the Python stack may point at a later call")
+        return ValidationCheck(
+            "launch-blocking", "passed", "CUDA_LAUNCH_BLOCKING=1 was set: the reported frame is the failing launch"
+        )
+    return ValidationCheck(
+        "launch-blocking",
+        "skipped",
+        "CUDA_LAUNCH_BLOCKING was not set: kernel errors are reported asynchronously, so the Python stack may point at a later call",
+    )
 
 
 def _index_assert(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
-    pat = re.compile(r"index out of bounds|ind >= ?0 && ind < |srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|idx_dim >= 0 && idx_dim < index_size|index out of range")
+    pat = re.compile(
+        r"index out of bounds|ind >= ?0 && ind < |srcIndex < srcSelectDimSize|t >= 0 && t < n_classes|idx_dim >= 0 && idx_dim < index_size|index out of range"
+    )
     for f in ctx.scan.findings:
         if pat.search(f.text):
-            return ValidationCheck("index-assert", "passed", f"the kernel assertion is an index bounds check: {f.text[:160]}")
+            return ValidationCheck(
+                "index-assert", "passed", f"the kernel assertion is an index bounds check: {f.text[:160]}"
+            )
     return ValidationCheck("index-assert", "skipped", "no kernel assertion text in the logs")
 
 
@@ -176,21 +212,35 @@ def _nan_first(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> 
         return None
     first = nan[0]
     if first.line <= 3:
-        return ValidationCheck("nan-first-step", "passed", f"non-finite from the first logged step ({first.source}:{first.line}): an invalid operation, not slow divergence")
-    return ValidationCheck("nan-first-step", "failed", f"finite for {first.line - 1} lines before turning non-finite: divergence (learning rate, fp16 overflow) is as likely")
+        return ValidationCheck(
+            "nan-first-step",
+            "passed",
+            f"non-finite from the first logged step ({first.source}:{first.line}): an invalid operation, not slow divergence",
+        )
+    return ValidationCheck(
+        "nan-first-step",
+        "failed",
+        f"finite for {first.line - 1} lines before turning non-finite: divergence (learning rate, fp16 overflow) is as likely",
+    )
 
 
 def _flight(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     dumps = ctx.context.get("flight_recorder") or []
     if not dumps:
-        return ValidationCheck("flight-recorder", "skipped", "no NCCL flight-recorder dump found (set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE)")
+        return ValidationCheck(
+            "flight-recorder",
+            "skipped",
+            "no NCCL flight-recorder dump found (set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_TRACE_BUFFER_SIZE)",
+        )
     parts = []
     stuck = False
     for d in dumps:
         first = d.get("first_incomplete")
         if first:
             stuck = True
-            parts.append(f"rank {d.get('rank', '?')}: {first['op']} seq {first['seq']} {first['state']} (last completed seq {d.get('last_completed')}) from {first.get('where', '?')}")
+            parts.append(
+                f"rank {d.get('rank', '?')}: {first['op']} seq {first['seq']} {first['state']} (last completed seq {d.get('last_completed')}) from {first.get('where', '?')}"
+            )
         else:
             parts.append(f"rank {d.get('rank', '?')}: every recorded collective completed")
     return ValidationCheck("flight-recorder", "passed" if stuck else "failed", "; ".join(parts))
@@ -200,9 +250,15 @@ def _flight_not_started(ctx: CheckContext, cause: RootCause, finding: dict[str, 
     dumps = ctx.context.get("flight_recorder") or []
     firsts = [d["first_incomplete"] for d in dumps if d.get("first_incomplete")]
     if not firsts:
-        return ValidationCheck("flight-recorder-not-started", "skipped", "no incomplete collective in a flight-recorder dump")
+        return ValidationCheck(
+            "flight-recorder-not-started", "skipped", "no incomplete collective in a flight-recorder dump"
+        )
     if all(f["state"] == "scheduled" for f in firsts):
-        return ValidationCheck("flight-recorder-not-started", "passed", "the timed-out collective never started on the GPU: work queued before it did not finish")
+        return ValidationCheck(
+            "flight-recorder-not-started",
+            "passed",
+            "the timed-out collective never started on the GPU: work queued before it did not finish",
+        )
     return ValidationCheck("flight-recorder-not-started", "failed", "the collective started and waited for peers")
 
 
@@ -227,8 +283,12 @@ def _native_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
     for d in ctx.scan.dumps:
         if d.innermost:
             fr = d.innermost[0]
-            return ValidationCheck("native-frame", "passed", f"faulthandler shows the crash under {fr.func} ({fr.file}:{fr.line})")
-    return ValidationCheck("native-frame", "skipped", "no faulthandler dump: the Python frame that called native code is unknown")
+            return ValidationCheck(
+                "native-frame", "passed", f"faulthandler shows the crash under {fr.func} ({fr.file}:{fr.line})"
+            )
+    return ValidationCheck(
+        "native-frame", "skipped", "no faulthandler dump: the Python frame that called native code is unknown"
+    )
 
 
 def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
@@ -237,9 +297,13 @@ def _oom_killer(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) ->
             return ValidationCheck("oom-killer", "passed", f"kernel log: {f.text[:160]}")
     measured = ctx.context.get("oom_killer")  # `faildiag run` read the counters before and after the run
     if isinstance(measured, dict) and measured.get("killed") is not None:
-        return ValidationCheck("oom-killer", "passed" if measured["killed"] else "failed", str(measured.get("detail", "")))
+        return ValidationCheck(
+            "oom-killer", "passed" if measured["killed"] else "failed", str(measured.get("detail", ""))
+        )
     if not ctx.probe_machine:
-        return ValidationCheck("oom-killer", "skipped", "stored logs: the machine's OOM-killer counters are not available here")
+        return ValidationCheck(
+            "oom-killer", "skipped", "stored logs: the machine's OOM-killer counters are not available here"
+        )
     for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
         try:
             text = Path(path).read_text()
@@ -261,23 +325,42 @@ def _module_installed(ctx: CheckContext, cause: RootCause, finding: dict[str, An
     top = module.split(".")[0]
     if dists:
         present = top.lower().replace("_", "-") in dists
-        return ValidationCheck("module-installed", "failed" if present else "passed",
-                               f"the environment lock {'lists' if present else 'does not list'} a distribution named {top}")
+        return ValidationCheck(
+            "module-installed",
+            "failed" if present else "passed",
+            f"the environment lock {'lists' if present else 'does not list'} a distribution named {top}",
+        )
     if not ctx.probe_machine:
         return ValidationCheck("module-installed", "skipped", "stored logs and no environment lock")
     try:
         found = importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
         found = False
-    return ValidationCheck("module-installed", "failed" if found else "passed",
-                           f"{top} is {'importable' if found else 'not importable'} by this interpreter")
+    return ValidationCheck(
+        "module-installed",
+        "failed" if found else "passed",
+        f"{top} is {'importable' if found else 'not importable'} by this interpreter",
+    )
 
 
 _FIXTURE_PLUGINS = {
-    "mocker": "pytest-mock", "benchmark": "pytest-benchmark", "httpx_mock": "pytest-httpx", "requests_mock": "requests-mock",
-    "event_loop": "pytest-asyncio", "aioresponses": "aioresponses", "freezer": "pytest-freezer", "snapshot": "syrupy",
-    "celery_app": "celery", "django_db_setup": "pytest-django", "db": "pytest-django", "client": "pytest-django / pytest-flask",
-    "xprocess": "pytest-xprocess", "datadir": "pytest-datadir", "faker": "faker", "respx_mock": "respx", "cov": "pytest-cov",
+    "mocker": "pytest-mock",
+    "benchmark": "pytest-benchmark",
+    "httpx_mock": "pytest-httpx",
+    "requests_mock": "requests-mock",
+    "event_loop": "pytest-asyncio",
+    "aioresponses": "aioresponses",
+    "freezer": "pytest-freezer",
+    "snapshot": "syrupy",
+    "celery_app": "celery",
+    "django_db_setup": "pytest-django",
+    "db": "pytest-django",
+    "client": "pytest-django / pytest-flask",
+    "xprocess": "pytest-xprocess",
+    "datadir": "pytest-datadir",
+    "faker": "faker",
+    "respx_mock": "respx",
+    "cov": "pytest-cov",
 }
 
 
@@ -287,13 +370,17 @@ def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     if plugin:
         cause.fix_hints.insert(0, f"pip install {plugin} (it provides the '{name}' fixture)")
         return ValidationCheck("fixture-plugin", "passed", f"'{name}' is provided by {plugin}")
-    return ValidationCheck("fixture-plugin", "failed", f"'{name}' is not a fixture of a well-known plugin: likely the project's own")
+    return ValidationCheck(
+        "fixture-plugin", "failed", f"'{name}' is not a fixture of a well-known plugin: likely the project's own"
+    )
 
 
 def _prefix(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
     for f in ctx.scan.findings:
         if "module." in f.text and ("Missing key" in f.text or "Unexpected key" in f.text):
-            return ValidationCheck("state-dict-prefix", "passed", "keys differ by the 'module.' prefix that DataParallel/DDP adds")
+            return ValidationCheck(
+                "state-dict-prefix", "passed", "keys differ by the 'module.' prefix that DataParallel/DDP adds"
+            )
     if any("size mismatch for" in f.text for f in ctx.scan.findings):
         sizes = [f.text for f in ctx.scan.findings if "size mismatch for" in f.text][:1]
         return ValidationCheck("state-dict-prefix", "failed", f"names match but shapes differ: {sizes[0][:200]}")

@@ -27,8 +27,13 @@ DISK_FREE_MIN_FRACTION = 0.03
 HCCL_DEFAULTS = {"HCCL_CONNECT_TIMEOUT": 120, "HCCL_EXEC_TIMEOUT": 1836}
 # torch 1.x -> (torchvision, torchaudio) minor versions; torch 2.x follows a rule (see _expected_companions).
 _TORCH1_COMPANIONS = {
-    (1, 13): ("0.14", "0.13"), (1, 12): ("0.13", "0.12"), (1, 11): ("0.12", "0.11"), (1, 10): ("0.11", "0.10"),
-    (1, 9): ("0.10", "0.9"), (1, 8): ("0.9", "0.8"), (1, 7): ("0.8", "0.7"),
+    (1, 13): ("0.14", "0.13"),
+    (1, 12): ("0.13", "0.12"),
+    (1, 11): ("0.12", "0.11"),
+    (1, 10): ("0.11", "0.10"),
+    (1, 9): ("0.10", "0.9"),
+    (1, 8): ("0.9", "0.8"),
+    (1, 7): ("0.8", "0.7"),
 }
 _NUMPY_ABI = re.compile(
     r"compiled using NumPy 1\.x|cannot be run in\s+NumPy 2|_ARRAY_API not found|numpy\.core\.multiarray failed to import"
@@ -37,7 +42,8 @@ _NUMPY_ABI = re.compile(
 )
 _WORKERS = re.compile(
     r"DataLoader worker|num_workers|shared memory|/dev/shm|Bus error|unable to write to file </torch_|"
-    r"torch_shm_manager|insufficient shared memory", re.I,
+    r"torch_shm_manager|insufficient shared memory",
+    re.I,
 )
 
 
@@ -104,11 +110,15 @@ def check_cuda_driver(ctx: CheckContext, cause: RootCause, finding: dict[str, An
         return ValidationCheck(name, "skipped", "the lock does not say which CUDA torch was built for (CPU build?)")
     gpu = _section(lock, "gpu")
     if gpu.get("status") != "ok" or not gpu.get("cuda_version"):
-        why = "nvidia-smi was not found" if gpu.get("status") == "missing" else f"nvidia-smi status {gpu.get('status')!r}"
+        why = (
+            "nvidia-smi was not found" if gpu.get("status") == "missing" else f"nvidia-smi status {gpu.get('status')!r}"
+        )
         return ValidationCheck(name, "skipped", f"driver CUDA version unknown: {why} on the locked machine")
     b, d = _ver(built), _ver(gpu["cuda_version"])
     if b is None or d is None:
-        return ValidationCheck(name, "skipped", f"unparsable versions: torch CUDA {built!r}, driver {gpu['cuda_version']!r}")
+        return ValidationCheck(
+            name, "skipped", f"unparsable versions: torch CUDA {built!r}, driver {gpu['cuda_version']!r}"
+        )
     drv = f"driver {gpu.get('driver_version') or '?'} supports CUDA {gpu['cuda_version']}"
     if b[:2] > d[:2]:
         return ValidationCheck(name, "passed", f"torch is built for CUDA {built} but the {drv} (lock)")
@@ -167,12 +177,16 @@ def check_numpy_abi(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     numpy = _packages(ctx.lock or {}).get("numpy")
     said = _NUMPY_ABI.search(_text(finding))
     if not numpy:
-        return ValidationCheck(name, "failed" if said else "skipped", "numpy is not installed in the locked environment")
+        return ValidationCheck(
+            name, "failed" if said else "skipped", "numpy is not installed in the locked environment"
+        )
     v = _ver(numpy) or (0,)
     if v[0] >= 2 and said:
         return ValidationCheck(name, "passed", f"numpy {numpy} in the lock, and the failure says: {said[0]!r}")
     if v[0] >= 2:
-        return ValidationCheck(name, "skipped", f"numpy {numpy} is installed but the failure text shows no NumPy ABI error")
+        return ValidationCheck(
+            name, "skipped", f"numpy {numpy} is installed but the failure text shows no NumPy ABI error"
+        )
     if said and "dtype size changed" in said[0]:
         return ValidationCheck(name, "passed", f"numpy {numpy} in the lock, and an extension reports {said[0]!r}")
     return ValidationCheck(name, "failed", f"numpy {numpy} (1.x) is installed: not a NumPy-2 ABI break")
@@ -233,7 +247,9 @@ def check_disk_free(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     total, free = disk.get("total"), disk.get("free")
     if not isinstance(total, int | float) or not isinstance(free, int | float) or total <= 0:
         return ValidationCheck(name, "skipped", "the lock has no disk usage for the working directory")
-    detail = f"{_gib(free)} of {_gib(total)} free ({100 * free / total:.1f}%) on {disk.get('path', 'the working directory')}"
+    detail = (
+        f"{_gib(free)} of {_gib(total)} free ({100 * free / total:.1f}%) on {disk.get('path', 'the working directory')}"
+    )
     if free < DISK_FREE_MIN_BYTES or free / total < DISK_FREE_MIN_FRACTION:
         return ValidationCheck(name, "passed", detail + ": almost full")
     return ValidationCheck(name, "failed", detail)

@@ -24,9 +24,11 @@ def _texts_of_rule(ctx: CheckContext, finding: dict[str, Any]) -> list[str]:
 def ms_oom_numbers(text: str) -> dict[str, float]:
     """Sizes in a MindSpore device-memory error, in GiB: request (the failed allocation), total, used."""
     out: dict[str, float] = {}
-    for key, pat in (("request", r"(?:alloc size|Request memory size)\s*:?\s*(\d+)\s*B?"),
-                     ("total", r"total mem size\s*:?\s*(\d+)"),
-                     ("used", r"TotalUsedMemStatistics\s*:?\s*(\d+)")):
+    for key, pat in (
+        ("request", r"(?:alloc size|Request memory size)\s*:?\s*(\d+)\s*B?"),
+        ("total", r"total mem size\s*:?\s*(\d+)"),
+        ("used", r"TotalUsedMemStatistics\s*:?\s*(\d+)"),
+    ):
         m = re.search(pat, text)
         if m:
             out[key] = int(m.group(1)) / _GIB
@@ -46,14 +48,27 @@ def _ms_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -
         if "used" in nums:
             detail += f" with {nums['used']:.2f} GiB in use"
         if req > nums["total"]:
-            return ValidationCheck("ms-oom-size", "passed", detail + ": one request is larger than the whole pool (batch/sequence too large for one device)")
+            return ValidationCheck(
+                "ms-oom-size",
+                "passed",
+                detail + ": one request is larger than the whole pool (batch/sequence too large for one device)",
+            )
         return ValidationCheck("ms-oom-size", "passed", detail + ": the pool was filled by earlier allocations")
     return ValidationCheck("ms-oom-size", "passed", f"a request of {req:.2f} GiB could not be served")
 
 
 _BUFFER_TOTAL = re.compile(r"total allocation:\s*([\d.]+)\s*([KMGT]i?B|B)")
-_UNIT = {"B": 1 / _GIB, "KIB": 1 / 2**20, "KB": 1 / 2**20, "MIB": 1 / 2**10, "MB": 1 / 2**10, "GIB": 1.0, "GB": 1.0,
-         "TIB": 1024.0, "TB": 1024.0}
+_UNIT = {
+    "B": 1 / _GIB,
+    "KIB": 1 / 2**20,
+    "KB": 1 / 2**20,
+    "MIB": 1 / 2**10,
+    "MB": 1 / 2**10,
+    "GIB": 1.0,
+    "GB": 1.0,
+    "TIB": 1024.0,
+    "TB": 1024.0,
+}
 
 
 def _xla_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
@@ -79,15 +94,34 @@ def _xla_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
 
 # option (as typed) → the plugin that provides it
 _OPTION_PLUGINS = {
-    "--cov": "pytest-cov", "--cov-report": "pytest-cov", "--cov-fail-under": "pytest-cov", "-n": "pytest-xdist",
-    "--numprocesses": "pytest-xdist", "--dist": "pytest-xdist", "--timeout": "pytest-timeout",
-    "--timeout-method": "pytest-timeout", "--reruns": "pytest-rerunfailures", "--reruns-delay": "pytest-rerunfailures",
-    "--benchmark-only": "pytest-benchmark", "--benchmark-skip": "pytest-benchmark", "--html": "pytest-html",
-    "--self-contained-html": "pytest-html", "--asyncio-mode": "pytest-asyncio", "--randomly-seed": "pytest-randomly",
-    "-p": "", "--mypy": "pytest-mypy", "--flake8": "pytest-flake8", "--ds": "pytest-django",
-    "--reuse-db": "pytest-django", "--json-report": "pytest-json-report", "--alluredir": "allure-pytest",
-    "--count": "pytest-repeat", "--forked": "pytest-forked", "--instafail": "pytest-instafail",
-    "--snapshot-update": "syrupy", "--hypothesis-show-statistics": "hypothesis",
+    "--cov": "pytest-cov",
+    "--cov-report": "pytest-cov",
+    "--cov-fail-under": "pytest-cov",
+    "-n": "pytest-xdist",
+    "--numprocesses": "pytest-xdist",
+    "--dist": "pytest-xdist",
+    "--timeout": "pytest-timeout",
+    "--timeout-method": "pytest-timeout",
+    "--reruns": "pytest-rerunfailures",
+    "--reruns-delay": "pytest-rerunfailures",
+    "--benchmark-only": "pytest-benchmark",
+    "--benchmark-skip": "pytest-benchmark",
+    "--html": "pytest-html",
+    "--self-contained-html": "pytest-html",
+    "--asyncio-mode": "pytest-asyncio",
+    "--randomly-seed": "pytest-randomly",
+    "-p": "",
+    "--mypy": "pytest-mypy",
+    "--flake8": "pytest-flake8",
+    "--ds": "pytest-django",
+    "--reuse-db": "pytest-django",
+    "--json-report": "pytest-json-report",
+    "--alluredir": "allure-pytest",
+    "--count": "pytest-repeat",
+    "--forked": "pytest-forked",
+    "--instafail": "pytest-instafail",
+    "--snapshot-update": "syrupy",
+    "--hypothesis-show-statistics": "hypothesis",
 }
 
 
@@ -95,8 +129,11 @@ def _pytest_option_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str
     groups = finding.get("groups") or {}
     args = (groups.get("args") or groups.get("args2") or "").split()
     if groups.get("marker"):
-        return ValidationCheck("pytest-option-plugin", "passed",
-                               f"marker '{groups['marker']}' is not registered (with --strict-markers every marker must be declared)")
+        return ValidationCheck(
+            "pytest-option-plugin",
+            "passed",
+            f"marker '{groups['marker']}' is not registered (with --strict-markers every marker must be declared)",
+        )
     if not args:
         return ValidationCheck("pytest-option-plugin", "skipped", "no unrecognised option in the message")
     for a in args:
@@ -106,8 +143,14 @@ def _pytest_option_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str
             hint = f"pip install {plugin} (it provides {opt})"
             if hint not in cause.fix_hints:
                 cause.fix_hints.insert(0, hint)
-            return ValidationCheck("pytest-option-plugin", "passed", f"{opt} is an option of {plugin}, which is not active in this run")
-    return ValidationCheck("pytest-option-plugin", "failed", f"{' '.join(args)[:80]} is not an option of a well-known plugin: likely a typo or a wrong runner command")
+            return ValidationCheck(
+                "pytest-option-plugin", "passed", f"{opt} is an option of {plugin}, which is not active in this run"
+            )
+    return ValidationCheck(
+        "pytest-option-plugin",
+        "failed",
+        f"{' '.join(args)[:80]} is not an option of a well-known plugin: likely a typo or a wrong runner command",
+    )
 
 
 CHECKS: dict[str, CheckFn] = {

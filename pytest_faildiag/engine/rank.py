@@ -35,7 +35,13 @@ def _format(template: str, finding: Finding) -> str:
     values["line"] = finding.text[:160]
     try:
         return template.format_map(values)
-    except (ValueError, IndexError, AttributeError, KeyError, TypeError):  # literal braces, {0}, {x.y}: show it as written
+    except (
+        ValueError,
+        IndexError,
+        AttributeError,
+        KeyError,
+        TypeError,
+    ):  # literal braces, {0}, {x.y}: show it as written
         return template
 
 
@@ -50,8 +56,9 @@ def _evidence_for(f: Finding, spec: CauseSpec) -> list[Evidence]:
     return ev
 
 
-def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext,
-                 facts: Facts) -> list[RootCause]:
+def build_causes(
+    scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: CheckContext, facts: Facts
+) -> list[RootCause]:
     findings = [f for f in analysis.findings if not is_card_rule(f.rule)]
     card_hits = [f for f in analysis.findings if is_card_rule(f.rule)]  # supporting evidence, applied last
     has_primary = any(not f.rule.downstream and f.rule.causes for f in findings)
@@ -67,9 +74,16 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
             conf = spec.confidence * factor
             c = causes.get(spec.id)
             if c is None:
-                c = RootCause(spec.id, spec.category, conf, _format(spec.summary, f), _evidence_for(f, spec),
-                              fix_hints=[_format(h, f) for h in spec.fix_hints], rule=f.rule.id,
-                              fix=_fix_template(spec, f))
+                c = RootCause(
+                    spec.id,
+                    spec.category,
+                    conf,
+                    _format(spec.summary, f),
+                    _evidence_for(f, spec),
+                    fix_hints=[_format(h, f) for h in spec.fix_hints],
+                    rule=f.rule.id,
+                    fix=_fix_template(spec, f),
+                )
                 causes[spec.id] = c
                 checks_of[spec.id] = (list(spec.checks), _finding_dict(f))
             elif f.rule.id not in seen_rule_for_cause[spec.id]:
@@ -101,7 +115,7 @@ def build_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet, ctx: Ch
     if card_hits:
         ctx.context["factory"] = support(causes, card_hits)
     for c in causes.values():
-        c.evidence = c.evidence[:MAX_EVIDENCE + 2]
+        c.evidence = c.evidence[: MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))
     out = _thin_evidence_penalty(diversify(ranked)[:MAX_CAUSES])
     for c in out:
@@ -115,7 +129,11 @@ def _kind_rank(c: RootCause) -> int:
 
 def _thin_evidence_penalty(causes: list[RootCause]) -> list[RootCause]:
     """Conflicting candidates of similar weight lower the leader's confidence: never pretend certainty."""
-    if len(causes) >= 2 and causes[0].category != causes[1].category and causes[1].confidence > 0.8 * causes[0].confidence:
+    if (
+        len(causes) >= 2
+        and causes[0].category != causes[1].category
+        and causes[1].confidence > 0.8 * causes[0].confidence
+    ):
         causes[0].confidence = max(causes[0].confidence * 0.9, causes[1].confidence)  # lowered, never reordered
     return causes
 
@@ -129,8 +147,9 @@ def _fix_template(spec: CauseSpec, f: Finding) -> dict[str, Any] | None:
     return out
 
 
-def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict[str, tuple[list[str], dict[str, Any]]],
-                     stuck: dict[str, Any]) -> None:
+def _add_stuck_cause(
+    causes: dict[str, RootCause], checks_of: dict[str, tuple[list[str], dict[str, Any]]], stuck: dict[str, Any]
+) -> None:
     cid = f"hang.{stuck['category']}"
     ev = Evidence("direct", stuck["source"], stuck["detail"], stuck.get("line"))
     if cid in causes:
@@ -141,8 +160,15 @@ def _add_stuck_cause(causes: dict[str, RootCause], checks_of: dict[str, tuple[li
     generic = causes.pop("hang.stuck", None)  # the timeout line joins the cause that says where it waited
     if generic is not None:
         evidence += generic.evidence
-    causes[cid] = RootCause(cid, stuck["category"], conf, stuck["summary"], evidence, fix_hints=list(stuck.get("fix_hints", [])),
-                            rule="stuck_frame")
+    causes[cid] = RootCause(
+        cid,
+        stuck["category"],
+        conf,
+        stuck["summary"],
+        evidence,
+        fix_hints=list(stuck.get("fix_hints", [])),
+        rule="stuck_frame",
+    )
     checks_of[cid] = checks_of.pop("hang.stuck", ([], {})) if generic is not None else ([], {})
 
 
@@ -168,12 +194,20 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
                 break
             seen.add(key)
             rank = f"rank {d.rank} " if d.rank is not None else ""
-            out.append({"category": entry.get("category", "test_code"), "summary": summary,
-                        "detail": f"{rank}{d.thread}: stuck in {fr.func} ({where})", "source": d.source, "line": d.line,
-                        "fix_hints": entry.get("fix_hints", []), "rank": d.rank})
+            out.append(
+                {
+                    "category": entry.get("category", "test_code"),
+                    "summary": summary,
+                    "detail": f"{rank}{d.thread}: stuck in {fr.func} ({where})",
+                    "source": d.source,
+                    "line": d.line,
+                    "fix_hints": entry.get("fix_hints", []),
+                    "rank": d.rank,
+                }
+            )
             break
     # main threads first: they are the ones the user waits on
-    out.sort(key=lambda s: (0 if "MainThread" in s["detail"] or "Current thread" in s["detail"] else 1))
+    out.sort(key=lambda s: 0 if "MainThread" in s["detail"] or "Current thread" in s["detail"] else 1)
     return out
 
 
@@ -211,10 +245,27 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
     out = []
     for cat, prior in zip(cats, priors, strict=False):
         ev = [point] if point else [Evidence("direct", "exit status", what)]
-        ev = list(ev) + [Evidence("hypothesis", "fallback", f"no known signature matched; for a {analysis.profile.stack} run the {cat} layer is a likely place to look")]
-        out.append(RootCause(f"unknown.{cat}", cat, prior, f"unrecognised failure ({what[:120]}); look in the {cat.replace('_', ' ')} first", ev,
-                             fix_hints=["read the error message and the user frame of the traceback; reduce to a small repro"],
-                             rule="fallback", error=what))
+        ev = list(ev) + [
+            Evidence(
+                "hypothesis",
+                "fallback",
+                f"no known signature matched; for a {analysis.profile.stack} run the {cat} layer is a likely place to look",
+            )
+        ]
+        out.append(
+            RootCause(
+                f"unknown.{cat}",
+                cat,
+                prior,
+                f"unrecognised failure ({what[:120]}); look in the {cat.replace('_', ' ')} first",
+                ev,
+                fix_hints=["read the error message and the user frame of the traceback; reduce to a small repro"],
+                rule="fallback",
+                error=what,
+            )
+        )
     if out:
-        out[0].validation_checks.append(ValidationCheck("rule-match", "failed", "no rule of the knowledge base matched this failure"))
+        out[0].validation_checks.append(
+            ValidationCheck("rule-match", "failed", "no rule of the knowledge base matched this failure")
+        )
     return out

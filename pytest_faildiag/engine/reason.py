@@ -27,7 +27,9 @@ from .analyze import Analysis, primary_tracebacks
 
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 # the standard library: ``…/lib/python3.X/`` (POSIX), ``…\Python3XX\Lib\`` (Windows installs)
-_STDLIB = re.compile(r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)")
+_STDLIB = re.compile(
+    r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)"
+)
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 _PATHS = re.compile(r"\S*[/\\]\S*")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
@@ -339,7 +341,9 @@ def context_factors(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> l
     return out
 
 
-def _factor(category: str, active: list[tuple[str, str, dict[str, float]]]) -> tuple[float, list[tuple[str, str, float]]]:
+def _factor(
+    category: str, active: list[tuple[str, str, dict[str, float]]]
+) -> tuple[float, list[tuple[str, str, float]]]:
     f = 1.0
     moved = []
     for fact, why, factors in active:
@@ -362,8 +366,11 @@ def _where(facts: Facts) -> str:
     if fr is None:
         return ""
     who = {"user": "the program's own code", "test": "the test's code", "stdlib": "the standard library"}.get(
-        facts.raiser or "", f"the library {facts.library}" if facts.library else "a library")
-    return f"{facts.exc_type or 'the error'} raised in {who} at {fr.file}:{fr.line}" + (f" in {fr.func}" if fr.func else "")
+        facts.raiser or "", f"the library {facts.library}" if facts.library else "a library"
+    )
+    return f"{facts.exc_type or 'the error'} raised in {who} at {fr.file}:{fr.line}" + (
+        f" in {fr.func}" if fr.func else ""
+    )
 
 
 def _checks_for(moved: list[tuple[str, str, float]], facts: Facts) -> list[ValidationCheck]:
@@ -391,11 +398,13 @@ def apply_context(causes: list[RootCause], facts: Facts, analysis: Analysis, rs:
         # line's usual reading (a factor of REFUTES or below), which counts in full
         strong = _prod([w for _, _, w in moved if w <= REFUTES])
         soft = max(MIN_FACTOR, min(MAX_FACTOR, _prod([w for _, _, w in moved if w > REFUTES])))
-        c.confidence = min(0.97, c.confidence * strong * soft ** 0.5)
+        c.confidence = min(0.97, c.confidence * strong * soft**0.5)
         c.validation_checks.extend(_checks_for(moved, facts))
 
 
-def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: bool, failed: bool = False) -> str | None:
+def symptom_family(
+    facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: bool, failed: bool = False
+) -> str | None:
     """The family whose differential applies: the profile's type when a rule named a specific symptom,
     else the failing exception's family, else the type."""
     t = analysis.profile.type
@@ -411,8 +420,9 @@ def symptom_family(facts: Facts, analysis: Analysis, rs: RuleSet, rules_fired: b
     return None
 
 
-def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float],
-                 primary: bool) -> list[tuple[RootCause, list[str]]]:
+def differential(
+    facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[str, float], primary: bool
+) -> list[tuple[RootCause, list[str]]]:
     """Candidate causes for the symptom family, one per category not already present, weighted by the facts,
     each with the validation checks that tell it from the others. ``present`` maps the categories the rules
     already found to their best confidence."""
@@ -435,25 +445,43 @@ def differential(facts: Facts, analysis: Analysis, rs: RuleSet, present: dict[st
             continue
         conf = scale * (w / total) ** 0.8
         ev = [point] if point else []
-        ev.append(Evidence("hypothesis", f"differential:{family}", f"{title}: one of its usual causes is {sc.category} — {sc.summary}"))
+        ev.append(
+            Evidence(
+                "hypothesis",
+                f"differential:{family}",
+                f"{title}: one of its usual causes is {sc.category} — {sc.summary}",
+            )
+        )
         if facts.raise_frame is not None and facts.raiser:
             ev.append(Evidence("direct", facts.source or "traceback", _where(facts), facts.line))
         # the summary names what failed: a person (and an annotation) reads the error, then the hypothesis
         what = point.excerpt[:120] if point else title
-        c = RootCause(f"{family}.{sc.category}", sc.category, conf, f"{what} — {sc.summary}", ev,
-                      fix_hints=list(sc.fix_hints), rule=f"differential:{family}",
-                      error=point.excerpt if point else None)
+        c = RootCause(
+            f"{family}.{sc.category}",
+            sc.category,
+            conf,
+            f"{what} — {sc.summary}",
+            ev,
+            fix_hints=list(sc.fix_hints),
+            rule=f"differential:{family}",
+            error=point.excerpt if point else None,
+        )
         c.validation_checks.extend(_checks_for(moved, facts))
         out.append((c, list(sc.checks)))
     if primary and out:
-        out[0][0].validation_checks.append(ValidationCheck(
-            "rule-match", "failed", f"no rule of the knowledge base matched; these are the usual causes of: {title}"))
+        out[0][0].validation_checks.append(
+            ValidationCheck(
+                "rule-match", "failed", f"no rule of the knowledge base matched; these are the usual causes of: {title}"
+            )
+        )
     return out
 
 
 def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     if facts.exc_type:
-        return Evidence("direct", facts.source or "log", f"{facts.exc_type}: {facts.message}".strip(": ")[:500], facts.line)
+        return Evidence(
+            "direct", facts.source or "log", f"{facts.exc_type}: {facts.message}".strip(": ")[:500], facts.line
+        )
     fp = analysis.profile.first_failure
     if fp is not None:
         return Evidence("direct", fp.source, fp.excerpt[:500], fp.line)

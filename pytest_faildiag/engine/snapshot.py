@@ -39,8 +39,13 @@ def report_dict(diag: Diagnosis) -> dict[str, Any]:
     return redacted
 
 
-def write_snapshot(diag: Diagnosis, out_dir: str | os.PathLike[str], *, lock: dict[str, Any] | None = None,
-                   extra_files: dict[str, str | bytes] | None = None) -> Path:
+def write_snapshot(
+    diag: Diagnosis,
+    out_dir: str | os.PathLike[str],
+    *,
+    lock: dict[str, Any] | None = None,
+    extra_files: dict[str, str | bytes] | None = None,
+) -> Path:
     """Write the snapshot folder and return its path. Raises OSError when the folder is not writable, and
     ``fsio.OutputFolderRefused`` (an OSError) when it is a symlink or a folder others can write into."""
     out = ensure_output_root(out_dir)

@@ -19,6 +19,15 @@ from .propose import Change, Proposal, propose
 from .verify import Verification, record_fix, rerun_and_compare
 
 __all__ = [
-    "Change", "FixContext", "FixError", "Proposal", "Verification", "apply_proposal", "load_context",
-    "propose", "record_fix", "rerun_and_compare", "rollback",
+    "Change",
+    "FixContext",
+    "FixError",
+    "Proposal",
+    "Verification",
+    "apply_proposal",
+    "load_context",
+    "propose",
+    "record_fix",
+    "rerun_and_compare",
+    "rollback",
 ]

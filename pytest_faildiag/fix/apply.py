@@ -45,8 +45,13 @@ class Applied:
     created: bool = False
 
     def to_dict(self, ctx: FixContext) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": self.kind, "path": ctx.rel(self.path), "before_sha256": self.before_sha256,
-                             "after_sha256": self.after_sha256, "created": self.created}
+        d: dict[str, Any] = {
+            "kind": self.kind,
+            "path": ctx.rel(self.path),
+            "before_sha256": self.before_sha256,
+            "after_sha256": self.after_sha256,
+            "created": self.created,
+        }
         if self.backup is not None:
             d["backup"] = str(self.backup.relative_to(ctx.snapshot))
         return d
@@ -59,6 +64,7 @@ def _sha(data: bytes) -> str:
 def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
     """Atomically replace ``path`` with ``data`` (temp file + fsync + rename), keeping ``mode``."""
     atomic_write(path, data, mode=mode)
+
 
 def env_file_text(proposal: Proposal) -> str:
     return env_text([(c.key, c.new or "") for c in proposal.changes if c.kind == "env" and c.key])
@@ -85,7 +91,9 @@ def apply_proposal(proposal: Proposal, ctx: FixContext) -> list[Applied]:
                 raise FixError(f"{visible(change.path, one_line=True)}: cannot read it as a regular file")
             mode = stat.S_IMODE(path.stat().st_mode)
             if _sha(before) != change.before_sha256:
-                raise FixError(f"{visible(change.path, one_line=True)} changed since the proposal was made: run `faildiag fix` again")
+                raise FixError(
+                    f"{visible(change.path, one_line=True)} changed since the proposal was made: run `faildiag fix` again"
+                )
             backup_dir = _fix_dir(ctx, "backup")
             backup = backup_dir / f"{i}-{path.name}"
             replace_file(backup, before)
@@ -115,8 +123,10 @@ def _target(ctx: FixContext, name: str, shown: str | None) -> Path:
     except PathRefused as exc:
         raise FixError(visible(str(exc), one_line=True)) from None
     if shown is not None and str(path) != shown:
-        raise FixError(f"{visible(name, one_line=True)} now resolves to {visible(path, one_line=True)}, not to {visible(shown, one_line=True)} as proposed: "
-                       "run `faildiag fix` again")
+        raise FixError(
+            f"{visible(name, one_line=True)} now resolves to {visible(path, one_line=True)}, not to {visible(shown, one_line=True)} as proposed: "
+            "run `faildiag fix` again"
+        )
     return path
 
 

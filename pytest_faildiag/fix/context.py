@@ -28,10 +28,29 @@ from .paths import PathRefused, check_root, project_file, read_tail
 
 MAX_LOG_BYTES = 4 * 1024 * 1024
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
-CONFIG_SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml", ".ini": "ini", ".cfg": "ini",
-                   ".conf": "ini"}
-SKIP_DIRS = {".git", ".venv", "venv", "env", "__pycache__", "node_modules", "site-packages", "faildiag-out", ".tox",
-             ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+CONFIG_SUFFIXES = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".conf": "ini",
+}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "env",
+    "__pycache__",
+    "node_modules",
+    "site-packages",
+    "faildiag-out",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+}
 MAX_SCAN_FILES = 400
 
 _TB_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
@@ -163,9 +182,22 @@ class FixContext:
     def config_files(self) -> list[Path]:
         """Config files: those named on the command line first, then the run folder's (bounded)."""
         named = [p for p in self.command_files() if p.suffix.lower() in CONFIG_SUFFIXES]
-        found = [p for p in walk_files(self.cwd, set(CONFIG_SUFFIXES), skip=self.snapshot)
-                 if p.name not in {"report.json", "session.json", "package.json", "package-lock.json", "pyproject.toml",
-                                   "tsconfig.json", "setup.cfg", "tox.ini"} and not p.name.endswith(".lock.json")]
+        found = [
+            p
+            for p in walk_files(self.cwd, set(CONFIG_SUFFIXES), skip=self.snapshot)
+            if p.name
+            not in {
+                "report.json",
+                "session.json",
+                "package.json",
+                "package-lock.json",
+                "pyproject.toml",
+                "tsconfig.json",
+                "setup.cfg",
+                "tox.ini",
+            }
+            and not p.name.endswith(".lock.json")
+        ]
         return self._editable(named + found)
 
 
@@ -191,7 +223,9 @@ def walk_files(root: Path, suffixes: set[str], *, skip: Path | None = None, max_
             dirnames[:] = []
             continue
         depth = len(here.parts) - root_depth
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")) if depth < max_depth else []
+        dirnames[:] = (
+            sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")) if depth < max_depth else []
+        )
         for fn in sorted(filenames):
             if Path(fn).suffix.lower() in suffixes:
                 out.append(here / fn)
@@ -225,8 +259,9 @@ def read_report(snapshot: Path) -> dict[str, Any]:
     return out
 
 
-def load_context(snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str] | None = None,
-                 command: str | None = None) -> FixContext:
+def load_context(
+    snapshot: str | os.PathLike[str], *, cwd: str | os.PathLike[str] | None = None, command: str | None = None
+) -> FixContext:
     """Build the context of ``snapshot``. The working folder is ``cwd`` when given, else the report's
     ``"cwd"`` key, else the current folder. Raises SnapshotError for an unusable snapshot or folder."""
     snap = Path(snapshot)

@@ -26,8 +26,10 @@ def _patterns(key: str, fmt: str) -> list[re.Pattern[str]]:
     if fmt == "json":
         return [re.compile(rf"\"{k}\"\s*:\s*(?P<val>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\"[^\"\n]*\"|true|false)")]
     if fmt == "yaml":
-        return [re.compile(rf"^[ \t]*(?:-[ \t]+)?[\"']?{k}[\"']?[ \t]*:[ \t]*(?P<val>[^\s#,\]}}]+)", re.M),
-                re.compile(rf"[{{,][ \t]*[\"']?{k}[\"']?[ \t]*:[ \t]*(?P<val>[^\s#,\]}}]+)")]
+        return [
+            re.compile(rf"^[ \t]*(?:-[ \t]+)?[\"']?{k}[\"']?[ \t]*:[ \t]*(?P<val>[^\s#,\]}}]+)", re.M),
+            re.compile(rf"[{{,][ \t]*[\"']?{k}[\"']?[ \t]*:[ \t]*(?P<val>[^\s#,\]}}]+)"),
+        ]
     return [re.compile(rf"^[ \t]*[\"']?{k}[\"']?[ \t]*[=:][ \t]*(?P<val>[^\s#;,]+)", re.M)]  # toml, ini
 
 
@@ -48,16 +50,25 @@ def find_config_values(text: str, key: str, fmt: str) -> list[ValueSpan]:
 
 def replace_span(text: str, span: ValueSpan, new_value: str) -> str:
     """``text`` with the value at ``span`` replaced, keeping its quoting."""
-    raw = text[span.start:span.end]
+    raw = text[span.start : span.end]
     quote = raw[0] if raw[:1] in {"'", '"'} and raw[-1:] == raw[:1] and len(raw) > 1 else ""
-    return text[:span.start] + f"{quote}{new_value}{quote}" + text[span.end:]
+    return text[: span.start] + f"{quote}{new_value}{quote}" + text[span.end :]
 
 
 _INT_KEYS = {
     "json": [re.compile(r"\"(?P<key>[A-Za-z_][\w.-]*)\"\s*:\s*(?P<val>-?\d+)(?![\d.eE])")],
-    "yaml": [re.compile(r"^[ \t]*(?:-[ \t]+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*(?P<val>-?\d+)[ \t]*(?:#.*)?\r?$", re.M),
-             re.compile(r"[{,][ \t]*[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*(?P<val>-?\d+)[ \t]*(?=[,}])")],
-    "ini": [re.compile(r"^[ \t]*[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*[=:][ \t]*(?P<val>-?\d+)[ \t]*(?:[#;].*)?\r?$", re.M)],
+    "yaml": [
+        re.compile(
+            r"^[ \t]*(?:-[ \t]+)?[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*(?P<val>-?\d+)[ \t]*(?:#.*)?\r?$",
+            re.M,
+        ),
+        re.compile(r"[{,][ \t]*[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*:[ \t]*(?P<val>-?\d+)[ \t]*(?=[,}])"),
+    ],
+    "ini": [
+        re.compile(
+            r"^[ \t]*[\"']?(?P<key>[A-Za-z_][\w.-]*)[\"']?[ \t]*[=:][ \t]*(?P<val>-?\d+)[ \t]*(?:[#;].*)?\r?$", re.M
+        )
+    ],
 }
 
 

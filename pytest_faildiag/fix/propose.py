@@ -32,8 +32,18 @@ from .edit import find_config_values, integer_values, replace_span
 from .paths import read_regular
 
 SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|access_?key|private|credential|auth|cookie|session)")
-CLASS_COUNT_KEYS = ("num_classes", "n_classes", "nclasses", "num_class", "n_class", "num_labels", "n_labels",
-                    "classes", "num_outputs", "out_classes")
+CLASS_COUNT_KEYS = (
+    "num_classes",
+    "n_classes",
+    "nclasses",
+    "num_class",
+    "n_class",
+    "num_labels",
+    "n_labels",
+    "classes",
+    "num_outputs",
+    "out_classes",
+)
 
 
 @dataclass
@@ -54,9 +64,19 @@ class Change:
     new_text: str | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"kind": self.kind, "description": self.description, "path": self.path, "key": self.key,
-             "old": self.old, "new": self.new, "line": self.line, "diff": self.diff, "before_sha256": self.before_sha256,
-             "resolved_path": self.resolved_path, "after_sha256": self.after_sha256}
+        d = {
+            "kind": self.kind,
+            "description": self.description,
+            "path": self.path,
+            "key": self.key,
+            "old": self.old,
+            "new": self.new,
+            "line": self.line,
+            "diff": self.diff,
+            "before_sha256": self.before_sha256,
+            "resolved_path": self.resolved_path,
+            "after_sha256": self.after_sha256,
+        }
         return {k: v for k, v in d.items() if v is not None}
 
 
@@ -85,12 +105,19 @@ class Rerun:
             return "given with --command"
         if self.recorded_here:
             return "recorded by faildiag on this machine for this snapshot and folder"
-        return ("NOT recorded by faildiag on this machine for this snapshot and folder (another machine's "
-                "snapshot, or edited): it runs only with its own confirmation")
+        return (
+            "NOT recorded by faildiag on this machine for this snapshot and folder (another machine's "
+            "snapshot, or edited): it runs only with its own confirmation"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"command": self.command, "cwd": self.cwd, "recorded_here": self.recorded_here or self.origin == "option",
-                "trust": self.trust, "command_id": self.id}
+        return {
+            "command": self.command,
+            "cwd": self.cwd,
+            "recorded_here": self.recorded_here or self.origin == "option",
+            "trust": self.trust,
+            "command_id": self.id,
+        }
 
 
 @dataclass
@@ -116,14 +143,24 @@ class Proposal:
     @property
     def needs_command_confirmation(self) -> bool:
         """The rerun's command was not recorded here: ``--yes`` and the fix id are not enough to run it."""
-        return self.rerun is not None and self.rerun.command is not None and not (
-            self.rerun.recorded_here or self.rerun.origin == "option")
+        return (
+            self.rerun is not None
+            and self.rerun.command is not None
+            and not (self.rerun.recorded_here or self.rerun.origin == "option")
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "summary": self.summary, "impact": self.impact,
-                "changes": [c.to_dict() for c in self.changes], "cause": self.cause, "automatic": self.automatic,
-                "manual_steps": list(self.manual_steps), "notes": list(self.notes),
-                "rerun": self.rerun.to_dict() if self.rerun else None}
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "impact": self.impact,
+            "changes": [c.to_dict() for c in self.changes],
+            "cause": self.cause,
+            "automatic": self.automatic,
+            "manual_steps": list(self.manual_steps),
+            "notes": list(self.notes),
+            "rerun": self.rerun.to_dict() if self.rerun else None,
+        }
 
 
 Strategy = Callable[[FixContext, dict[str, Any], dict[str, Any]], "Proposal | None"]
@@ -143,15 +180,22 @@ def sha256_file(path: Path) -> str:
 def proposal_id(p: Proposal) -> str:
     """The hash of everything the proposal will do (files, hashes, diffs, env values, rerun command and
     folder) and says (summary, impact, manual steps); notes are commentary and left out."""
-    payload = {"kind": p.kind, "cause": p.cause, "summary": p.summary, "impact": p.impact,
-               "changes": [c.to_dict() for c in p.changes], "manual": list(p.manual_steps),
-               "rerun": [p.rerun.command, p.rerun.cwd] if p.rerun else None}
+    payload = {
+        "kind": p.kind,
+        "cause": p.cause,
+        "summary": p.summary,
+        "impact": p.impact,
+        "changes": [c.to_dict() for c in p.changes],
+        "manual": list(p.manual_steps),
+        "rerun": [p.rerun.command, p.rerun.cwd] if p.rerun else None,
+    }
     blob = json.dumps(payload, sort_keys=True, default=str).encode()
     return f"{p.kind}-{hashlib.sha256(blob).hexdigest()[:10]}"
 
 
-def _finish(kind: str, cause: dict[str, Any], summary: str, impact: str, changes: list[Change],
-            manual: list[str] | None = None) -> Proposal:
+def _finish(
+    kind: str, cause: dict[str, Any], summary: str, impact: str, changes: list[Change], manual: list[str] | None = None
+) -> Proposal:
     """A proposal without its id: ``propose`` adds the rerun and then hashes the whole."""
     cid = str(cause.get("id")) if cause.get("id") else None
     return Proposal("", summary, impact, cid, changes, manual or [], kind=kind)
@@ -195,13 +239,34 @@ def _breaks_python(path: Path, old_text: str, new_text: str) -> bool:
     return False
 
 
-def _file_change(ctx: FixContext, kind: str, path: Path, old_text: str, new_text: str, line: int, description: str,
-                 key: str | None = None, old: str | None = None, new: str | None = None) -> Change:
+def _file_change(
+    ctx: FixContext,
+    kind: str,
+    path: Path,
+    old_text: str,
+    new_text: str,
+    line: int,
+    description: str,
+    key: str | None = None,
+    old: str | None = None,
+    new: str | None = None,
+) -> Change:
     if _breaks_python(path, old_text, new_text):
         raise ValueError(f"the edit of {ctx.rel(path)}:{line} would not parse as Python")
-    return Change(kind=kind, description=description, path=ctx.rel(path), key=key, old=old, new=new, line=line,
-                  diff=_diff(ctx, path, old_text, new_text), before_sha256=_sha(old_text.encode("utf-8")),
-                  resolved_path=str(path), after_sha256=_sha(new_text.encode("utf-8")), new_text=new_text)
+    return Change(
+        kind=kind,
+        description=description,
+        path=ctx.rel(path),
+        key=key,
+        old=old,
+        new=new,
+        line=line,
+        diff=_diff(ctx, path, old_text, new_text),
+        before_sha256=_sha(old_text.encode("utf-8")),
+        resolved_path=str(path),
+        after_sha256=_sha(new_text.encode("utf-8")),
+        new_text=new_text,
+    )
 
 
 def _impact(ctx: FixContext, what: str) -> str:
@@ -251,13 +316,22 @@ def _source_regex(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -
     lines = split_lines(text)
     old_line = lines[no - 1]
     lines[no - 1] = new_line
-    change = _file_change(ctx, "source", path, text, "".join(lines), no,
-                          f"{ctx.rel(path)}:{no}: {old_line.strip()} -> {new_line.strip()}",
-                          old=old_line.strip(), new=new_line.strip())
+    change = _file_change(
+        ctx,
+        "source",
+        path,
+        text,
+        "".join(lines),
+        no,
+        f"{ctx.rel(path)}:{no}: {old_line.strip()} -> {new_line.strip()}",
+        old=old_line.strip(),
+        new=new_line.strip(),
+    )
     note = str(tpl.get("note") or "")
     summary = f"change {ctx.rel(path)}:{no} to `{new_line.strip()}`" + (f" ({note})" if note else "")
-    return _finish("source", cause, summary, _impact(ctx, "the call at the failing line is changed as the rule suggests"),
-                   [change])
+    return _finish(
+        "source", cause, summary, _impact(ctx, "the call at the failing line is changed as the rule suggests"), [change]
+    )
 
 
 def _sub_line(find: re.Pattern[str], replace: str, skip: str, line: str) -> str | None:
@@ -282,7 +356,9 @@ def _linear_in_features(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, A
     if not m or m["k"] == m["k2"]:
         return None
     got, declared, out = m["k"], m["k2"], m["n"]
-    decl = re.compile(rf"(?P<pre>\bLinear\(\s*(?:in_features\s*=\s*)?){declared}(?P<post>\s*,\s*(?:out_features\s*=\s*)?{out}\b)")
+    decl = re.compile(
+        rf"(?P<pre>\bLinear\(\s*(?:in_features\s*=\s*)?){declared}(?P<post>\s*,\s*(?:out_features\s*=\s*)?{out}\b)"
+    )
     called = {a for fr in ctx.user_frames() for a in _CALLED_ATTR.findall(fr.code)}
     hits: list[tuple[Path, int, str, re.Match[str], str]] = []
     for path in ctx.source_files():
@@ -299,15 +375,25 @@ def _linear_in_features(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, A
     if len(hits) != 1:
         return None
     path, no, text, dm, line = hits[0]
-    new_line = line[:dm.start()] + dm["pre"] + got + dm["post"] + line[dm.end():]
+    new_line = line[: dm.start()] + dm["pre"] + got + dm["post"] + line[dm.end() :]
     lines = split_lines(text)
     lines[no - 1] = new_line
-    change = _file_change(ctx, "source", path, text, "".join(lines), no,
-                          f"{ctx.rel(path)}:{no}: in_features {declared} -> {got}", key="in_features",
-                          old=declared, new=got)
+    change = _file_change(
+        ctx,
+        "source",
+        path,
+        text,
+        "".join(lines),
+        no,
+        f"{ctx.rel(path)}:{no}: in_features {declared} -> {got}",
+        key="in_features",
+        old=declared,
+        new=got,
+    )
     summary = f"set in_features of the Linear at {ctx.rel(path)}:{no} to {got} (it receives {got} features, declared {declared})"
-    return _finish("source", cause, summary,
-                   _impact(ctx, f"the layer accepts the {got}-feature input it is given"), [change])
+    return _finish(
+        "source", cause, summary, _impact(ctx, f"the layer accepts the {got}-feature input it is given"), [change]
+    )
 
 
 # --------------------------------------------------------------------------------------------- config
@@ -342,15 +428,29 @@ def _class_count(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) ->
     path, text, key, span = hits[0]
     new_value = str(target + 1)
     new_text = replace_span(text, span, new_value)
-    change = _file_change(ctx, "config", path, text, new_text, span.line,
-                          f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}", key=key, old=span.value, new=new_value)
+    change = _file_change(
+        ctx,
+        "config",
+        path,
+        text,
+        new_text,
+        span.line,
+        f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}",
+        key=key,
+        old=span.value,
+        new=new_value,
+    )
     summary = f"set {key} = {new_value} in {ctx.rel(path)} (was {span.value}; the data has label {target})"
     return _finish("config", cause, summary, _impact(ctx, f"the model/loss accept labels up to {target}"), [change])
 
 
-_SIZE_MISMATCH = re.compile(r"size mismatch for (?P<param>\S+?): copying a param with shape torch\.Size\(\[(?P<ckpt>[\d, ]*)\]\) "
-                            r"from checkpoint, the shape in current model is torch\.Size\(\[(?P<model>[\d, ]*)\]\)")
-_SIZE_KEY = re.compile(r"(?i)(hidden|dim|width|embd|embed|units|channels|features|d_model|d_ff|ffn|heads|vocab|n_layer|num_layers|depth)")
+_SIZE_MISMATCH = re.compile(
+    r"size mismatch for (?P<param>\S+?): copying a param with shape torch\.Size\(\[(?P<ckpt>[\d, ]*)\]\) "
+    r"from checkpoint, the shape in current model is torch\.Size\(\[(?P<model>[\d, ]*)\]\)"
+)
+_SIZE_KEY = re.compile(
+    r"(?i)(hidden|dim|width|embd|embed|units|channels|features|d_model|d_ff|ffn|heads|vocab|n_layer|num_layers|depth)"
+)
 _NOT_SIZE_KEY = re.compile(r"(?i)(batch|seed|epoch|step|worker|port|rank|patience|log|save|eval)")
 
 
@@ -387,10 +487,21 @@ def _checkpoint_sizes(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any
     path, text, key, span = hits[0]
     new_value = str(mapping[int(span.value)])
     new_text = replace_span(text, span, new_value)
-    change = _file_change(ctx, "config", path, text, new_text, span.line,
-                          f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}", key=key, old=span.value, new=new_value)
-    summary = (f"set {key} = {new_value} in {ctx.rel(path)} (was {span.value}; the checkpoint was trained with "
-               f"{new_value})")
+    change = _file_change(
+        ctx,
+        "config",
+        path,
+        text,
+        new_text,
+        span.line,
+        f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}",
+        key=key,
+        old=span.value,
+        new=new_value,
+    )
+    summary = (
+        f"set {key} = {new_value} in {ctx.rel(path)} (was {span.value}; the checkpoint was trained with {new_value})"
+    )
     return _finish("config", cause, summary, _impact(ctx, "the model is built with the checkpoint's sizes"), [change])
 
 
@@ -399,7 +510,9 @@ def _checkpoint_sizes(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any
 
 _ENV_MISSING = [
     re.compile(r"environment variable (?P<var>[A-Za-z_][A-Za-z0-9_]*) expected, but not set"),
-    re.compile(r"(?:environment variable|env var(?:iable)?)\s+['\"`]?(?P<var>[A-Z_][A-Z0-9_]*)['\"`]?\s+(?:is\s+)?(?:not set|unset|missing|must be set|is required)"),
+    re.compile(
+        r"(?:environment variable|env var(?:iable)?)\s+['\"`]?(?P<var>[A-Z_][A-Z0-9_]*)['\"`]?\s+(?:is\s+)?(?:not set|unset|missing|must be set|is required)"
+    ),
     re.compile(r"['\"`]?(?P<var>[A-Z][A-Z0-9_]{2,})['\"`]? (?:environment variable )?is not set"),
 ]
 _KEYERROR = re.compile(r"^KeyError: '(?P<var>[A-Z][A-Z0-9_]+)'\s*$", re.M)
@@ -433,7 +546,9 @@ def _env_value(ctx: FixContext, var: str, tpl: dict[str, Any]) -> tuple[str, str
         text = _read(p) if inside else None
         if text is None:
             continue
-        m = re.search(rf"^\s*(?:export\s+)?{re.escape(var)}\s*=\s*['\"]?(?P<v>[^'\"\n#]*?)['\"]?\s*(?:#.*)?$", text, re.M)
+        m = re.search(
+            rf"^\s*(?:export\s+)?{re.escape(var)}\s*=\s*['\"]?(?P<v>[^'\"\n#]*?)['\"]?\s*(?:#.*)?$", text, re.M
+        )
         if m and m["v"] and "<" not in m["v"]:
             return m["v"], f"{name} in the run folder"
     stem_m = re.fullmatch(r"(?P<stem>[A-Z0-9_]+?)_(?:DIR|PATH|ROOT|FOLDER)", var)
@@ -454,9 +569,15 @@ def _env(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -> Proposa
         return None
     value, origin = found
     content = env_text([(var, value)])
-    change = Change(kind="env", description=f"{var}={value} for the rerun (recorded in the snapshot's fix/fix.env)",
-                    key=var, new=value, path="fix/fix.env", resolved_path=str(Path(os.path.realpath(ctx.snapshot)) / "fix" / "fix.env"),
-                    after_sha256=_sha(content.encode("utf-8")))
+    change = Change(
+        kind="env",
+        description=f"{var}={value} for the rerun (recorded in the snapshot's fix/fix.env)",
+        key=var,
+        new=value,
+        path="fix/fix.env",
+        resolved_path=str(Path(os.path.realpath(ctx.snapshot)) / "fix" / "fix.env"),
+        after_sha256=_sha(content.encode("utf-8")),
+    )
     summary = f"set the environment variable {var}={value} (value from {origin})"
     return _finish("env", cause, summary, _impact(ctx, f"the program finds {var} in its environment"), [change])
 
@@ -477,12 +598,17 @@ def _dependency_steps(tpl: dict[str, Any]) -> list[str]:
     pin = str(tpl.get("pin") or "")
     module = str(tpl.get("module") or "")
     if pin:
-        return [f"in the run's environment: python -m pip install '{pin}'", f"record the pin '{pin}' in the project's dependencies"]
+        return [
+            f"in the run's environment: python -m pip install '{pin}'",
+            f"record the pin '{pin}' in the project's dependencies",
+        ]
     if module and module != "?":
         top = module.split(".")[0]
-        return [f"install the distribution that provides '{top}' into the interpreter the run uses "
-                f"(often: python -m pip install {top}); the import name and the package name can differ",
-                "declare it in the project's dependencies"]
+        return [
+            f"install the distribution that provides '{top}' into the interpreter the run uses "
+            f"(often: python -m pip install {top}); the import name and the package name can differ",
+            "declare it in the project's dependencies",
+        ]
     return []
 
 
@@ -490,16 +616,19 @@ def manual_proposal(ctx: FixContext, cause: dict[str, Any] | None) -> Proposal:
     """No safe automatic change: say so, and give the steps a person should take."""
     if cause is None:
         steps = [str(a) for a in ctx.report.get("next_actions") or []] or ["collect the full log of the failing run"]
-        return _finish("manual", {}, "no fix to propose: the diagnosis found no known cause", "none (nothing to change)",
-                       [], steps)
+        return _finish(
+            "manual", {}, "no fix to propose: the diagnosis found no known cause", "none (nothing to change)", [], steps
+        )
     tpl = cause.get("fix_template") if isinstance(cause.get("fix_template"), dict) else {}
     steps = _dependency_steps(tpl) if tpl.get("kind") == "dependency" else []
     steps += [str(h) for h in cause.get("fix_hints") or [] if str(h) not in steps]
     profile = ctx.report.get("profile") or {}
     if cause.get("category") == "operator" or profile.get("type") == "unsupported_op":
-        steps.append("hand off to operator work: the operator in the evidence has no implementation for this "
-                     f"device/dtype; attach {ctx.snapshot / 'report.json'} (the failing op, its inputs' dtypes and "
-                     "shapes) to the request and keep the CPU/float32 fallback until it lands")
+        steps.append(
+            "hand off to operator work: the operator in the evidence has no implementation for this "
+            f"device/dtype; attach {ctx.snapshot / 'report.json'} (the failing op, its inputs' dtypes and "
+            "shapes) to the request and keep the CPU/float32 fallback until it lands"
+        )
     if not steps:
         steps = ["read the evidence in report.md and change the code or configuration it points at"]
     what = "a package installation" if tpl.get("kind") == "dependency" else "no safe automatic change"
@@ -543,8 +672,10 @@ def propose(ctx: FixContext) -> Proposal:
 def _choose(ctx: FixContext) -> Proposal:
     prior = ctx.report.get("fix")
     if isinstance(prior, dict) and prior.get("applied") and not prior.get("rolled_back"):
-        ctx.notes.append(f"fix {prior.get('id')} was already applied to this snapshot's run "
-                         f"(verification: {prior.get('verification')}); this proposal is computed from the files as they are now")
+        ctx.notes.append(
+            f"fix {prior.get('id')} was already applied to this snapshot's run "
+            f"(verification: {prior.get('verification')}); this proposal is computed from the files as they are now"
+        )
     causes = ctx.causes
     if not causes:
         return manual_proposal(ctx, None)
@@ -553,8 +684,10 @@ def _choose(ctx: FixContext) -> Proposal:
         p = _from_template(ctx, cause)
         if p is not None:
             if cause is not top:
-                p.notes.append(f"the top cause {top.get('id')} has no automatic fix; this is the remedy of "
-                               f"{cause.get('id')}, another explanation of the same failing line")
+                p.notes.append(
+                    f"the top cause {top.get('id')} has no automatic fix; this is the remedy of "
+                    f"{cause.get('id')}, another explanation of the same failing line"
+                )
             p.notes.extend(ctx.notes)
             return p
     p = manual_proposal(ctx, top)

@@ -43,7 +43,9 @@ OUTCOME_TEXT = {
     "not_reached": "the rerun exited 0 but did not reach the original failure point: not verified",
     "not_confirmed": "the rerun was not run: its command was not recorded by faildiag on this machine and was not confirmed",
 }
-_EXC_LINE = re.compile(r"^(?:E\s+)?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure))\b(?::|$)", re.M)
+_EXC_LINE = re.compile(
+    r"^(?:E\s+)?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault|Failure))\b(?::|$)", re.M
+)
 
 
 @dataclass
@@ -61,7 +63,11 @@ class FailurePoint:
         """Same frame, and the same exception type when both are known."""
         if self.file is None or self.file != other.file or self.line != other.line:
             return False
-        return self.exc_type is None or other.exc_type is None or self.exc_type.rsplit(".", 1)[-1] == other.exc_type.rsplit(".", 1)[-1]
+        return (
+            self.exc_type is None
+            or other.exc_type is None
+            or self.exc_type.rsplit(".", 1)[-1] == other.exc_type.rsplit(".", 1)[-1]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"exception": self.exc_type, "file": self.file, "line": self.line}
@@ -85,7 +91,9 @@ def rerun_point(ctx: FixContext, output: str) -> FailurePoint:
     """The failure point the rerun's output shows (innermost user frame of its last traceback)."""
     frames = [f for f in reversed(parse_frames(output, ctx.cwd)) if f.is_user]
     frame = frames[0] if frames else None
-    return FailurePoint(_exc_type(output), str(frame.path) if frame and frame.path else None, frame.line if frame else None)
+    return FailurePoint(
+        _exc_type(output), str(frame.path) if frame and frame.path else None, frame.line if frame else None
+    )
 
 
 def _nodeid(ctx: FixContext) -> str | None:
@@ -122,8 +130,16 @@ def _norm(text: str) -> str:
 
 def _run(command: str, cwd: str, env: dict[str, str], timeout: float) -> tuple[int | None, str, bool]:
     try:
-        proc = subprocess.Popen(command, shell=True, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as exc:
         return None, f"cannot start: {exc}", False
     try:
@@ -145,8 +161,9 @@ def _run(command: str, cwd: str, env: dict[str, str], timeout: float) -> tuple[i
 _FOREIGN_KEEP_ENV = ("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYTHONPATH")
 
 
-def _run_foreign(command: str, cwd: str, env: dict[str, str],
-                 timeout: float) -> tuple[int | None, str, bool, dict[str, Any]]:
+def _run_foreign(
+    command: str, cwd: str, env: dict[str, str], timeout: float
+) -> tuple[int | None, str, bool, dict[str, Any]]:
     """A command recorded on another machine (or changed since this machine recorded it) runs, after its own
     confirmation, as untrusted code: allow-listed environment, throw-away HOME, no network, limits, the
     whole process tree killed (``pytest_faildiag.sandbox``). It runs in the project itself, not a copy, since
@@ -203,8 +220,13 @@ def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout
     duration = round(time.monotonic() - t0, 2)
     atomic_write(ctx.snapshot / RERUN_LOG, redact_text(output))
     reached = reached or _pytest_passed(output, nodeid)
-    after: dict[str, Any] = {"exit_code": rc, "log": RERUN_LOG, "duration_s": duration,
-                             "failure_point": point.to_dict(), "reached_failure_point": reached}
+    after: dict[str, Any] = {
+        "exit_code": rc,
+        "log": RERUN_LOG,
+        "duration_s": duration,
+        "failure_point": point.to_dict(),
+        "reached_failure_point": reached,
+    }
     if sandbox is not None:
         after["sandbox"] = sandbox
     if rc is None:
@@ -214,11 +236,17 @@ def rerun_and_compare(ctx: FixContext, env_overrides: dict[str, str], *, timeout
     if timed_out:
         return Verification("failed", "timed_out", rc, duration, after)
     new_point = rerun_point(ctx, output)
-    if rc == 0 and not (orig_ff and _norm(orig_ff) and _norm(orig_ff) in _norm(output)) and not point.same_as(new_point):
+    if (
+        rc == 0
+        and not (orig_ff and _norm(orig_ff) and _norm(orig_ff) in _norm(output))
+        and not point.same_as(new_point)
+    ):
         if reached:
             return Verification("passed", "no_longer_reproduces", rc, duration, after)
-        after["reason"] = (f"no evidence that the rerun executed {point.where()}, where the original run failed "
-                           "(a command that does not run the failing code exits 0 too)")
+        after["reason"] = (
+            f"no evidence that the rerun executed {point.where()}, where the original run failed "
+            "(a command that does not run the failing code exits 0 too)"
+        )
         return Verification("failed", "not_reached", rc, duration, after)
     new_top, new_ff = _rediagnose(ctx, output, rc)
     after.update({"top_cause": new_top, "first_failure": new_ff, "rerun_failure_point": new_point.to_dict()})
@@ -246,8 +274,11 @@ def _rediagnose(ctx: FixContext, output: str, rc: int) -> tuple[str | None, dict
 def before_evidence(ctx: FixContext) -> dict[str, Any]:
     """The original failure as the snapshot recorded it (what the verification is compared with)."""
     profile = ctx.report.get("profile") or {}
-    return {"exit_code": profile.get("exit_code"), "first_failure": ctx.first_failure or None,
-            "top_cause": ctx.causes[0].get("id") if ctx.causes else None}
+    return {
+        "exit_code": profile.get("exit_code"),
+        "first_failure": ctx.first_failure or None,
+        "top_cause": ctx.causes[0].get("id") if ctx.causes else None,
+    }
 
 
 MD_HEADING = "\n## Fix mode\n"
@@ -261,12 +292,17 @@ def _update_markdown(ctx: FixContext, fix: dict[str, Any]) -> None:
     except OSError:
         return
     text = text.split(MD_HEADING, 1)[0].rstrip("\n") + "\n"
-    lines = [MD_HEADING.strip("\n"), "",
-             f"- fix `{visible(fix.get('id'), one_line=True)}`: {visible(fix.get('summary'), one_line=True)}",
-             f"- applied: {fix.get('applied')}; verification: **{fix.get('verification')}** ({visible(fix.get('outcome'), one_line=True)}); "
-             f"rolled back: {fix.get('rolled_back')}"]
+    lines = [
+        MD_HEADING.strip("\n"),
+        "",
+        f"- fix `{visible(fix.get('id'), one_line=True)}`: {visible(fix.get('summary'), one_line=True)}",
+        f"- applied: {fix.get('applied')}; verification: **{fix.get('verification')}** ({visible(fix.get('outcome'), one_line=True)}); "
+        f"rolled back: {fix.get('rolled_back')}",
+    ]
     if fix.get("command"):
-        lines.append(f"- rerun: `{visible(fix.get('command'), one_line=True)}` in `{visible(fix.get('cwd'), one_line=True)}`")
+        lines.append(
+            f"- rerun: `{visible(fix.get('command'), one_line=True)}` in `{visible(fix.get('cwd'), one_line=True)}`"
+        )
     for c in fix.get("changes") or []:
         if c.get("diff"):
             diff = visible(str(c["diff"]).rstrip("\n"))
@@ -278,7 +314,9 @@ def _update_markdown(ctx: FixContext, fix: dict[str, Any]) -> None:
             lines.append(f"- change: {visible(c.get('description'), one_line=True)}")
     after = fix.get("after") or {}
     if isinstance(after.get("first_failure"), dict):
-        lines.append(f"- after the fix the run fails at: `{visible(after['first_failure'].get('excerpt', ''), one_line=True)}`")
+        lines.append(
+            f"- after the fix the run fails at: `{visible(after['first_failure'].get('excerpt', ''), one_line=True)}`"
+        )
     atomic_write(path, text + "\n" + "\n".join(lines) + "\n")
 
 

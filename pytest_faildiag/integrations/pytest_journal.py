@@ -75,8 +75,10 @@ class Journal:
         if self._fd is None:
             return
         worker = f', "worker": "{self.worker}"' if self.worker else ""
-        line = (f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, '
-                f'"nodeid": {json.dumps(_redacted_id(nodeid))}}}\n')
+        line = (
+            f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, '
+            f'"nodeid": {json.dumps(_redacted_id(nodeid))}}}\n'
+        )
         try:
             os.write(self._fd, line.encode("utf-8", errors="replace"))
         except OSError as exc:
@@ -146,7 +148,7 @@ class DeadTest:
 def last_session(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events of the most recent session (from its last ``session_start``)."""
     starts = [i for i, e in enumerate(events) if e.get("e") == "session_start"]
-    return events[starts[-1]:] if starts else events
+    return events[starts[-1] :] if starts else events
 
 
 def dead_tests(events: Iterable[dict[str, Any]], limit: int = MAX_DEAD) -> list[DeadTest]:
@@ -186,9 +188,13 @@ class _Replay:
             if pid in self.running or len(self.running) < MAX_PROCESSES:
                 t = e.get("t")
                 self.running[pid] = DeadTest(
-                    nodeid=nodeid, pid=pid, worker=e.get("worker") if isinstance(e.get("worker"), str) else None,
-                    started=float(t) if isinstance(t, int | float) else 0.0, main_thread=self.main_threads.get(pid),
-                    deadline=self.deadlines.pop((pid, nodeid), None))
+                    nodeid=nodeid,
+                    pid=pid,
+                    worker=e.get("worker") if isinstance(e.get("worker"), str) else None,
+                    started=float(t) if isinstance(t, int | float) else 0.0,
+                    main_thread=self.main_threads.get(pid),
+                    deadline=self.deadlines.pop((pid, nodeid), None),
+                )
         elif kind == "deadline" and isinstance(e.get("seconds"), int | float) and isinstance(nodeid, str):
             if pid in self.running and self.running[pid].nodeid == nodeid:
                 self.running[pid].deadline = float(e["seconds"])
@@ -249,8 +255,9 @@ def evidence_roots(out_dir: Path, extra: Iterable[str | os.PathLike[str] | None]
     return read_roots([out_dir, project_root(out_dir.absolute().parent), project_root(), pytest_temp_root(), *extra])
 
 
-def dead_test_texts(out_dir: Path, dead: DeadTest, tail: int = 256 * 1024, *,
-                    extra_roots: Iterable[str | os.PathLike[str] | None] = ()) -> dict[str, str]:
+def dead_test_texts(
+    out_dir: Path, dead: DeadTest, tail: int = 256 * 1024, *, extra_roots: Iterable[str | os.PathLike[str] | None] = ()
+) -> dict[str, str]:
     """Evidence for a dead test: a statement of what the journal shows, the output files its commands
     wrote, and the stack dump its process left (when the hang watchdog or pytest-timeout armed one).
 
@@ -259,10 +266,13 @@ def dead_test_texts(out_dir: Path, dead: DeadTest, tail: int = 256 * 1024, *,
     in ``journal.txt``, so ``/proc/self/environ`` or ``~/.aws/credentials`` never become evidence."""
     roots = evidence_roots(out_dir, extra_roots)
     how = "the session ended, so a pytest-xdist worker died" if dead.session_ended else "the whole pytest session died"
-    texts = {"journal.txt": (
-        f"faildiag: process {dead.pid}{' (' + dead.worker + ')' if dead.worker else ''} died while running "
-        f"{dead.nodeid}: the test started and never reported ({how}); killed by a signal (SIGKILL, the OOM "
-        "killer, a CI cancel), os._exit, or a native crash\n")}
+    texts = {
+        "journal.txt": (
+            f"faildiag: process {dead.pid}{' (' + dead.worker + ')' if dead.worker else ''} died while running "
+            f"{dead.nodeid}: the test started and never reported ({how}); killed by a signal (SIGKILL, the OOM "
+            "killer, a CI cancel), os._exit, or a native crash\n"
+        )
+    }
     for p in dead.artifacts[:MAX_ARTIFACTS]:
         try:
             text = _read_evidence(Path(p), roots, tail)
@@ -279,7 +289,8 @@ def dead_test_texts(out_dir: Path, dead: DeadTest, tail: int = 256 * 1024, *,
                 texts["journal.txt"] += (
                     f"faildiag: hang detected: {dead.nodeid} ran into its pytest-timeout deadline of {dead.deadline:g}s; "
                     "the stacks were dumped just before it and the process died right after (pytest-timeout's "
-                    "thread method ends the process)\n")
+                    "thread method ends the process)\n"
+                )
     except OSError:
         pass
     return texts

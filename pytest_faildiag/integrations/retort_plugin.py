@@ -51,8 +51,21 @@ RESCORE_FILE = ".rescores.jsonl"
 SCHEMA = "faildiag.retort-capture/1"
 _TAIL_CHARS = 20_000
 _MAX_FILES = 2_000
-_SKIP_DIRS = {"node_modules", "target", "build", "dist", "venv", ".venv", ".git", "__pycache__", "_build", "deps",
-              ".build", ".gradle", CAPTURE_DIR}
+_SKIP_DIRS = {
+    "node_modules",
+    "target",
+    "build",
+    "dist",
+    "venv",
+    ".venv",
+    ".git",
+    "__pycache__",
+    "_build",
+    "deps",
+    ".build",
+    ".gradle",
+    CAPTURE_DIR,
+}
 
 
 def _tail(text: Any, limit: int = _TAIL_CHARS) -> str:
@@ -149,12 +162,13 @@ def redact_long(text: str, piece: int = 1_000) -> str:
         if len(line) <= piece:
             out.append(redact_text(line))
         else:
-            out.append("".join(redact_text(line[i:i + piece]) for i in range(0, len(line), piece)))
+            out.append("".join(redact_text(line[i : i + piece]) for i in range(0, len(line), piece)))
     return "\n".join(out)
 
 
 def _atomic_write(path: Path, text: str) -> None:
     atomic_write(path, text)
+
 
 def _workspace_id(out_dir: Any) -> str:
     """A stable id of the live workspace (a digest, so no machine path lands in the archive)."""
@@ -165,8 +179,12 @@ def is_rescore(artifacts: Any) -> bool:
     """retort's ``rescore``/``recover`` call scorers on the ARCHIVED folder with a synthetic exit code 0, empty
     stdout/stderr and no runner metadata; a live run always carries the runner's metadata or some output."""
     meta = getattr(artifacts, "metadata", None)
-    return (getattr(artifacts, "exit_code", None) == 0 and not getattr(artifacts, "stdout", "")
-            and not getattr(artifacts, "stderr", "") and not meta)
+    return (
+        getattr(artifacts, "exit_code", None) == 0
+        and not getattr(artifacts, "stdout", "")
+        and not getattr(artifacts, "stderr", "")
+        and not meta
+    )
 
 
 def _prior_name(folder: Path) -> str:
@@ -203,9 +221,12 @@ def capture(artifacts: Any, stack: Any) -> Path | None:
     prior: list[str] = []
     if target.exists():
         if rescore:
-            note = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "origin": "rescore",
-                    "exit_code": getattr(artifacts, "exit_code", None),
-                    "note": "re-score; the original capture was kept"}
+            note = {
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "origin": "rescore",
+                "exit_code": getattr(artifacts, "exit_code", None),
+                "note": "re-score; the original capture was kept",
+            }
             with open(folder / RESCORE_FILE, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(note) + "\n")
             return target
@@ -213,7 +234,11 @@ def capture(artifacts: Any, stack: Any) -> Path | None:
             old = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             old = {}
-        if isinstance(old, dict) and old.get("workspace_id") == _workspace_id(out_dir) and old.get("origin") != "rescore":
+        if (
+            isinstance(old, dict)
+            and old.get("workspace_id") == _workspace_id(out_dir)
+            and old.get("origin") != "rescore"
+        ):
             return target  # this attempt was already captured
         name = _prior_name(folder)
         os.replace(target, folder / name)
@@ -222,8 +247,10 @@ def capture(artifacts: Any, stack: Any) -> Path | None:
     raw["origin"] = "rescore" if rescore else "run"
     raw["workspace_id"] = _workspace_id(out_dir)
     if rescore:
-        raw["note"] = ("written by a re-score (retort rescore/recover) of the archived folder: exit code and output "
-                       "are synthetic, not the run's")
+        raw["note"] = (
+            "written by a re-score (retort rescore/recover) of the archived folder: exit code and output "
+            "are synthetic, not the run's"
+        )
     if prior:
         raw["prior_captures"] = prior
     tails = {k: redact_long(raw.pop(k)) for k in ("stdout_tail", "stderr_tail")}
@@ -252,8 +279,10 @@ class FaildiagCaptureScorer:
             try:
                 from pytest_faildiag.sanitize import display  # the error may quote the agent's files or output
 
-                print(display(f"faildiag: retort capture skipped: {type(exc).__name__}: {exc}", one_line=True),
-                      file=sys.stderr)
+                print(
+                    display(f"faildiag: retort capture skipped: {type(exc).__name__}: {exc}", one_line=True),
+                    file=sys.stderr,
+                )
             except Exception:
                 pass
         return None

@@ -27,8 +27,23 @@ MAX_FIELD_DEPTH = 8
 MAX_FIELD_CHARS = 1_000
 
 # Opcodes that import or call: refused before loading (``find_class`` refuses them again while loading).
-_CODE_OPS = frozenset({"GLOBAL", "STACK_GLOBAL", "REDUCE", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "BUILD", "EXT1",
-                       "EXT2", "EXT4", "PERSID", "BINPERSID"})
+_CODE_OPS = frozenset(
+    {
+        "GLOBAL",
+        "STACK_GLOBAL",
+        "REDUCE",
+        "INST",
+        "OBJ",
+        "NEWOBJ",
+        "NEWOBJ_EX",
+        "BUILD",
+        "EXT1",
+        "EXT2",
+        "EXT4",
+        "PERSID",
+        "BINPERSID",
+    }
+)
 
 
 class _NoClasses(pickle.Unpickler):
@@ -56,8 +71,9 @@ def load_pickle(data: bytes, max_ops: int = MAX_PICKLE_OPS) -> Any:
     return _NoClasses(io.BytesIO(data)).load()
 
 
-def plain(value: Any, *, max_nodes: int = MAX_FIELD_NODES, max_depth: int = MAX_FIELD_DEPTH,
-          max_chars: int = MAX_FIELD_CHARS) -> Any:
+def plain(
+    value: Any, *, max_nodes: int = MAX_FIELD_NODES, max_depth: int = MAX_FIELD_DEPTH, max_chars: int = MAX_FIELD_CHARS
+) -> Any:
     """A JSON-safe copy of unpickled data, at most ``max_nodes`` values however often a shared object
     repeats (each repeat counts: the copy is what gets serialised), ``max_depth`` levels deep, strings cut
     to ``max_chars``, cycles and anything cut marked ``"…"``. Iterative, so no depth can recurse too far."""
@@ -70,7 +86,9 @@ def plain(value: Any, *, max_nodes: int = MAX_FIELD_NODES, max_depth: int = MAX_
             v = v.decode("utf-8", "replace")
         return v[:max_chars] if isinstance(v, str) else f"<{type(v).__name__}>"
 
-    def make(v: Any, depth: int, ancestors: frozenset[int]) -> tuple[Any, list[tuple[Any, Any, Any, int, frozenset[int]]]]:
+    def make(
+        v: Any, depth: int, ancestors: frozenset[int]
+    ) -> tuple[Any, list[tuple[Any, Any, Any, int, frozenset[int]]]]:
         budget[0] -= 1
         if not isinstance(v, dict | list | tuple | set | frozenset):
             return scalar(v), []
@@ -127,19 +145,30 @@ def read_flight_recorder(path: Path) -> dict[str, Any] | None:
     completed = [_int(e.get("collective_seq_id")) for e in entries if e.get("state") == "completed"]
     first = next((e for e in entries if e.get("state") in ("scheduled", "started")), None)
     summary: dict[str, Any] = {
-        "source": path.name, "rank": rank, "version": _text(data.get("version")),
-        "comm_lib_version": _text(data.get("comm_lib_version")), "entries": len(entries),
+        "source": path.name,
+        "rank": rank,
+        "version": _text(data.get("version")),
+        "comm_lib_version": _text(data.get("comm_lib_version")),
+        "entries": len(entries),
         "last_completed": max([c for c in completed if c is not None], default=None),
         "pg_status": plain(data.get("pg_status")),
     }
     if first:
         raw_frames = first.get("frames")
         frames: list[Any] = raw_frames if isinstance(raw_frames, list) else []
-        user = next((fr for fr in reversed(frames) if isinstance(fr, dict)
-                     and "site-packages" not in (_text(fr.get("filename")) or "")), None)
+        user = next(
+            (
+                fr
+                for fr in reversed(frames)
+                if isinstance(fr, dict) and "site-packages" not in (_text(fr.get("filename")) or "")
+            ),
+            None,
+        )
         summary["first_incomplete"] = {
-            "op": _text(first.get("profiling_name", "?")), "seq": _int(first.get("collective_seq_id")),
-            "state": str(first.get("state")), "timeout_ms": plain(first.get("timeout_ms")),
+            "op": _text(first.get("profiling_name", "?")),
+            "seq": _int(first.get("collective_seq_id")),
+            "state": str(first.get("state")),
+            "timeout_ms": plain(first.get("timeout_ms")),
             "sizes": plain(first.get("input_sizes")),
             "where": f"{_text(user.get('filename'))}:{_text(user.get('line'))}" if user else None,
         }

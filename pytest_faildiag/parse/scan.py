@@ -48,7 +48,9 @@ _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
-_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$")
+_EXC_LINE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
+)
 _PYTEST_PREFIX = re.compile(r"^E {3}")
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
@@ -59,7 +61,9 @@ _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P
 # any class qualified by its module (``django.core.exceptions.ImproperlyConfigured: msg``): Python prints
 # the module of every exception class that is not a builtin, and a lower-case dotted path followed by a
 # capitalised name and ``: `` is that form. Warnings are left out: printed alone they are not failures.
-_BARE_EXC = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::\s?(?P<msg>.*))?$")
+_BARE_EXC = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::\s?(?P<msg>.*))?$"
+)
 _BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
 _QUOTE = re.compile(r"^(?:>>>|>|\.\.\.)\s?")  # a REPL prompt or a Markdown quote before an exception line
 _DIGITS = re.compile(r"\d+")
@@ -67,7 +71,9 @@ _DIGITS = re.compile(r"\d+")
 # PROGRESS_ENOUGH. A counter (step/epoch/iteration N) is progress only once it advances: one number after
 # such a word is a setting or a header (nccl-tests' ``step: 2(factor) … iters: 20``), not work done. A rate
 # (``3.1it/s``), a loss value or passed tests are work done by themselves.
-_PROGRESS = re.compile(rb"(?i)\b(?P<counter>epoch|step|iter(?:ation)?|global_step)\b\s*[:=#]?\s*\[?(?P<n>\d+)|\d\s?(?:it/s|s/it)\b|\bloss\b\s*[:=]\s*-?\d|\b\d+ passed\b|\bPASSED\b")
+_PROGRESS = re.compile(
+    rb"(?i)\b(?P<counter>epoch|step|iter(?:ation)?|global_step)\b\s*[:=#]?\s*\[?(?P<n>\d+)|\d\s?(?:it/s|s/it)\b|\bloss\b\s*[:=]\s*-?\d|\b\d+ passed\b|\bPASSED\b"
+)
 PROGRESS_ENOUGH = 3
 PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
@@ -96,9 +102,16 @@ class Frame:
     @property
     def is_library(self) -> bool:
         f = self.file.replace("\\", "/")
-        return ("site-packages/" in f or "dist-packages/" in f or "/lib/python3" in f
-                or f.startswith("<frozen") or f.startswith("<") or "/_pytest/" in f or "/pluggy/" in f
-                or f.endswith(".pyx"))
+        return (
+            "site-packages/" in f
+            or "dist-packages/" in f
+            or "/lib/python3" in f
+            or f.startswith("<frozen")
+            or f.startswith("<")
+            or "/_pytest/" in f
+            or "/pluggy/" in f
+            or f.endswith(".pyx")
+        )
 
 
 @dataclass
@@ -162,7 +175,9 @@ class ScanResult:
     dumps: list[StackDump] = field(default_factory=list)
     elastic: list[RootCauseBlock] = field(default_factory=list)
     pytest_errors: list[tuple[str, int, str]] = field(default_factory=list)
-    pytest_locations: list[tuple[str, int, Frame, str]] = field(default_factory=list)  # (source, line, raise site, exc type)
+    pytest_locations: list[tuple[str, int, Frame, str]] = field(
+        default_factory=list
+    )  # (source, line, raise site, exc type)
     error_lines: list[tuple[str, int, str]] = field(default_factory=list)
     mem_series: list[tuple[float, str, int]] = field(default_factory=list)
     sources: dict[str, SourceInfo] = field(default_factory=dict)
@@ -204,9 +219,9 @@ class _Scanner:
         m = _RANK_PREFIX.match(text)
         if m:
             rank = m["rank"]
-            body = text[m.end():]
+            body = text[m.end() :]
             while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
-                body = body[m.end():]
+                body = body[m.end() :]
         body = self._strip_prefix(body)
         if body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
             body = body[2:]  # a Markdown quote ("> RuntimeError: ..."); pytest's own "> " marks code with indent
@@ -229,7 +244,7 @@ class _Scanner:
         if self.prefix is not None:
             m = self.prefix.match(body)
             if m:
-                return body[m.end():]
+                return body[m.end() :]
         return body
 
     # -- structure: tracebacks, dumps, elastic blocks -------------------------------------------------
@@ -254,11 +269,15 @@ class _Scanner:
             self.dump = None
         if "~~~ Stack of " in body or "(most recent call first)" in body:
             thread = stripped.strip("~ ").replace("Stack of ", "").replace(" (most recent call first):", "").rstrip(":")
-            self.dump = StackDump(self.source, number, thread, innermost_first="most recent call first" in body, rank=rank)
+            self.dump = StackDump(
+                self.source, number, thread, innermost_first="most recent call first" in body, rank=rank
+            )
             self._keep(self.res.dumps, self.dump)
             return
         if "Traceback (most recent call last)" in body:
-            opened = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq())
+            opened = Traceback(
+                self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq()
+            )
             self.open_tb[rank] = opened
             self._keep_tb(opened)
             return
@@ -273,8 +292,14 @@ class _Scanner:
                     self._bare_exception(number, *bare, rank)
                     return
             if _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
-                tb = Traceback(self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False),
-                               seq=self._seq(), headless=True)
+                tb = Traceback(
+                    self.source,
+                    number,
+                    rank=rank,
+                    chained=self.pending_chain.pop(rank, False),
+                    seq=self._seq(),
+                    headless=True,
+                )
                 self.open_tb[rank] = tb
                 self._keep_tb(tb)
                 self._frame(tb, body)
@@ -288,7 +313,11 @@ class _Scanner:
             if lm:
                 kind = lm["type"]
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
-                self._keep(self.res.pytest_locations, (self.source, number, site, "" if kind.startswith("in ") else kind), cap=200)
+                self._keep(
+                    self.res.pytest_locations,
+                    (self.source, number, site, "" if kind.startswith("in ") else kind),
+                    cap=200,
+                )
             return
         if self._frame(tb, body):
             return
@@ -324,8 +353,17 @@ class _Scanner:
         for prev in reversed(self.res.tracebacks[-3:]):
             if prev.exc_type == exc and prev.message[:200] == msg[:200]:
                 return
-        tb = Traceback(self.source, number, exc_type=exc, message=msg, exc_line=number, rank=rank,
-                       chained=self.pending_chain.pop(rank, False), seq=self._seq(), bare=True)
+        tb = Traceback(
+            self.source,
+            number,
+            exc_type=exc,
+            message=msg,
+            exc_line=number,
+            rank=rank,
+            chained=self.pending_chain.pop(rank, False),
+            seq=self._seq(),
+            bare=True,
+        )
         self._keep_tb(tb)
 
     def _elastic_line(self, body: str) -> None:
@@ -386,7 +424,9 @@ class _Scanner:
                 continue
             self._add_finding(r, number, match_body.strip(), groups, rank or _inline_rank(body), text)
 
-    def _add_finding(self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str) -> None:
+    def _add_finding(
+        self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str
+    ) -> None:
         count = self.res.hits_per_rule.get(rule.id, 0) + 1
         self.res.hits_per_rule[rule.id] = count
         ts = _timestamp(raw)
@@ -406,8 +446,16 @@ class _Scanner:
     def generic(self, number: int, text: str) -> None:
         """Lines that look like errors without matching any rule: fallback material."""
         low = text.lower()
-        if ("error" in low or "exception" in low or "fatal" in low or "killed" in low or "abort" in low
-                or "segmentation fault" in low or "timed out" in low or "timeout" in low):
+        if (
+            "error" in low
+            or "exception" in low
+            or "fatal" in low
+            or "killed" in low
+            or "abort" in low
+            or "segmentation fault" in low
+            or "timed out" in low
+            or "timeout" in low
+        ):
             el = self.res.error_lines
             el.append((self.source, number, text.strip()[:500]))
             if len(el) > 400:
@@ -576,8 +624,9 @@ def _regex_finder(big: re.Pattern[bytes], buf: bytes) -> Callable[[int], tuple[i
     return find
 
 
-def _scan_chunk(sc: _Scanner, find: Callable[[int], tuple[int, int] | None], buf: bytes, line_no: int,
-                tail: deque[str]) -> int:
+def _scan_chunk(
+    sc: _Scanner, find: Callable[[int], tuple[int, int] | None], buf: bytes, line_no: int, tail: deque[str]
+) -> int:
     pos = 0
     n = len(buf)
     while pos < n:
@@ -601,7 +650,7 @@ def _scan_chunk(sc: _Scanner, find: Callable[[int], tuple[int, int] | None], buf
         _process(sc, line_no, buf[start:end])
         pos = end
     # tail: the last lines of this chunk replace older ones
-    last = buf[-64 * 1024:].decode("utf-8", "replace").splitlines()
+    last = buf[-64 * 1024 :].decode("utf-8", "replace").splitlines()
     for raw in last[-TAIL_LINES:]:
         vis = _visible(raw[:MAX_LINE])
         if vis.strip():

@@ -32,8 +32,14 @@ def corpus_case(name: str) -> Path:
     pytest.skip(f"corpus case {name} not available")
 
 
-def snapshot_from_texts(out: Path, texts: dict[str, str], *, exit_code: int | None = None,
-                        context: dict[str, Any] | None = None, extra_files: dict[str, str] | None = None) -> dict:
+def snapshot_from_texts(
+    out: Path,
+    texts: dict[str, str],
+    *,
+    exit_code: int | None = None,
+    context: dict[str, Any] | None = None,
+    extra_files: dict[str, str] | None = None,
+) -> dict:
     diag = diagnose(texts=texts, exit_code=exit_code, context=context)
     write_snapshot(diag, out, extra_files=extra_files)
     return report_dict(diag)
@@ -50,9 +56,21 @@ def snapshot_from_case(out: Path, case: str) -> dict:
 def entry(nodeid: str, slug: str, report: dict, file: str | None, line: int | None, **over: Any) -> dict:
     """A session.json test entry the way the plugin writes it (agreed interface)."""
     top = (report.get("root_causes") or [{}])[0]
-    e = {"nodeid": nodeid, "slug": slug, "when": "call", "outcome": "failed", "category": top.get("category", "unknown"),
-         "type": report["profile"]["type"], "summary": report["summary"], "confidence": top.get("confidence", 0.0),
-         "cause_id": top.get("id"), "file": file, "line": line, "fix_hints": top.get("fix_hints", []), "snapshot": slug}
+    e = {
+        "nodeid": nodeid,
+        "slug": slug,
+        "when": "call",
+        "outcome": "failed",
+        "category": top.get("category", "unknown"),
+        "type": report["profile"]["type"],
+        "summary": report["summary"],
+        "confidence": top.get("confidence", 0.0),
+        "cause_id": top.get("id"),
+        "file": file,
+        "line": line,
+        "fix_hints": top.get("fix_hints", []),
+        "snapshot": slug,
+    }
     e.update(over)
     return e
 
@@ -61,13 +79,16 @@ def write_session(out: Path, tests: list[dict]) -> Path:
     groups: dict[str, list[str]] = {}
     for t in tests:
         groups.setdefault(t.get("cause_id") or t["summary"], []).append(t["nodeid"])
-    data = {"schema": "faildiag.session/1", "tests": tests,
-            "groups": [{"cause_id": k, "tests": v} for k, v in groups.items()]}
+    data = {
+        "schema": "faildiag.session/1",
+        "tests": tests,
+        "groups": [{"cause_id": k, "tests": v} for k, v in groups.items()],
+    }
     (out / "session.json").write_text(json.dumps(data, indent=2))
     return out
 
 
-TEST_FILE = '''import torch
+TEST_FILE = """import torch
 
 
 def test_forward_shapes():
@@ -78,7 +99,7 @@ def test_forward_shapes():
 
 def test_big_alloc():
     torch.empty(400 * 2**30, dtype=torch.uint8, device="cuda")
-'''
+"""
 
 
 @pytest.fixture(scope="session")
@@ -112,7 +133,7 @@ def session_out(workspace: Path) -> Path:
     return write_session(out, tests)
 
 
-ALLOC_SCRIPT = r'''
+ALLOC_SCRIPT = r"""
 import os, resource, sys, time, traceback
 resource.setrlimit(resource.RLIMIT_AS, (700 * 2**20, 700 * 2**20))
 blocks = []
@@ -130,13 +151,14 @@ except MemoryError:
     traceback.print_exc()
     sys.stderr.flush()
     os._exit(1)  # die holding the memory, as a killed process does
-'''
+"""
 
 
 @pytest.fixture(scope="session")
 def oom_snapshot(tmp_path_factory) -> Path:
     """A real process that ran out of memory (RLIMIT_AS) while psutil sampled it into timeline.jsonl."""
     import psutil  # a declared dependency: its absence is a broken install, not a reason to skip
+
     snap = tmp_path_factory.mktemp("oom") / "snap"
     proc = subprocess.Popen([sys.executable, "-c", ALLOC_SCRIPT], stderr=subprocess.PIPE, text=True)
     p = psutil.Process(proc.pid)
@@ -157,12 +179,17 @@ def oom_snapshot(tmp_path_factory) -> Path:
     _, err = proc.communicate(timeout=30)
     assert "MemoryError" in err, err[-2000:]
     timeline = "".join(json.dumps(s) + "\n" for s in samples)
-    snapshot_from_texts(snap, {"stderr.txt": err}, exit_code=proc.returncode, context={"timeline": samples},
-                        extra_files={"timeline.jsonl": timeline})
+    snapshot_from_texts(
+        snap,
+        {"stderr.txt": err},
+        exit_code=proc.returncode,
+        context={"timeline": samples},
+        extra_files={"timeline.jsonl": timeline},
+    )
     return snap
 
 
-HANG_SCRIPT = r'''
+HANG_SCRIPT = r"""
 import faulthandler, os, signal, sys, time
 import torch
 import torch.distributed as dist
@@ -185,7 +212,7 @@ def main():
 
 
 main()
-'''
+"""
 
 
 def _free_port() -> int:
@@ -220,8 +247,12 @@ def hang_snapshot(tmp_path_factory) -> Path:
             # report, never a skip
             ended = [f"rank {r} exited with {p.returncode}" for r, p in enumerate(procs) if p.poll() is not None]
             if ended or time.monotonic() > deadline:
-                tails = "\n".join(f"--- rank {r}:\n{log.read_text(errors='replace')[-600:]}" for r, log in enumerate(logs))
-                pytest.fail(f"the gloo job did not reach its hang ({'; '.join(ended) or 'still starting after 120 s'}):\n{tails}")
+                tails = "\n".join(
+                    f"--- rank {r}:\n{log.read_text(errors='replace')[-600:]}" for r, log in enumerate(logs)
+                )
+                pytest.fail(
+                    f"the gloo job did not reach its hang ({'; '.join(ended) or 'still starting after 120 s'}):\n{tails}"
+                )
             time.sleep(0.1)
         time.sleep(0.5)  # rank 0 is inside the collective now
         # the job's time limit: SIGTERM, rank 0 first so rank 1's exit cannot end rank 0's wait

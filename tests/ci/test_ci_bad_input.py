@@ -15,13 +15,29 @@ from pytest_faildiag.ci._load import load
 from pytest_faildiag.commands.report import _json, _text
 from tests.ci.ci_helpers import snapshot_from_case
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids, max_size=3),
-                    max_leaves=8)
-PATHS = [("summary",), ("profile",), ("profile", "type"), ("profile", "ranks"), ("profile", "first_failure"),
-         ("root_causes",), ("root_causes", 0), ("root_causes", 0, "confidence"), ("root_causes", 0, "evidence"),
-         ("root_causes", 0, "validation_checks"), ("root_causes", 0, "fix_hints"), ("root_causes", 0, "summary"),
-         ("root_causes", 0, "id"), ("stuck",), ("next_actions",), ("lock_diff",)]
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids, max_size=3),
+    max_leaves=8,
+)
+PATHS = [
+    ("summary",),
+    ("profile",),
+    ("profile", "type"),
+    ("profile", "ranks"),
+    ("profile", "first_failure"),
+    ("root_causes",),
+    ("root_causes", 0),
+    ("root_causes", 0, "confidence"),
+    ("root_causes", 0, "evidence"),
+    ("root_causes", 0, "validation_checks"),
+    ("root_causes", 0, "fix_hints"),
+    ("root_causes", 0, "summary"),
+    ("root_causes", 0, "id"),
+    ("stuck",),
+    ("next_actions",),
+    ("lock_diff",),
+]
 ENTRY_KEYS = ["nodeid", "summary", "confidence", "line", "file", "fix_hints", "cause_id", "snapshot", "when"]
 
 

@@ -37,13 +37,20 @@ def errors(lines: list[str]) -> list[str]:
 
 
 def test_it_escapes_messages_and_properties_per_githubs_rules():
-    line = github.command("error", "100% sure: a, b\r\nnext ::warning::x", file="dir/a:b,c.py", line=3,
-                          title="oom: 50%, twice\nnow")
-    assert line == ("::error file=dir/a%3Ab%2Cc.py,line=3,title=oom%3A 50%25%2C twice%0Anow"
-                    "::100%25 sure: a, b%0D%0Anext ::warning::x")
+    line = github.command(
+        "error", "100% sure: a, b\r\nnext ::warning::x", file="dir/a:b,c.py", line=3, title="oom: 50%, twice\nnow"
+    )
+    assert line == (
+        "::error file=dir/a%3Ab%2Cc.py,line=3,title=oom%3A 50%25%2C twice%0Anow"
+        "::100%25 sure: a, b%0D%0Anext ::warning::x"
+    )
     name, props, data = parse(line)
-    assert (name, props["file"], props["title"], data) == ("error", "dir/a:b,c.py", "oom: 50%, twice\nnow",
-                                                          "100% sure: a, b\r\nnext ::warning::x")
+    assert (name, props["file"], props["title"], data) == (
+        "error",
+        "dir/a:b,c.py",
+        "oom: 50%, twice\nnow",
+        "100% sure: a, b\r\nnext ::warning::x",
+    )
 
 
 def test_it_writes_one_exactly_escaped_annotation_per_failed_test(workspace: Path, tmp_path: Path, monkeypatch):
@@ -51,8 +58,20 @@ def test_it_writes_one_exactly_escaped_annotation_per_failed_test(workspace: Pat
     rep = snapshot_from_case(out / "t1", "shape_mismatch")
     tricky = "100% of rows: a,b\nline two ::error::injected"
     tfile = workspace / "tests" / "test_models.py"
-    write_session(out, [entry("tests/test_models.py::test_a[x:1,y]", "t1", rep, str(tfile), 7, summary=tricky,
-                              fix_hints=["set a=1, b=2: then rerun"])])
+    write_session(
+        out,
+        [
+            entry(
+                "tests/test_models.py::test_a[x:1,y]",
+                "t1",
+                rep,
+                str(tfile),
+                7,
+                summary=tricky,
+                fix_hints=["set a=1, b=2: then rerun"],
+            )
+        ],
+    )
     monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.chdir(workspace)
@@ -68,8 +87,15 @@ def test_it_writes_one_exactly_escaped_annotation_per_failed_test(workspace: Pat
         f"%0Afaildiag snapshot: {snap_ref}"
     )
     name, props, data = parse(first)
-    assert props == {"file": "tests/test_models.py", "line": "7", "title": "faildiag: layer sizes or tensor shapes disagree"}
-    assert data.splitlines()[:2] == ["tests/test_models.py::test_a[x:1,y]: 100% of rows: a,b", "line two ::error::injected"]
+    assert props == {
+        "file": "tests/test_models.py",
+        "line": "7",
+        "title": "faildiag: layer sizes or tensor shapes disagree",
+    }
+    assert data.splitlines()[:2] == [
+        "tests/test_models.py::test_a[x:1,y]: 100% of rows: a,b",
+        "line two ::error::injected",
+    ]
 
 
 def test_nine_failures_get_nine_annotations_ranked_by_cause(session_out: Path, workspace: Path, monkeypatch):
@@ -85,9 +111,22 @@ def _many_causes(tmp_path: Path, workspace: Path) -> Path:
     """14 distinct recorded failures plus 6 more tests with the shape error: 20 tests, more than 10 causes."""
     out = tmp_path / "many"
     tfile = str(workspace / "tests" / "test_models.py")
-    cases = ["ckpt_size_mismatch", "ckpt_truncated", "cuda_oom_single", "cuda_oom_training", "dataloader_worker_killed",
-             "device_mismatch", "gloo_collective_timeout", "illegal_address_cupy", "nan_anomaly", "nccl_duplicate_gpu",
-             "nccl_watchdog_timeout", "pytest_gpu", "segfault_ext", "shape_mismatch"]
+    cases = [
+        "ckpt_size_mismatch",
+        "ckpt_truncated",
+        "cuda_oom_single",
+        "cuda_oom_training",
+        "dataloader_worker_killed",
+        "device_mismatch",
+        "gloo_collective_timeout",
+        "illegal_address_cupy",
+        "nan_anomaly",
+        "nccl_duplicate_gpu",
+        "nccl_watchdog_timeout",
+        "pytest_gpu",
+        "segfault_ext",
+        "shape_mismatch",
+    ]
     tests = []
     for case in cases:
         rep = snapshot_from_case(out / case, case)
@@ -133,8 +172,9 @@ def test_fewer_causes_than_annotations_give_one_annotation_per_cause(tmp_path: P
     assert "(+4 more)" in errs[0][2]
 
 
-def test_the_job_summary_is_a_markdown_table_appended_to_the_step_summary(session_out: Path, workspace: Path,
-                                                                         tmp_path: Path, monkeypatch):
+def test_the_job_summary_is_a_markdown_table_appended_to_the_step_summary(
+    session_out: Path, workspace: Path, tmp_path: Path, monkeypatch
+):
     summary = tmp_path / "step_summary.md"
     summary.write_text("# earlier step output\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -146,7 +186,7 @@ def test_the_job_summary_is_a_markdown_table_appended_to_the_step_summary(sessio
     head = lines.index("| # | cause | tests | category | confidence | fix hints | snapshot |")
     assert lines[head - 1] == "" and re.fullmatch(r"(\|---)+\|", lines[head + 1])
     rows = []
-    for ln in lines[head + 2:]:
+    for ln in lines[head + 2 :]:
         if not ln.startswith("|"):
             break
         rows.append(ln)
@@ -165,19 +205,20 @@ def test_the_job_summary_stays_within_the_per_step_limit(tmp_path: Path, workspa
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     github.emit(out, lambda s: None)
     assert summary.stat().st_size <= github.SUMMARY_LIMIT
-    added = summary.read_text()[github.SUMMARY_LIMIT - 2999:]
+    added = summary.read_text()[github.SUMMARY_LIMIT - 2999 :]
     assert "| # | cause |" in added
     assert re.search(r"_\d+ row\(s\) left out to stay within GitHub's step summary size limit._", added)
 
 
-def test_echoed_log_output_is_wrapped_so_it_cannot_run_workflow_commands(tmp_path: Path, workspace: Path,
-                                                                        monkeypatch):
+def test_echoed_log_output_is_wrapped_so_it_cannot_run_workflow_commands(tmp_path: Path, workspace: Path, monkeypatch):
     monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
     out = tmp_path / "out"
-    stderr = ("Traceback (most recent call last):\n"
-              '  File "/w/tests/test_evil.py", line 3, in test_evil\n'
-              "    raise RuntimeError(msg)\n"
-              "RuntimeError: ::error file=x.py::pwned ::add-mask::secret ::endgroup::\n")
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/tests/test_evil.py", line 3, in test_evil\n'
+        "    raise RuntimeError(msg)\n"
+        "RuntimeError: ::error file=x.py::pwned ::add-mask::secret ::endgroup::\n"
+    )
     rep = snapshot_from_texts(out / "evil", {"stderr.txt": stderr}, exit_code=1)
     write_session(out, [entry("tests/test_evil.py::test_evil", "evil", rep, None, None)])
     lines = github.render(load(out))
@@ -213,8 +254,9 @@ def test_secrets_in_summaries_never_reach_the_log_or_the_job_summary(tmp_path: P
     monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
     token = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
     out = tmp_path / "out"
-    rep = snapshot_from_texts(out / "s", {"stderr.txt": f"RuntimeError: login failed with HF_TOKEN={token}\n"},
-                              exit_code=1)
+    rep = snapshot_from_texts(
+        out / "s", {"stderr.txt": f"RuntimeError: login failed with HF_TOKEN={token}\n"}, exit_code=1
+    )
     write_session(out, [entry("t::login", "s", rep, None, None, summary=f"login failed, token {token}")])
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -231,8 +273,9 @@ def test_a_lone_snapshot_folder_is_annotated_too(tmp_path: Path, monkeypatch):
     assert len(errs) == 1 and errs[0][1]["title"].startswith("faildiag: a rank waited")
 
 
-def test_paths_relative_to_a_subfolder_run_are_made_relative_to_the_workspace(tmp_path: Path, workspace: Path,
-                                                                            monkeypatch):
+def test_paths_relative_to_a_subfolder_run_are_made_relative_to_the_workspace(
+    tmp_path: Path, workspace: Path, monkeypatch
+):
     monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
     monkeypatch.chdir(workspace / "tests")  # pytest ran inside tests/, its paths are relative to it
     (workspace / "tests" / "test_sub.py").write_text("def test_x():\n    assert 0\n")

@@ -15,12 +15,19 @@ from tests.ci.ci_helpers import snapshot_from_case
 
 
 def faildiag(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
-def test_the_code_quality_report_follows_gitlabs_schema(session_out: Path, workspace: Path, tmp_path: Path,
-                                                        monkeypatch):
+def test_the_code_quality_report_follows_gitlabs_schema(
+    session_out: Path, workspace: Path, tmp_path: Path, monkeypatch
+):
     monkeypatch.setenv("CI_PROJECT_DIR", str(workspace))
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
     target = tmp_path / "gl-code-quality-report.json"

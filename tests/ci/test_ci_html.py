@@ -68,22 +68,25 @@ def full_out(session_out: Path, oom_snapshot: Path, hang_snapshot: Path, tmp_pat
     shutil.copytree(oom_snapshot, out / "oom-run")
     shutil.copytree(hang_snapshot, out / "hang")
     session = json.loads((out / "session.json").read_text())
-    for slug, nodeid in (("oom-run", "tests/test_data.py::test_preload_everything"),
-                         ("hang", "tests/test_dist.py::test_allreduce_two_ranks")):
+    for slug, nodeid in (
+        ("oom-run", "tests/test_data.py::test_preload_everything"),
+        ("hang", "tests/test_dist.py::test_allreduce_two_ranks"),
+    ):
         rep = json.loads((out / slug / "report.json").read_text())
         session["tests"].append(entry(nodeid, slug, rep, None, None))
     return write_session(out, session["tests"])
 
 
-def test_the_report_groups_failures_by_cause_with_evidence_checks_and_hints(full_out: Path, workspace: Path,
-                                                                            monkeypatch):
+def test_the_report_groups_failures_by_cause_with_evidence_checks_and_hints(
+    full_out: Path, workspace: Path, monkeypatch
+):
     monkeypatch.chdir(workspace)  # rendered from the project: its source lines may be shown, nothing outside it
     page = ci_html.render_path(full_out)
     tags = parse_html(page)
     sections = [a for t, a in tags.tags if t == "section" and a.get("class", "").startswith("group")]
     assert len(sections) == len(load(full_out).groups())
     first = page.index('id="cause-1"')
-    assert "5 tests</span> layer sizes or tensor shapes disagree" in page[first:first + 400]
+    assert "5 tests</span> layer sizes or tensor shapes disagree" in page[first : first + 400]
     assert "mat1 and mat2 shapes cannot be multiplied (64x256 and 128x10)" in page
     assert '<span class="st-passed">passed</span>' in page  # a validation check that ran
     assert "fix: compare the two shapes" in page
@@ -129,10 +132,12 @@ def test_the_hang_gets_a_per_rank_timeline_naming_where_each_rank_waited(full_ou
 
 def test_text_from_logs_is_escaped(tmp_path: Path):
     out = tmp_path / "snap"
-    stderr = ("Traceback (most recent call last):\n"
-              '  File "/w/t.py", line 3, in test_x\n'
-              "    raise ValueError(bad)\n"
-              'ValueError: <script>alert(1)</script><img src=x onerror="alert(2)"> & </pre>\n')
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/t.py", line 3, in test_x\n'
+        "    raise ValueError(bad)\n"
+        'ValueError: <script>alert(1)</script><img src=x onerror="alert(2)"> & </pre>\n'
+    )
     snapshot_from_texts(out, {"stderr.txt": stderr}, exit_code=1)
     page = ci_html.render_path(out)
     parse_html(page)
@@ -145,11 +150,15 @@ def test_the_environment_lock_diff_is_rendered_when_present(tmp_path: Path):
     old = {"packages": {"torch": "2.5.1", "numpy": "1.26.4"}, "python": {"version": "3.11.9"}}
     new = {"packages": {"torch": "2.6.0", "numpy": "1.26.4", "triton": "3.2.0"}, "python": {"version": "3.11.9"}}
     changes = diff_locks(old, new)
-    snapshot_from_texts(out, {"stderr.txt": "RuntimeError: CUDA error: no kernel image is available for execution\n"},
-                        exit_code=1, extra_files={"artifacts/lock-diff.json": json.dumps({"changes": changes})})
+    snapshot_from_texts(
+        out,
+        {"stderr.txt": "RuntimeError: CUDA error: no kernel image is available for execution\n"},
+        exit_code=1,
+        extra_files={"artifacts/lock-diff.json": json.dumps({"changes": changes})},
+    )
     page = ci_html.render_path(out)
     start = page.index("Environment lock diff")
-    table = page[start:page.index("</table>", start)]
+    table = page[start : page.index("</table>", start)]
     assert "torch" in table and "2.5.1" in table and "2.6.0" in table and "triton" in table
 
 
@@ -173,10 +182,24 @@ def test_the_report_renders_in_headless_chromium(full_out: Path, tmp_path: Path)
     page = tmp_path / "report.html"
     ci_html.write_html(full_out, page)
     png = tmp_path / "report.png"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
-           "--window-size=1280,2000", "--hide-scrollbars", "--enable-logging=stderr", page.as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={png}",
+        "--window-size=1280,2000",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        page.as_uri(),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # page errors: a failed load or fetch, or anything written to the console (there is no script to write)
@@ -194,15 +217,27 @@ def test_the_report_renders_in_headless_chromium(full_out: Path, tmp_path: Path)
 
 def test_the_lock_diff_is_computed_from_the_last_green_lock_of_the_session(tmp_path: Path):
     out = tmp_path / "faildiag-out"
-    green = {"schema": "faildiag.lock/1", "packages": {"torch": "2.5.1", "numpy": "1.26.4"},
-             "python": {"version": "3.11.9"}, "env": {"NCCL_P2P_DISABLE": "0"}}
-    now = {"schema": "faildiag.lock/1", "packages": {"torch": "2.6.0", "numpy": "1.26.4"},
-           "python": {"version": "3.11.9"}, "env": {"NCCL_P2P_DISABLE": "1"}}
+    green = {
+        "schema": "faildiag.lock/1",
+        "packages": {"torch": "2.5.1", "numpy": "1.26.4"},
+        "python": {"version": "3.11.9"},
+        "env": {"NCCL_P2P_DISABLE": "0"},
+    }
+    now = {
+        "schema": "faildiag.lock/1",
+        "packages": {"torch": "2.6.0", "numpy": "1.26.4"},
+        "python": {"version": "3.11.9"},
+        "env": {"NCCL_P2P_DISABLE": "1"},
+    }
     save_green(out, green)
-    diag = diagnose(texts={"stderr.txt": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"},
-                    exit_code=1, lock=now, context={"last_green_lock": green})
+    diag = diagnose(
+        texts={"stderr.txt": "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"},
+        exit_code=1,
+        lock=now,
+        context={"last_green_lock": green},
+    )
     write_snapshot(diag, out / "t1", lock=now)
     page = ci_html.render_path(out)
     start = page.index("Environment lock diff")
-    table = page[start:page.index("</table>", start)]
+    table = page[start : page.index("</table>", start)]
     assert "2.5.1" in table and "2.6.0" in table and "NCCL_P2P_DISABLE" in table

@@ -11,7 +11,7 @@ import pytest
 
 from tests.ci.test_ci_github import errors, parse
 
-TESTS = r'''
+TESTS = r"""
 import pytest
 
 
@@ -31,7 +31,7 @@ def test_same_cause(n):
 def test_shapes():
     a, b = (64, 256), (128, 10)
     raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})")
-'''
+"""
 
 
 @pytest.fixture
@@ -42,8 +42,15 @@ def run(pytester: pytest.Pytester, monkeypatch, tmp_path: Path):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     out = pytester.path / "faildiag-out"
-    result = pytester.runpytest_subprocess("--faildiag", f"--faildiag-out={out}", "--faildiag-html=report.html",
-                                           "-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        "--faildiag",
+        f"--faildiag-out={out}",
+        "--faildiag-html=report.html",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+    )
     return result, summary, out
 
 
@@ -110,8 +117,12 @@ def test_a_green_session_on_github_emits_nothing_and_warns_about_nothing(pyteste
 
 def test_a_real_session_writes_a_gitlab_code_quality_report(pytester, monkeypatch):
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    pytester.makepyfile(test_cq="def test_boom():\n    raise RuntimeError('mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)')\n")
-    result = pytester.runpytest_subprocess("--faildiag", "--faildiag-gitlab=gl-code-quality.json", "-p", "no:cacheprovider")
+    pytester.makepyfile(
+        test_cq="def test_boom():\n    raise RuntimeError('mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)')\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--faildiag", "--faildiag-gitlab=gl-code-quality.json", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(failed=1)
     import json
 

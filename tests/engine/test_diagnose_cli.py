@@ -30,7 +30,9 @@ def test_it_diagnoses_each_real_gpu_failure_with_a_schema_valid_report(case, tmp
     ev = _evidence_copy(case, tmp_path)
     rc = (case / "rc.txt").read_text().strip()
     cmd = (case / "cmd.txt").read_text().strip()
-    p = run_cli("diagnose", str(ev), "--format", "json", "--exit-code", rc, "--command", cmd, "--out", str(tmp_path / "out"))
+    p = run_cli(
+        "diagnose", str(ev), "--format", "json", "--exit-code", rc, "--command", cmd, "--out", str(tmp_path / "out")
+    )
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
     jsonschema.validate(report, report_schema)
@@ -42,7 +44,9 @@ def test_it_diagnoses_each_real_gpu_failure_with_a_schema_valid_report(case, tmp
 
 
 def test_json_output_is_exactly_report_json_and_nothing_else(tmp_path, run_cli):
-    p = run_cli("diagnose", str(CORPUS / "shape_mismatch" / "stderr.txt"), "--format", "json", "--out", str(tmp_path / "o"))
+    p = run_cli(
+        "diagnose", str(CORPUS / "shape_mismatch" / "stderr.txt"), "--format", "json", "--out", str(tmp_path / "o")
+    )
     assert p.returncode == 0
     assert json.loads(p.stdout)["schema"] == "faildiag.report/1"
     assert p.stderr == b""
@@ -52,7 +56,13 @@ def test_it_writes_the_contract_snapshot_layout_without_temp_files(tmp_path, run
     out = tmp_path / "snap"
     p = run_cli("diagnose", str(CORPUS / "ckpt_truncated" / "stderr.txt"), "--exit-code", "1", "--out", str(out))
     assert p.returncode == 0, p.stderr
-    for rel in ("report.json", "report.md", "meta/failure-profile.json", "meta/root-causes.json", "artifacts/failure.lock.json"):
+    for rel in (
+        "report.json",
+        "report.md",
+        "meta/failure-profile.json",
+        "meta/root-causes.json",
+        "artifacts/failure.lock.json",
+    ):
         assert (out / rel).is_file(), rel
     assert not list(out.rglob("*.tmp"))
     report = json.loads((out / "report.json").read_text())
@@ -122,7 +132,9 @@ def test_unknown_options_are_a_one_line_usage_error(run_cli):
 
 def test_invalid_utf8_is_decoded_with_replacement_and_still_diagnosed(tmp_path, run_cli):
     f = tmp_path / "train.log"
-    f.write_bytes(b"step 1 \xff\xfe\xfa garbage\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x2)\n")
+    f.write_bytes(
+        b"step 1 \xff\xfe\xfa garbage\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x2)\n"
+    )
     p = run_cli("diagnose", str(f), "--format", "json", "--out", str(tmp_path / "o"))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["root_causes"][0]["id"] == "model.shape_mismatch"

@@ -31,24 +31,29 @@ def _run(tmp_path: Path, code: str, env_path: Path | None = None) -> tuple[str, 
         import os
 
         env = {**os.environ, "PYTHONPATH": str(env_path)}
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
     assert p.returncode != 0, p.stdout + p.stderr
     return p.stderr, p.returncode
 
 
-@pytest.mark.parametrize(("path", "owner"), [
-    ("/home/u/proj/train.py", ("user", None)),
-    ("/home/u/proj/tests/test_model.py", ("test", None)),
-    ("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", ("library", "torch")),
-    ("/usr/lib/python3/dist-packages/numpy/core/_methods.py", ("library", "numpy")),
-    ("/usr/lib/python3.11/json/decoder.py", ("stdlib", None)),
-    ("C:\\Users\\u\\AppData\\Local\\Programs\\Python\\Python310\\lib\\asyncio\\base_events.py", ("stdlib", None)),
-    ("C:\\Python312\\Lib\\site-packages\\torch\\serialization.py", ("library", "torch")),
-    ("<frozen importlib._bootstrap>", ("stdlib", None)),
-    ("/workspace/vllm/vllm/worker/model_runner.py", ("library", "vllm")),  # a source checkout is still the library
-    ("/home/u/proj/datasets/my_data.py", ("user", None)),  # a user folder named like a library is not one
-    ("<string>", ("user", None)),
-])
+@pytest.mark.parametrize(
+    ("path", "owner"),
+    [
+        ("/home/u/proj/train.py", ("user", None)),
+        ("/home/u/proj/tests/test_model.py", ("test", None)),
+        ("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", ("library", "torch")),
+        ("/usr/lib/python3/dist-packages/numpy/core/_methods.py", ("library", "numpy")),
+        ("/usr/lib/python3.11/json/decoder.py", ("stdlib", None)),
+        ("C:\\Users\\u\\AppData\\Local\\Programs\\Python\\Python310\\lib\\asyncio\\base_events.py", ("stdlib", None)),
+        ("C:\\Python312\\Lib\\site-packages\\torch\\serialization.py", ("library", "torch")),
+        ("<frozen importlib._bootstrap>", ("stdlib", None)),
+        ("/workspace/vllm/vllm/worker/model_runner.py", ("library", "vllm")),  # a source checkout is still the library
+        ("/home/u/proj/datasets/my_data.py", ("user", None)),  # a user folder named like a library is not one
+        ("<string>", ("user", None)),
+    ],
+)
 def test_frame_owner_tells_the_programs_code_from_libraries(path, owner):
     assert frame_owner(Frame(path, 1, "f"), LIBS) == owner
 
@@ -58,14 +63,16 @@ def _fake_library(root: Path) -> Path:
     site = root / "venv" / "lib" / "python3.11" / "site-packages"
     pkg = site / "tinycache"
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         class Cache:
             def __init__(self):
                 self._store = None  # never initialised: the library's own bug
 
             def get(self, key):
                 return self._store.get(key)
-    """))
+    """)
+    )
     return site
 
 
@@ -99,7 +106,9 @@ def test_the_raising_frame_moves_library_and_model_apart(tmp_path):
 
 
 def test_frames_of_a_dataset_put_the_failure_in_the_data_stage(tmp_path):
-    err, rc = _run(tmp_path, """
+    err, rc = _run(
+        tmp_path,
+        """
         import torch
         from torch.utils.data import DataLoader, Dataset
 
@@ -116,7 +125,8 @@ def test_frames_of_a_dataset_put_the_failure_in_the_data_stage(tmp_path):
 
         for batch in DataLoader(Records(), batch_size=1):
             pass
-    """)
+    """,
+    )
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
     assert diag.profile.stage == "data"
     assert diag.root_causes[0].category == "dataset"
@@ -199,11 +209,13 @@ def test_the_facts_come_from_the_first_failure_not_from_the_test_that_reported_i
     evidence the way the faildiag_run fixture keeps it) is the failure; the test's AssertionError only
     reports it, so it must not make the cause the test's."""
     job, rc = _run(tmp_path, "open('/nonexistent/shards/train-00001.bin')\n")
-    pytester.makepyfile(test_job=f"""
+    pytester.makepyfile(
+        test_job=f"""
         def test_the_job_runs():
             returncode = {rc}
             assert returncode == 0, "the job failed"
-    """)
+    """
+    )
     result = pytester.runpytest("-p", "no:faildiag", "--tb=native")
     report = "\n".join(result.outlines)
     assert "Traceback (most recent call last)" in report and "AssertionError" in report
@@ -277,7 +289,8 @@ def test_a_missing_module_of_the_tests_own_package_is_the_test_suites_layout(pyt
     pytester.mkdir("tests/unit")
     (pytester.path / "tests" / "conftest.py").write_text("AMOUNT = 1\n")
     (pytester.path / "tests" / "unit" / "test_farm.py").write_text(
-        "from tests.helpers import amount\n\n\ndef test_amount():\n    assert amount() == 1\n")
+        "from tests.helpers import amount\n\n\ndef test_amount():\n    assert amount() == 1\n"
+    )
     result = pytester.runpytest("-p", "no:faildiag", "--import-mode=importlib", "tests/unit")
     report = "\n".join(result.outlines)
     assert "ModuleNotFoundError" in report

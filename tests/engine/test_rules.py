@@ -66,7 +66,9 @@ def test_a_third_party_pack_arrives_through_the_pluggy_hook():
 
 
 def test_a_later_pack_replaces_a_builtin_rule_with_the_same_id():
-    override = PACK.replace("acme.flux_capacitor", "torch.device_mismatch").replace("FluxCapacitorError", "Expected all tensors to be on the same device")
+    override = PACK.replace("acme.flux_capacitor", "torch.device_mismatch").replace(
+        "FluxCapacitorError", "Expected all tensors to be on the same device"
+    )
     rs = load_ruleset([("override.toml", override)])
     assert rs.by_id("torch.device_mismatch").causes[0].id == "hardware.flux"
 

@@ -24,14 +24,17 @@ def _run_python(tmp_path, code: str) -> subprocess.CompletedProcess:
 
 
 def test_a_real_chained_exception_keeps_both_tracebacks_in_order(tmp_path):
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         def load():
             raise FileNotFoundError(2, "No such file or directory", "data/train.jsonl")
         try:
             load()
         except FileNotFoundError as exc:
             raise RuntimeError("dataset could not be prepared") from exc
-    """)
+    """,
+    )
     res = ScanResult()
     scan_text(p.stderr, "stderr", load_ruleset(), res)
     types = [tb.exc_type for tb in res.tracebacks]
@@ -41,7 +44,9 @@ def test_a_real_chained_exception_keeps_both_tracebacks_in_order(tmp_path):
 
 
 def test_the_first_exception_of_a_chain_names_the_failure_when_no_rule_knows_the_last(tmp_path):
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         import json
         class ConfigBroken(Exception):
             pass
@@ -49,7 +54,8 @@ def test_the_first_exception_of_a_chain_names_the_failure_when_no_rule_knows_the
             json.loads("{not json")
         except ValueError:
             raise ConfigBroken("settings could not be read")
-    """)
+    """,
+    )
     d = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
     assert "JSONDecodeError" in d.profile.first_failure.excerpt
     assert d.root_causes, "a fallback cause is always offered for a failed run"
@@ -57,16 +63,18 @@ def test_the_first_exception_of_a_chain_names_the_failure_when_no_rule_knows_the
 
 
 def test_tracebacks_from_ranks_printed_interleaved_are_kept_apart():
-    log = "\n".join([
-        "[rank0]:Traceback (most recent call last):",
-        "[rank1]:Traceback (most recent call last):",
-        '[rank0]:  File "/w/train.py", line 10, in <module>',
-        '[rank1]:  File "/w/train.py", line 12, in <module>',
-        "[rank1]:    dist.all_reduce(t)",
-        "[rank0]:    step()",
-        "[rank1]:RuntimeError: Connection closed by peer",
-        "[rank0]:ValueError: labels must be non-negative",
-    ])
+    log = "\n".join(
+        [
+            "[rank0]:Traceback (most recent call last):",
+            "[rank1]:Traceback (most recent call last):",
+            '[rank0]:  File "/w/train.py", line 10, in <module>',
+            '[rank1]:  File "/w/train.py", line 12, in <module>',
+            "[rank1]:    dist.all_reduce(t)",
+            "[rank0]:    step()",
+            "[rank1]:RuntimeError: Connection closed by peer",
+            "[rank0]:ValueError: labels must be non-negative",
+        ]
+    )
     res = ScanResult()
     scan_text(log, "log", load_ruleset(), res)
     by_rank = {tb.rank: tb for tb in res.tracebacks}
@@ -75,8 +83,10 @@ def test_tracebacks_from_ranks_printed_interleaved_are_kept_apart():
 
 
 def test_progress_bars_and_ansi_colours_do_not_hide_the_error():
-    log = ("Epoch 1:  10%|#         | 1/10\rEpoch 1:  20%|##        | 2/10\r"
-           "\x1b[31mRuntimeError: CUDA error: device-side assert triggered\x1b[0m\n")
+    log = (
+        "Epoch 1:  10%|#         | 1/10\rEpoch 1:  20%|##        | 2/10\r"
+        "\x1b[31mRuntimeError: CUDA error: device-side assert triggered\x1b[0m\n"
+    )
     d = diagnose(texts={"stderr": log}, exit_code=1)
     assert d.root_causes[0].id == "dataset.index_out_of_range"
     assert "\x1b" not in d.profile.first_failure.excerpt
@@ -84,7 +94,9 @@ def test_progress_bars_and_ansi_colours_do_not_hide_the_error():
 
 
 def test_a_real_faulthandler_dump_is_parsed_into_stuck_frames(tmp_path):
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         import faulthandler, sys, threading, time
         ev = threading.Event()
         def waiter():
@@ -92,7 +104,8 @@ def test_a_real_faulthandler_dump_is_parsed_into_stuck_frames(tmp_path):
         threading.Thread(target=waiter, daemon=True).start()
         time.sleep(0.2)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-    """)
+    """,
+    )
     res = ScanResult()
     scan_text(p.stderr, "stderr", load_ruleset(), res)
     funcs = {d.innermost[0].func for d in res.dumps if d.innermost}
@@ -106,8 +119,10 @@ def test_a_multi_pattern_engine_and_python_scanner_find_the_same_things(tmp_path
     log = tmp_path / "train.log"
     write_noise(log, 2)  # 2 MiB: above the engine threshold
     with open(log, "a") as f:
-        f.write("Traceback (most recent call last):\n  File \"/w/t.py\", line 3, in <module>\n    x()\n"
-                "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n")
+        f.write(
+            'Traceback (most recent call last):\n  File "/w/t.py", line 3, in <module>\n    x()\n'
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!\n"
+        )
     rs = load_ruleset()
     monkeypatch.setenv("FAILDIAG_SCAN_ENGINE", engine)
     fast = ScanResult()
@@ -129,8 +144,10 @@ def test_overlapping_keywords_fire_every_rule_that_owns_one():
 
 
 def test_secrets_in_logs_never_reach_the_report():
-    log = ("export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n"
-           "RuntimeError: failed to fetch https://alice:s3cr3t-pass@example.invalid/model.bin\n")
+    log = (
+        "export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n"
+        "RuntimeError: failed to fetch https://alice:s3cr3t-pass@example.invalid/model.bin\n"
+    )
     d = diagnose(texts={"stderr": log}, exit_code=1)
     from pytest_faildiag.engine import render_markdown, render_text, report_dict
 
@@ -156,7 +173,9 @@ def _scan(text: str) -> ScanResult:
 def test_frames_printed_without_the_traceback_header_still_make_a_traceback(tmp_path):
     """Log handlers and excerpts print the frames and the exception line without "Traceback (most recent
     call last):". The frames are still the traceback's: who raised, and where."""
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         import sys, traceback
         def load(path):
             return open(path)
@@ -165,7 +184,8 @@ def test_frames_printed_without_the_traceback_header_still_make_a_traceback(tmp_
         except OSError as exc:
             sys.stderr.write("".join(traceback.format_tb(exc.__traceback__)))
             sys.stderr.write("".join(traceback.format_exception_only(exc)))
-    """)
+    """,
+    )
     assert "Traceback" not in p.stderr and 'File "' in p.stderr
     (tb,) = _scan(p.stderr).tracebacks
     assert tb.headless and tb.exc_type == "FileNotFoundError"
@@ -180,13 +200,16 @@ def test_frames_printed_without_the_traceback_header_still_make_a_traceback(tmp_
 def test_frames_of_a_stack_print_are_not_closed_by_the_next_log_line(tmp_path):
     """``traceback.print_stack()`` prints frames with no header and no exception: the line after them is
     the program's next output, not an exception, so the frames stay a traceback without one."""
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         import sys, traceback
         def step():
             traceback.print_stack(file=sys.stdout)
             print("saving checkpoint to out/ckpt-3")
         step()
-    """)
+    """,
+    )
     (tb,) = _scan(p.stdout).tracebacks
     assert tb.exc_type is None and tb.frames[-1].func == "step"
 
@@ -198,18 +221,24 @@ def test_an_exception_line_of_a_qualified_or_plain_exception_class_is_read_alone
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "__init__.py").write_text("")
     (tmp_path / "conf" / "exceptions.py").write_text(
-        "class ImproperlyConfigured(Exception):\n    pass\n\n\nclass SettingsWarning(UserWarning):\n    pass\n")
-    p = _run_python(tmp_path, """
+        "class ImproperlyConfigured(Exception):\n    pass\n\n\nclass SettingsWarning(UserWarning):\n    pass\n"
+    )
+    p = _run_python(
+        tmp_path,
+        """
         import sys, traceback
         from conf.exceptions import ImproperlyConfigured, SettingsWarning
         for exc in (SettingsWarning("deprecated key"), ImproperlyConfigured("settings are not configured"),
                     Exception("worker 3 stopped")):
             sys.stdout.write("".join(traceback.format_exception_only(exc)))
-    """)
+    """,
+    )
     assert "conf.exceptions.ImproperlyConfigured: settings" in p.stdout
     found = [(tb.exc_type, tb.message) for tb in _scan(p.stdout).tracebacks]
-    assert found == [("conf.exceptions.ImproperlyConfigured", "settings are not configured"),
-                     ("Exception", "worker 3 stopped")]
+    assert found == [
+        ("conf.exceptions.ImproperlyConfigured", "settings are not configured"),
+        ("Exception", "worker 3 stopped"),
+    ]
     d = diagnose([str(_train_log("pytest_python/pt_django_improperlyconfigured_no_pytest_django"))])
     assert d.profile.type == "runtime_error"  # before: unknown, the exception was not seen
 
@@ -230,9 +259,12 @@ def test_progress_needs_a_counter_that_advances(tmp_path):
     res = ScanResult()
     scan_file(str(_train_log("distributed/nccl_tests_docker_ipc_unhandled_system")), "log", load_ruleset(), res)
     assert res.progress == 0
-    p = _run_python(tmp_path, """
+    p = _run_python(
+        tmp_path,
+        """
         for step in range(1, 4):
             print(f"step {step}: lr=0.001")
-    """)
+    """,
+    )
     assert _scan(p.stdout).progress >= 2
     assert _scan("step 1: lr=0.001\nstep 1: lr=0.001\n").progress == 0  # one step printed twice

@@ -51,24 +51,57 @@ class Project:
         return p
 
     def sh(self, command: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(command, shell=True, cwd=self.root, env=run_env(), capture_output=True, text=True,
-                              timeout=600)
+        return subprocess.run(
+            command, shell=True, cwd=self.root, env=run_env(), capture_output=True, text=True, timeout=600
+        )
 
     def fail_and_diagnose(self) -> dict[str, Any]:
         """Run the command for real (it must fail), then snapshot its output with `faildiag diagnose`."""
-        res = subprocess.run(self.command, shell=True, cwd=self.root, env=run_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=600)
+        res = subprocess.run(
+            self.command,
+            shell=True,
+            cwd=self.root,
+            env=run_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=600,
+        )
         assert res.returncode != 0, res.stdout
         (self.root / "out.log").write_text(res.stdout, encoding="utf-8")
-        diag = subprocess.run([*FAILDIAG, "diagnose", "out.log", "--exit-code", str(res.returncode), "--command",
-                               self.command, "--out", "faildiag-out", "--format", "json"],
-                              cwd=self.root, env=run_env(), capture_output=True, text=True, timeout=120)
+        diag = subprocess.run(
+            [
+                *FAILDIAG,
+                "diagnose",
+                "out.log",
+                "--exit-code",
+                str(res.returncode),
+                "--command",
+                self.command,
+                "--out",
+                "faildiag-out",
+                "--format",
+                "json",
+            ],
+            cwd=self.root,
+            env=run_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert diag.returncode == 0, diag.stderr
         return json.loads(diag.stdout)
 
     def fix(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*FAILDIAG, "fix", "faildiag-out", *args], cwd=self.root, env=run_env(**env),
-                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [*FAILDIAG, "fix", "faildiag-out", *args],
+            cwd=self.root,
+            env=run_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
 
     def fix_argv(self, *args: str) -> list[str]:
         return [*FAILDIAG, "fix", "faildiag-out", *args]
@@ -83,8 +116,11 @@ class Project:
 
     def hashes(self) -> dict[str, str]:
         """sha256 of every file in the project, the snapshot included (proves nothing changed)."""
-        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted(self.root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+        return {
+            str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(self.root.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        }
 
     def user_hashes(self) -> dict[str, str]:
         """sha256 of the project's own files (the snapshot folder left out: fix mode records into it)."""
@@ -106,7 +142,12 @@ class Project:
         assert res.returncode == 0, res.stdout + res.stderr
         assert "the original failure no longer reproduces" in res.stdout
         fix = self.report()["fix"]
-        assert (fix["id"], fix["applied"], fix["verification"], fix["rolled_back"]) == (proposal["id"], True, "passed", False)
+        assert (fix["id"], fix["applied"], fix["verification"], fix["rolled_back"]) == (
+            proposal["id"],
+            True,
+            "passed",
+            False,
+        )
         assert fix["before"]["first_failure"] and fix["after"]["exit_code"] == 0
         md = (self.snapshot / "report.md").read_text()
         assert md.count("## Fix mode") == 1 and "verification: **passed**" in md

@@ -46,11 +46,18 @@ def test_it_raises_a_too_small_num_classes_in_a_json_config_and_verifies_the_run
     assert proposal["automatic"] is True
     (change,) = proposal["changes"]
     assert (change["kind"], change["path"], change["key"], change["old"], change["new"]) == (
-        "config", "config.json", "num_classes", "5", "8")
+        "config",
+        "config.json",
+        "num_classes",
+        "5",
+        "8",
+    )
     assert '-  "num_classes": 5,' in change["diff"] and '+  "num_classes": 8,' in change["diff"]
 
     project.confirm_expect_verified(proposal)
-    assert (project.root / "config.json").read_text() == CONFIG_JSON.lstrip("\n").replace('"num_classes": 5', '"num_classes": 8')
+    assert (project.root / "config.json").read_text() == CONFIG_JSON.lstrip("\n").replace(
+        '"num_classes": 5', '"num_classes": 8'
+    )
     assert project.sh("python train.py").returncode == 0
 
 
@@ -152,7 +159,12 @@ def test_it_sets_the_hidden_size_of_an_ini_config_to_the_checkpoints_and_verifie
     (change,) = proposal["changes"]
     # batch_size also holds 32, but it is not a model size: only hidden_size changes
     assert (change["path"], change["key"], change["old"], change["new"]) == ("eval.ini", "hidden_size", "32", "64")
-    assert "config.model_config_mismatch" in " ".join(proposal["notes"]) or proposal["cause"] == "config.model_config_mismatch"
+    assert (
+        "config.model_config_mismatch" in " ".join(proposal["notes"])
+        or proposal["cause"] == "config.model_config_mismatch"
+    )
 
     project.confirm_expect_verified(proposal)
-    assert (project.root / "eval.ini").read_text() == CONFIG_INI.lstrip("\n").replace("hidden_size = 32", "hidden_size = 64")
+    assert (project.root / "eval.ini").read_text() == CONFIG_INI.lstrip("\n").replace(
+        "hidden_size = 32", "hidden_size = 64"
+    )

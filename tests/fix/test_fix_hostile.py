@@ -94,8 +94,14 @@ def test_the_command_runs_only_with_its_own_confirmation_and_then_sandboxed(proj
     _data_dir_project(project, "python train.py; env > seen-env.txt; touch CONFIRMED")
     proposal = project.propose()
     token = "ghp_" + "Z9" * 18
-    res = project.fix("--confirm", proposal["id"], "--confirm-command", proposal["rerun"]["command_id"],
-                      GITHUB_TOKEN=token, AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    res = project.fix(
+        "--confirm",
+        proposal["id"],
+        "--confirm-command",
+        proposal["rerun"]["command_id"],
+        GITHUB_TOKEN=token,
+        AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert (project.root / "CONFIRMED").exists()
     fix = project.report()["fix"]

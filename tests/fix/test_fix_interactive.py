@@ -20,8 +20,9 @@ def _run_in_tty(project, answer: str) -> tuple[int, str]:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen(project.fix_argv(), cwd=project.root, env=project.env(), stdin=slave, stdout=slave,
-                            stderr=slave)
+    proc = subprocess.Popen(
+        project.fix_argv(), cwd=project.root, env=project.env(), stdin=slave, stdout=slave, stderr=slave
+    )
     os.close(slave)
     out = b""
     answered = False

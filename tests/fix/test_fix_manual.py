@@ -52,8 +52,9 @@ def test_a_missing_operator_kernel_is_handed_off_to_operator_work(project):
 
 
 def _faildiag(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize("setup", ["missing", "empty", "malformed", "not_a_report"])
@@ -84,11 +85,19 @@ def test_it_proposes_for_every_failed_test_of_a_session_and_applies_nothing(proj
     out = project.root / "session-out"
     out.mkdir()
     (project.snapshot).rename(out / "test_train")
-    (out / "session.json").write_text(json.dumps({
-        "schema": "faildiag.session/1", "cwd": str(project.root),
-        "tests": [{"nodeid": "tests/test_train.py::test_train", "snapshot": "test_train"},
-                  {"nodeid": "tests/test_gone.py::test_gone", "snapshot": "not-there"},
-                  {"nodeid": "evil", "snapshot": "../../etc"}]}))
+    (out / "session.json").write_text(
+        json.dumps(
+            {
+                "schema": "faildiag.session/1",
+                "cwd": str(project.root),
+                "tests": [
+                    {"nodeid": "tests/test_train.py::test_train", "snapshot": "test_train"},
+                    {"nodeid": "tests/test_gone.py::test_gone", "snapshot": "not-there"},
+                    {"nodeid": "evil", "snapshot": "../../etc"},
+                ],
+            }
+        )
+    )
     before = project.hashes()
     results = propose_for_session(out)
     assert [r["nodeid"] for r in results] == ["tests/test_train.py::test_train"]
@@ -119,8 +128,11 @@ def test_it_reruns_in_the_folder_given_by_cwd_when_called_from_elsewhere(project
     elsewhere.mkdir()
     (elsewhere / "data").mkdir()  # a decoy: the value must come from the run's folder
     argv = [sys.executable, "-m", "pytest_faildiag.cli", "fix", str(project.snapshot), "--cwd", str(project.root)]
-    proposal = json.loads(subprocess.run([*argv, "--format", "json"], cwd=elsewhere, env=project.env(),
-                                         capture_output=True, text=True, timeout=60).stdout)
+    proposal = json.loads(
+        subprocess.run(
+            [*argv, "--format", "json"], cwd=elsewhere, env=project.env(), capture_output=True, text=True, timeout=60
+        ).stdout
+    )
     assert proposal["changes"][0]["new"] == str((project.root / "data").resolve())
     res = subprocess.run([*argv, "--yes"], cwd=elsewhere, env=project.env(), capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -132,19 +144,37 @@ def test_it_reads_the_working_folder_from_the_report_when_the_snapshot_records_i
     report = project.report()
     report["cwd"] = str(project.root)  # what `faildiag run` records next to the command
     (project.snapshot / "report.json").write_text(json.dumps(report))
-    res = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "fix", str(project.snapshot), "--yes"],
-                         cwd=tmp_path, env=project.env(), capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "fix", str(project.snapshot), "--yes"],
+        cwd=tmp_path,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "no longer reproduces" in res.stdout
 
 
-@pytest.mark.parametrize("report", [
-    {"schema": "faildiag.report/1", "profile": [], "root_causes": "none"},
-    {"schema": "faildiag.report/1", "root_causes": [None, 3, {"id": "x", "fix_template": {"kind": "source", "find": "("}}]},
-    {"schema": "faildiag.report/1", "profile": {"first_failure": "oops", "command": 5},
-     "root_causes": [{"id": "y", "fix_template": {"kind": "env", "name": 7, "defaults": []}, "evidence": ["bad"]}],
-     "sources": [None, "../../etc/passwd", "/etc/passwd"], "cwd": 12},
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        {"schema": "faildiag.report/1", "profile": [], "root_causes": "none"},
+        {
+            "schema": "faildiag.report/1",
+            "root_causes": [None, 3, {"id": "x", "fix_template": {"kind": "source", "find": "("}}],
+        },
+        {
+            "schema": "faildiag.report/1",
+            "profile": {"first_failure": "oops", "command": 5},
+            "root_causes": [
+                {"id": "y", "fix_template": {"kind": "env", "name": 7, "defaults": []}, "evidence": ["bad"]}
+            ],
+            "sources": [None, "../../etc/passwd", "/etc/passwd"],
+            "cwd": 12,
+        },
+    ],
+)
 def test_a_damaged_report_gets_a_proposal_never_a_traceback(tmp_path, report):
     snap = tmp_path / "snap"
     snap.mkdir()
@@ -155,7 +185,9 @@ def test_a_damaged_report_gets_a_proposal_never_a_traceback(tmp_path, report):
 
 
 def test_an_interrupted_verification_rolls_back_and_stops_the_rerun(project):
-    project.write("train.py", """
+    project.write(
+        "train.py",
+        """
         import os
         import time
 
@@ -163,13 +195,20 @@ def test_an_interrupted_verification_rolls_back_and_stops_the_rerun(project):
         with open("rerun.pid", "w") as f:
             f.write(str(os.getpid()))
         time.sleep(120)
-    """)
+    """,
+    )
     (project.root / "data").mkdir()
     project.fail_and_diagnose()
     # SIGINT at default, as a shell's foreground job has it (a runner started in the background may not)
-    proc = subprocess.Popen(project.fix_argv("--yes"), cwd=project.root, env=project.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        project.fix_argv("--yes"),
+        cwd=project.root,
+        env=project.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     pid_file = project.root / "rerun.pid"
     deadline = time.monotonic() + 60
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:

@@ -30,8 +30,9 @@ def _assert(diag, rule: str, category: str, stage: str | None = None) -> None:
 @needs_gcc
 def test_a_library_the_linker_cannot_find(tmp_path: Path):
     (tmp_path / "m.c").write_text("int main(void) { return 0; }\n")
-    p = subprocess.run(["gcc", "m.c", "-o", "m", "-lfaildiag_not_installed"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run(
+        ["gcc", "m.c", "-o", "m", "-lfaildiag_not_installed"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert "cannot find -lfaildiag_not_installed" in p.stderr
     diag = _diagnose(p)
     _assert(diag, "build.linker_missing_library", "environment", "compile")
@@ -50,8 +51,12 @@ def test_a_header_the_compiler_cannot_find(tmp_path: Path):
 def test_a_wheel_built_for_another_platform(tmp_path: Path):
     wheel = tmp_path / "tinypkg-1.0-cp27-cp27m-win32.whl"
     wheel.write_bytes(b"")  # pip refuses it by its tags before opening it
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--dry-run", str(wheel)],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-index", "--dry-run", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "is not a supported wheel on this platform" in p.stdout + p.stderr
     _assert(_diagnose(p), "pip.unsupported_wheel", "environment", "startup")
 

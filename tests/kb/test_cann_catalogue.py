@@ -70,9 +70,11 @@ def test_it_holds_enough_real_logs():
 
 def test_it_reads_the_catalogue_example_of_an_invalid_hccl_environment_variable():
     # the EI0001 example printed in CANN's HCCL user guide ("Environment variable configuration error")
-    text = ("[ERROR] 2024-04-20-10:42:34 (PID:2090824, Device:0, RankID:0) ERR02200 DIST call hccl api failed.\n"
-            "EI0001: 2024-04-20-10:42:34.020.677 Environment variable [HCCL_EXEC_TIMEOUT] is invalid. Reason: it "
-            "should be a number greater than or equal to 1s and less than or equal to 17340s.\n")
+    text = (
+        "[ERROR] 2024-04-20-10:42:34 (PID:2090824, Device:0, RankID:0) ERR02200 DIST call hccl api failed.\n"
+        "EI0001: 2024-04-20-10:42:34.020.677 Environment variable [HCCL_EXEC_TIMEOUT] is invalid. Reason: it "
+        "should be a number greater than or equal to 1s and less than or equal to 17340s.\n"
+    )
     d = diagnose(texts={"train.log": text})
     assert d.root_causes[0].category == "config"
     assert "HCCL_EXEC_TIMEOUT" in d.root_causes[0].summary

@@ -20,53 +20,68 @@ def _run(tmp_path: Path, body: str, timeout: float = 120):
     script.write_text(textwrap.dedent(body))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
     assert p.returncode != 0, p.stdout + p.stderr
-    diag = diagnose(texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode,
-                    command=f"python {script.name}")
+    diag = diagnose(
+        texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode, command=f"python {script.name}"
+    )
     return diag, [c.category for c in diag.root_causes]
 
 
 def test_it_reports_a_layer_shape_mismatch_as_a_model_error(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(128, 10))
         net(torch.randn(64, 784))
-    """)
+    """,
+    )
     assert (diag.profile.type, cats[0]) == ("runtime_error", "model")
     assert "shapes cannot be multiplied" in diag.profile.first_failure.excerpt
 
 
 def test_it_reports_a_dtype_mismatch_as_a_model_error(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         torch.nn.Linear(4, 4)(torch.randn(2, 4, dtype=torch.float64))
-    """)
+    """,
+    )
     assert (diag.profile.type, cats[0]) == ("runtime_error", "model")
 
 
 def test_it_reports_a_checkpoint_of_another_architecture(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         torch.save(torch.nn.Linear(4, 8).state_dict(), "ckpt.pt")
         torch.nn.Linear(4, 16).load_state_dict(torch.load("ckpt.pt"))
-    """)
+    """,
+    )
     assert (diag.profile.stage, cats[0]) == ("checkpoint", "checkpoint")
 
 
 def test_it_reports_a_truncated_checkpoint(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import os, torch
         torch.save({"w": torch.randn(256, 256)}, "ckpt.pt")
         size = os.path.getsize("ckpt.pt")
         with open("ckpt.pt", "r+b") as f:
             f.truncate(size // 2)
         torch.load("ckpt.pt")
-    """)
+    """,
+    )
     assert (diag.profile.stage, cats[0]) == ("checkpoint", "checkpoint")
     assert diag.root_causes[0].id == "checkpoint.corrupt"
 
 
 def test_it_reports_the_weights_only_default_refusing_a_pickled_object(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
 
         class Config:
@@ -74,13 +89,16 @@ def test_it_reports_the_weights_only_default_refusing_a_pickled_object(tmp_path)
 
         torch.save({"model": torch.nn.Linear(2, 2).state_dict(), "config": Config()}, "ckpt.pt")
         torch.load("ckpt.pt")
-    """)
+    """,
+    )
     assert diag.profile.stage == "checkpoint"
     assert cats[0] == "library" and "checkpoint" in cats[:3]
 
 
 def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import os, signal, torch
         from torch.utils.data import DataLoader, Dataset
 
@@ -94,42 +112,56 @@ def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
 
         for _ in DataLoader(Data(), num_workers=2, batch_size=4):
             pass
-    """)
+    """,
+    )
     assert (diag.profile.type, diag.profile.stage, cats[0]) == ("crash", "data", "resource"), (
-        diag.profile.first_failure, [(c.id, c.confidence) for c in diag.root_causes])
+        diag.profile.first_failure,
+        [(c.id, c.confidence) for c in diag.root_causes],
+    )
 
 
 def test_it_reports_a_missing_module_as_environment(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         import faildiag_not_a_real_module_xyz
-    """)
+    """,
+    )
     assert cats[0] == "environment"
     assert "faildiag_not_a_real_module_xyz" in diag.root_causes[0].summary
 
 
 def test_it_reports_nan_from_anomaly_detection_as_a_model_error(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         torch.autograd.set_detect_anomaly(True)
         x = torch.tensor([1.0, -1.0], requires_grad=True)
         loss = torch.sqrt(x).sum()
         print(f"step 0 loss {loss.item()}")
         loss.backward()
-    """)
+    """,
+    )
     assert (diag.profile.type, cats[0]) == ("runtime_error", "model")
 
 
 def test_it_reports_a_class_label_out_of_range_as_data(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         torch.nn.functional.cross_entropy(torch.randn(4, 10), torch.tensor([1, 2, 12, 3]))
-    """)
+    """,
+    )
     assert cats[0] == "dataset"
 
 
 def test_it_reports_a_gloo_collective_that_one_rank_never_joins_as_communication(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import datetime, os, torch, torch.distributed as dist, torch.multiprocessing as mp
 
         def work(rank):
@@ -144,38 +176,49 @@ def test_it_reports_a_gloo_collective_that_one_rank_never_joins_as_communication
             import socket
             s = socket.socket(); s.bind(("127.0.0.1", 0)); os.environ["PORT"] = str(s.getsockname()[1]); s.close()
             mp.spawn(work, nprocs=2)
-    """, timeout=90)
+    """,
+        timeout=90,
+    )
     assert (diag.profile.type, cats[0]) == ("communication", "communication")
 
 
 def test_it_reports_a_loss_without_grad_fn_as_a_model_error(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         net = torch.nn.Linear(4, 1)
         with torch.no_grad():
             loss = net(torch.randn(8, 4)).pow(2).mean()
         loss.backward()
-    """)
+    """,
+    )
     assert (diag.profile.type, cats[0]) == ("runtime_error", "model")
     assert diag.root_causes[0].id == "model.autograd_usage"
 
 
 def test_it_reports_samples_of_different_sizes_as_a_data_error(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch
         from torch.utils.data import DataLoader
         samples = [torch.zeros(3, 32, 32) if i % 3 else torch.zeros(3, 28, 28) for i in range(8)]
         for batch in DataLoader(samples, batch_size=4):
             pass
-    """)
+    """,
+    )
     assert (diag.profile.stage, cats[0]) == ("data", "dataset")
 
 
 def test_it_reports_a_collective_without_a_process_group_as_configuration(tmp_path):
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import torch, torch.distributed as dist
         dist.all_reduce(torch.ones(2))
-    """)
+    """,
+    )
     assert cats[0] == "config"
 
 
@@ -183,8 +226,11 @@ def test_it_reports_a_removed_numpy_alias_as_a_library_change(tmp_path):
     np = pytest.importorskip("numpy")
     if hasattr(np, "float"):
         pytest.skip("this numpy still has np.float")
-    diag, cats = _run(tmp_path, """
+    diag, cats = _run(
+        tmp_path,
+        """
         import numpy as np
         x = np.zeros(3, dtype=np.float)
-    """)
+    """,
+    )
     assert cats[0] == "library"

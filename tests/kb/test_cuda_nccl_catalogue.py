@@ -33,7 +33,12 @@ def _pack_text() -> str:
 
 def _cudart() -> str | None:
     candidates = sorted(glob.glob("/usr/local/cuda*/lib*/libcudart.so*")) + sorted(
-        glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages", "nvidia", "cuda_runtime", "lib", "libcudart.so*")))
+        glob.glob(
+            os.path.join(
+                sys.prefix, "lib", "python*", "site-packages", "nvidia", "cuda_runtime", "lib", "libcudart.so*"
+            )
+        )
+    )
     for path in candidates:
         try:
             ctypes.CDLL(path)
@@ -75,8 +80,15 @@ def test_its_cuda_error_names_and_messages_are_the_runtimes_own():
             if kw.startswith("cudaError"):
                 assert kw in names, (r.id, kw)
                 checked += 1
-            elif not kw.startswith(("CUDA_ERROR_", "CUDA error: ", "CUDA unknown error", "Cannot re-initialize",
-                                    "Driver/library version mismatch")):
+            elif not kw.startswith(
+                (
+                    "CUDA_ERROR_",
+                    "CUDA error: ",
+                    "CUDA unknown error",
+                    "Cannot re-initialize",
+                    "Driver/library version mismatch",
+                )
+            ):
                 assert any(kw in s for s in strings), (r.id, kw)
                 checked += 1
     assert checked >= 60
@@ -89,7 +101,8 @@ def test_it_reports_a_runtime_older_driver_from_a_real_cuda_call(tmp_path):
     if path is None:
         pytest.skip("no libcudart on this machine")
     script = tmp_path / "probe.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import ctypes, sys
         rt = ctypes.CDLL({path!r})
         rt.cudaGetErrorName.restype = ctypes.c_char_p
@@ -101,11 +114,14 @@ def test_it_reports_a_runtime_older_driver_from_a_real_cuda_call(tmp_path):
             sys.stderr.write(f'CUDA error at probe.py:8 code={{err}}({{name}}) "cudaGetDeviceCount(&n)"\\n')
             raise RuntimeError(f"{{name}}: {{text}}")
         print("devices:", n.value)
-    """))
+    """)
+    )
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     if p.returncode == 0 or "cudaErrorInsufficientDriver" not in p.stderr:
         pytest.skip(f"this machine has a usable CUDA driver: {p.stdout.strip()} {p.stderr[-200:]}")
-    d = diagnose(texts={"stderr.txt": p.stderr, "stdout.txt": p.stdout}, exit_code=p.returncode, command="python probe.py")
+    d = diagnose(
+        texts={"stderr.txt": p.stderr, "stdout.txt": p.stdout}, exit_code=p.returncode, command="python probe.py"
+    )
     assert d.profile.type == "backend"
     assert any(c.rule == "cuda.err.driver_older_than_runtime" for c in d.root_causes)
     assert "environment" in [c.category for c in d.root_causes[:3]]
@@ -154,9 +170,11 @@ def test_a_specific_nccl_warning_silences_the_generic_result_code():
 
 def test_it_tells_application_xids_from_hardware_xids():
     """The Xid catalogue: 13/31/43 are application faults, 48/94/95 memory hardware, 45 follows another error."""
-    app = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
-           "NVRM: Xid (PCI:0000:db:00): 31, pid=13641, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS "
-           "GPCCLIENT_T1_10 faulted @ 0x7fd7_90743000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n")
+    app = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "NVRM: Xid (PCI:0000:db:00): 31, pid=13641, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+        "GPCCLIENT_T1_10 faulted @ 0x7fd7_90743000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n"
+    )
     d = diagnose(texts={"stderr.txt": app}, exit_code=1)
     assert d.root_causes[0].category == "operator"
     assert any(c.rule == "cuda.xid.app_fault" for c in d.root_causes)

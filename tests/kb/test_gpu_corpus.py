@@ -15,8 +15,11 @@ CASES = sorted(p for p in CORPUS.iterdir() if (p / "label.json").is_file())
 
 
 def _evidence(case: Path) -> list[str]:
-    return [str(f) for f in sorted(case.iterdir())
-            if f.name in {"stdout.txt", "stderr.txt", "junit.xml"} or f.suffix == ".pkl"]
+    return [
+        str(f)
+        for f in sorted(case.iterdir())
+        if f.name in {"stdout.txt", "stderr.txt", "junit.xml"} or f.suffix == ".pkl"
+    ]
 
 
 def test_it_holds_the_whole_gpu_corpus():

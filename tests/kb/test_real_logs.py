@@ -16,8 +16,22 @@ LOGS = sorted(p for p in KB.rglob("*.log") if p.with_suffix(".json").is_file())
 
 def test_it_holds_a_real_log_for_every_stack_family():
     families = {p.parent.name for p in LOGS}
-    assert {"ascend", "hccl", "npu_oom", "pta", "mindspore", "jax", "nccl", "torchvision", "checkpoint",
-            "tokenizer", "compile", "config", "dataloader", "elastic"} <= families
+    assert {
+        "ascend",
+        "hccl",
+        "npu_oom",
+        "pta",
+        "mindspore",
+        "jax",
+        "nccl",
+        "torchvision",
+        "checkpoint",
+        "tokenizer",
+        "compile",
+        "config",
+        "dataloader",
+        "elastic",
+    } <= families
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -35,8 +49,9 @@ def test_it_diagnoses_the_real_log_as_labelled(log: Path):
     # and its direct evidence points at the line of this log that shows it
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     cited = [e for e in top.evidence if e.kind == "direct" and e.source == log.name and e.line]
-    assert any(0 < e.line <= len(lines) and e.excerpt[:80].strip() in lines[e.line - 1] for e in cited), \
-        [(e.source, e.line, e.excerpt[:80]) for e in top.evidence]
+    assert any(0 < e.line <= len(lines) and e.excerpt[:80].strip() in lines[e.line - 1] for e in cited), [
+        (e.source, e.line, e.excerpt[:80]) for e in top.evidence
+    ]
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")

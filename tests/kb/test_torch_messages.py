@@ -28,54 +28,107 @@ torch = pytest.importorskip("torch")
 
 # (rule id, expected category among the top 3, expected type, expected stage or None, program)
 CASES = [
-    ("torch.msg.view_stride", "model", "runtime_error", "runtime", """
+    (
+        "torch.msg.view_stride",
+        "model",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         torch.randn(4, 6).t().view(24)
-    """),
-    ("torch.msg.input_too_small", "model", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.input_too_small",
+        "model",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 5))
         net(torch.randn(2, 3, 8, 8))
-    """),
-    ("torch.msg.batchnorm_single_value", "config", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.batchnorm_single_value",
+        "config",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8))
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(9, 4)), batch_size=4)
         for (x,) in loader:
             net(x)
-    """),
-    ("torch.msg.bce_target_range", "dataset", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.bce_target_range",
+        "dataset",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         probs = torch.sigmoid(torch.randn(4, 1, 8, 8))
         masks = torch.randint(0, 2, (4, 1, 8, 8)).float() * 255
         torch.nn.BCELoss()(probs, masks)
-    """),
-    ("torch.msg.index_dtype", "model", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.index_dtype",
+        "model",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         emb = torch.nn.Embedding(100, 16)
         emb(torch.Tensor([[1, 2, 3]]))
-    """),
-    ("torch.msg.inference_tensor", "model", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.inference_tensor",
+        "model",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         layer = torch.nn.Linear(4, 4)
         with torch.inference_mode():
             cached = torch.randn(2, 4)
         layer(cached).sum().backward()
-    """),
-    ("torch.msg.meta_tensor_copy", "model", "runtime_error", None, """
+    """,
+    ),
+    (
+        "torch.msg.meta_tensor_copy",
+        "model",
+        "runtime_error",
+        None,
+        """
         import torch
         with torch.device("meta"):
             net = torch.nn.Linear(8, 8)
         net.to("cpu")
-    """),
-    ("torch.msg.optimizer_state_mismatch", "checkpoint", "runtime_error", "checkpoint", """
+    """,
+    ),
+    (
+        "torch.msg.optimizer_state_mismatch",
+        "checkpoint",
+        "runtime_error",
+        "checkpoint",
+        """
         import torch
         old = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
         torch.save({"optim": torch.optim.AdamW(old.parameters()).state_dict()}, "ckpt.pt")
         new = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
         torch.optim.AdamW(new.parameters()).load_state_dict(torch.load("ckpt.pt")["optim"])
-    """),
-    ("torch.msg.grad_scaler_usage", "model", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.grad_scaler_usage",
+        "model",
+        "runtime_error",
+        "runtime",
+        """
         import torch
         net = torch.nn.Linear(4, 1)
         opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -85,13 +138,25 @@ CASES = [
         scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         scaler.unscale_(opt)
-    """),
-    ("torch.msg.dataloader_arguments", "config", "runtime_error", "data", """
+    """,
+    ),
+    (
+        "torch.msg.dataloader_arguments",
+        "config",
+        "runtime_error",
+        "data",
+        """
         import torch
         ds = torch.utils.data.TensorDataset(torch.randn(8, 2))
         torch.utils.data.DataLoader(ds, shuffle=True, sampler=torch.utils.data.RandomSampler(ds))
-    """),
-    ("torch.msg.collate_type", "dataset", "runtime_error", "data", """
+    """,
+    ),
+    (
+        "torch.msg.collate_type",
+        "dataset",
+        "runtime_error",
+        "data",
+        """
         import torch
 
         class Images(torch.utils.data.Dataset):
@@ -102,8 +167,14 @@ CASES = [
 
         for batch in torch.utils.data.DataLoader(Images(), batch_size=4):
             pass
-    """),
-    ("torch.msg.unpicklable_worker_state", "model", "runtime_error", None, """
+    """,
+    ),
+    (
+        "torch.msg.unpicklable_worker_state",
+        "model",
+        "runtime_error",
+        None,
+        """
         import torch
 
         class Shapes(torch.utils.data.Dataset):
@@ -116,14 +187,26 @@ CASES = [
 
         if __name__ == "__main__":
             list(torch.utils.data.DataLoader(Shapes(), num_workers=1, multiprocessing_context="spawn"))
-    """),
-    ("torch.msg.not_a_checkpoint_file", "checkpoint", "runtime_error", "checkpoint", """
+    """,
+    ),
+    (
+        "torch.msg.not_a_checkpoint_file",
+        "checkpoint",
+        "runtime_error",
+        "checkpoint",
+        """
         import torch
         with open("model.pt", "w") as f:
             f.write("version https://git-lfs.github.com/spec/v1\\noid sha256:" + "0" * 64 + "\\nsize 4096\\n")
         torch.load("model.pt")
-    """),
-    ("torch.msg.load_device_unavailable", "checkpoint", "runtime_error", "checkpoint", """
+    """,
+    ),
+    (
+        "torch.msg.load_device_unavailable",
+        "checkpoint",
+        "runtime_error",
+        "checkpoint",
+        """
         # a checkpoint written on a GPU machine: the storages carry the location tag 'cuda:0'
         import io, zipfile, torch
         torch.save({"w": torch.randn(3)}, "gpu.pt")
@@ -136,14 +219,26 @@ CASES = [
                 dst.writestr(info, data)
         open("gpu.pt", "wb").write(out.getvalue())
         torch.load("gpu.pt")
-    """),
-    ("torch.msg.hub_hash_mismatch", "checkpoint", "runtime_error", "checkpoint", """
+    """,
+    ),
+    (
+        "torch.msg.hub_hash_mismatch",
+        "checkpoint",
+        "runtime_error",
+        "checkpoint",
+        """
         import pathlib, torch
         src = pathlib.Path("resnet-1234abcd.pth").resolve()
         src.write_bytes(b"partial download")
         torch.hub.download_url_to_file(src.as_uri(), "copy.pth", hash_prefix="1234abcd", progress=False)
-    """),
-    ("torch.msg.ddp_unused_parameters", "config", "runtime_error", "runtime", """
+    """,
+    ),
+    (
+        "torch.msg.ddp_unused_parameters",
+        "config",
+        "runtime_error",
+        "runtime",
+        """
         import os, torch, torch.distributed as dist
         dist.init_process_group("gloo", init_method="file://" + os.path.abspath("pg"), rank=0, world_size=1)
 
@@ -158,8 +253,14 @@ CASES = [
         model = torch.nn.parallel.DistributedDataParallel(TwoHeads())
         for _ in range(2):
             model(torch.randn(2, 4)).sum().backward()
-    """),
-    ("torch.msg.data_dependent_guard", "model", "runtime_error", "compile", """
+    """,
+    ),
+    (
+        "torch.msg.data_dependent_guard",
+        "model",
+        "runtime_error",
+        "compile",
+        """
         import torch
 
         class Gate(torch.nn.Module):
@@ -169,7 +270,8 @@ CASES = [
                 return x
 
         torch.export.export(Gate(), (torch.randn(3),))
-    """),
+    """,
+    ),
 ]
 
 
@@ -193,7 +295,9 @@ def test_it_diagnoses_a_real_pytorch_error(tmp_path, rule, category, type_, stag
 
 def test_a_worker_that_cannot_import_an_interactive_main_is_a_start_method_problem(tmp_path):
     """Classes defined in `python -c` (or a notebook) do not exist in a spawned DataLoader worker."""
-    d, stderr = _run(tmp_path, """
+    d, stderr = _run(
+        tmp_path,
+        """
         import torch, torch.multiprocessing as mp
         mp.set_start_method("spawn", force=True)
 
@@ -204,7 +308,8 @@ def test_a_worker_that_cannot_import_an_interactive_main_is_a_start_method_probl
                 return i
 
         list(torch.utils.data.DataLoader(Numbers(), num_workers=1))
-    """)
+    """,
+    )
     fired = {c.rule for c in d.root_causes}
     assert {"torch.msg.spawn_main_unimportable", "torch.msg.dataloader_worker_exit_code"} & fired, stderr[-1500:]
     assert "model" in [c.category for c in d.root_causes[:3]]
@@ -218,10 +323,13 @@ def test_a_missing_numpy_is_an_environment_problem(tmp_path):
         pass
     else:
         pytest.skip("NumPy is installed here: torch can convert tensors")
-    d, _ = _run(tmp_path, """
+    d, _ = _run(
+        tmp_path,
+        """
         import torch
         torch.randn(3).numpy()
-    """)
+    """,
+    )
     assert d.root_causes[0].rule == "torch.msg.numpy_unavailable"
     assert d.root_causes[0].category == "environment"
 
@@ -231,10 +339,13 @@ def test_a_torch_build_without_nccl_is_an_environment_problem(tmp_path):
 
     if not dist.is_available() or dist.is_nccl_available():
         pytest.skip("this torch build has NCCL")
-    d, _ = _run(tmp_path, """
+    d, _ = _run(
+        tmp_path,
+        """
         import os, torch.distributed as dist
         dist.init_process_group("nccl", init_method="file://" + os.path.abspath("pg"), rank=0, world_size=1)
-    """)
+    """,
+    )
     assert any(c.rule == "torch.msg.dist_backend_missing" for c in d.root_causes)
     assert d.root_causes[0].category == "environment"
     assert d.profile.stage == "startup"

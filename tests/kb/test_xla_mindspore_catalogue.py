@@ -33,8 +33,13 @@ def test_the_pack_loads_without_warnings():
     assert not faildiag, faildiag
     ids = {r.id for r in ruleset.rules}
     text = PACK.read_text()
-    for rule_id in ("xla.status.unimplemented", "xla.status.deadline_exceeded", "ms.cat.device_target_unsupported",
-                    "ms.cat.framework_unexpected", "orbax.stored_shape"):
+    for rule_id in (
+        "xla.status.unimplemented",
+        "xla.status.deadline_exceeded",
+        "ms.cat.device_target_unsupported",
+        "ms.cat.framework_unexpected",
+        "orbax.stored_shape",
+    ):
         assert f'id = "{rule_id}"' in text
         assert rule_id in ids
 
@@ -81,8 +86,13 @@ def test_it_diagnoses_a_failure_produced_live_when_jax_is_installed(tmp_path):
         "    return x * cfg[0]\n"
         "f(jnp.ones(3), [2.0])\n"
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                          env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode != 0
     diag = diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
     assert diag.profile.type == "runtime_error"

@@ -73,8 +73,13 @@ def git_repo(tmp_path: Path) -> Path:
         pytest.skip("git is not installed")
     repo = tmp_path / "repo"
     repo.mkdir()
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
     for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"]):
         subprocess.run(argv, cwd=repo, check=True, env=env)
     (repo / "train.py").write_text("print('hi')\n")

@@ -59,10 +59,15 @@ def test_cuda_driver_check_on_this_cpu_build_says_why_it_skips():
     assert result.status == "skipped" and "CPU build" in result.detail
 
 
-@pytest.mark.parametrize(("tv", "ta", "status"), [
-    ("0.20.1", "2.5.1", "failed"), ("0.19.1", "2.5.1", "passed"), ("0.20.1", "2.4.0", "passed"),
-    ("0.20.1+cpu", None, "passed"),
-])
+@pytest.mark.parametrize(
+    ("tv", "ta", "status"),
+    [
+        ("0.20.1", "2.5.1", "failed"),
+        ("0.19.1", "2.5.1", "passed"),
+        ("0.20.1", "2.4.0", "passed"),
+        ("0.20.1+cpu", None, "passed"),
+    ],
+)
 def test_torchvision_and_torchaudio_must_match_torch(site, tv, ta, status):
     site("torch", "2.5.1+cu121" if tv.endswith("+cpu") else "2.5.1")
     site("torchvision", tv)
@@ -83,8 +88,10 @@ def test_torchvision_check_on_this_machine_is_consistent():
         assert result.status in ("passed", "failed")
 
 
-NUMPY_ERR = ("A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.1.0 as it may crash. To support both 1.x "
-             "and 2.x\nversions of NumPy, modules must be compiled with NumPy 2.0.")
+NUMPY_ERR = (
+    "A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.1.0 as it may crash. To support both 1.x "
+    "and 2.x\nversions of NumPy, modules must be compiled with NumPy 2.0."
+)
 
 
 def test_numpy2_with_an_extension_built_for_numpy1(site):
@@ -152,8 +159,12 @@ def test_changed_since_last_green_names_the_change_first(site):
     site("faildiag-aaa", "1.1", layer="b")
     red = build_lock()
     ctx = CheckContext(scan=None, profile=None, lock=red, context={"last_green_lock": green})
-    cause = RootCause(id="torch.api.removed", category="library", confidence=0.5,
-                      summary="an API used by the test was removed in the installed torch")
+    cause = RootCause(
+        id="torch.api.removed",
+        category="library",
+        confidence=0.5,
+        summary="an API used by the test was removed in the installed torch",
+    )
     result = CHECKS["lock-changed-since-green"](ctx, cause, {"text": "AttributeError: module 'torch' has no attribute"})
     assert result.status == "passed"
     assert result.detail.startswith("since the last green run: torch 2.5.1 → 2.6.0")

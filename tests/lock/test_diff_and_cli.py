@@ -13,8 +13,13 @@ from pytest_faildiag.capture.envlock import build_lock, diff_locks, format_diff,
 
 
 def _faildiag(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "lock", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "lock", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
 
 
 def test_a_distribution_installed_between_two_locks_is_reported_added(site):
@@ -57,10 +62,20 @@ def test_two_locks_of_an_unchanged_machine_have_no_diff():
 def test_driver_and_cuda_build_changes_are_reported():
     old = build_lock()
     new = copy.deepcopy(old)
-    old["gpu"] = {"status": "ok", "driver_version": "550.54.15", "cuda_version": "12.4", "device_count": 1,
-                  "devices": [{"name": "NVIDIA A100-SXM4-80GB"}]}
-    new["gpu"] = {"status": "ok", "driver_version": "535.104.05", "cuda_version": "12.2", "device_count": 1,
-                  "devices": [{"name": "NVIDIA A100-SXM4-80GB"}]}
+    old["gpu"] = {
+        "status": "ok",
+        "driver_version": "550.54.15",
+        "cuda_version": "12.4",
+        "device_count": 1,
+        "devices": [{"name": "NVIDIA A100-SXM4-80GB"}],
+    }
+    new["gpu"] = {
+        "status": "ok",
+        "driver_version": "535.104.05",
+        "cuda_version": "12.2",
+        "device_count": 1,
+        "devices": [{"name": "NVIDIA A100-SXM4-80GB"}],
+    }
     lines = format_diff(diff_locks(old, new))
     assert "NVIDIA driver 550.54.15 → 535.104.05" in lines and "driver CUDA 12.4 → 12.2" in lines
 
@@ -68,7 +83,8 @@ def test_driver_and_cuda_build_changes_are_reported():
 def test_diff_tolerates_garbage():
     assert diff_locks({}, {}) == []
     assert diff_locks({"packages": "nope", "env": []}, {"packages": {"a": "1"}}) == [
-        {"kind": "package", "name": "a", "old": None, "new": "1", "change": "added"}]
+        {"kind": "package", "name": "a", "old": None, "new": "1", "change": "added"}
+    ]
 
 
 def test_format_diff_limits_long_lists():
@@ -106,7 +122,9 @@ def test_cli_diff_prints_human_lines_and_json(tmp_path, site):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "torch 2.5.1 → 2.6.0"
     j = _faildiag("--diff", str(old), str(new), "--format", "json")
-    assert {"kind": "package", "name": "torch", "old": "2.5.1", "new": "2.6.0", "change": "changed"} in json.loads(j.stdout)["changes"]
+    assert {"kind": "package", "name": "torch", "old": "2.5.1", "new": "2.6.0", "change": "changed"} in json.loads(
+        j.stdout
+    )["changes"]
     same = _faildiag("--diff", str(new), str(new))
     assert same.stdout.strip() == "no changes"
 

@@ -31,7 +31,17 @@ def test_it_describes_the_real_interpreter_and_installed_packages():
         assert "pytest-faildiag" not in lock["packages"]
     assert lock["resources"]["cpu_count"] == os.cpu_count()
     assert lock["resources"]["disk"]["free"] > 0
-    assert set(lock["probes"]) >= {"python", "packages", "ml", "env", "resources", "git", "nvidia_smi", "npu_smi", "cann"}
+    assert set(lock["probes"]) >= {
+        "python",
+        "packages",
+        "ml",
+        "env",
+        "resources",
+        "git",
+        "nvidia_smi",
+        "npu_smi",
+        "cann",
+    }
     json.dumps(lock)  # JSON all the way down
 
 
@@ -45,8 +55,10 @@ def test_it_reports_dev_shm_on_linux():
 def test_it_lists_torch_from_metadata_without_importing_it():
     if "torch" not in {d.metadata["Name"] for d in metadata.distributions()}:
         pytest.skip("torch is not installed")
-    code = ("import sys, json; from pytest_faildiag.capture.envlock import build_lock; l = build_lock(); "
-            "print(json.dumps([l['ml']['torch'], 'torch' in sys.modules]))")
+    code = (
+        "import sys, json; from pytest_faildiag.capture.envlock import build_lock; l = build_lock(); "
+        "print(json.dumps([l['ml']['torch'], 'torch' in sys.modules]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     torch_info, imported = json.loads(out)
     assert imported is False
@@ -90,8 +102,14 @@ def test_nvidia_smi_output_is_parsed(fake_nvidia):
     assert gpu["status"] == "ok"
     assert gpu["driver_version"] == "535.104.05" and gpu["cuda_version"] == "12.2"
     assert gpu["device_count"] == 2
-    assert gpu["devices"][0] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "driver_version": "535.104.05",
-                                 "memory_total_mib": 81559, "memory_used_mib": 1024, "pci_bus_id": "00000000:18:00.0"}
+    assert gpu["devices"][0] == {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "driver_version": "535.104.05",
+        "memory_total_mib": 81559,
+        "memory_used_mib": 1024,
+        "pci_bus_id": "00000000:18:00.0",
+    }
 
 
 def test_a_hanging_tool_is_bounded_by_the_timeout(tool):
@@ -106,7 +124,10 @@ def test_a_hanging_tool_is_bounded_by_the_timeout(tool):
 
 
 def test_a_failing_tool_is_recorded_with_its_error(tool):
-    tool("nvidia-smi", "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2; exit 9\n")
+    tool(
+        "nvidia-smi",
+        "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2; exit 9\n",
+    )
     gpu = build_lock()["gpu"]
     assert gpu["status"] == "error" and gpu["returncode"] == 9
     assert "could not communicate" in gpu["error"]
@@ -127,8 +148,10 @@ def test_npu_smi_output_is_parsed(tool):
     tool("npu-smi", f"cat <<'EOF'\n{out}EOF\n")
     npu = build_lock()["ascend"]["npu_smi"]
     assert npu["status"] == "ok" and npu["version"] == "23.0.6"
-    assert npu["devices"] == [{"index": 0, "name": "910B3", "health": "OK"},
-                              {"index": 1, "name": "910B3", "health": "Warning"}]
+    assert npu["devices"] == [
+        {"index": 0, "name": "910B3", "health": "OK"},
+        {"index": 1, "name": "910B3", "health": "Warning"},
+    ]
 
 
 def test_cann_version_is_read_from_the_toolkit_install_info(tmp_path, monkeypatch):
@@ -136,7 +159,9 @@ def test_cann_version_is_read_from_the_toolkit_install_info(tmp_path, monkeypatc
     monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
     info = tmp_path / "Ascend" / "ascend-toolkit" / "latest" / "x86_64-linux" / "ascend_toolkit_install.info"
     info.parent.mkdir(parents=True)
-    info.write_text("package_name=Ascend-cann-toolkit\nversion=8.0.RC2\ninnerversion=V100R001C18B800TP005\narch=x86_64\n")
+    info.write_text(
+        "package_name=Ascend-cann-toolkit\nversion=8.0.RC2\ninnerversion=V100R001C18B800TP005\narch=x86_64\n"
+    )
     cann = probe_cann([str(tmp_path / "Ascend")])
     assert cann == {"status": "ok", "version": "8.0.RC2", "source": str(info)}
     assert probe_cann([str(tmp_path / "nowhere")]) == {"status": "missing"}
@@ -145,8 +170,14 @@ def test_cann_version_is_read_from_the_toolkit_install_info(tmp_path, monkeypatc
 def test_git_revision_and_dirty_state_of_a_real_repo(git_repo):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout.strip()
     clean = build_lock(cwd=git_repo)["git"]
-    assert clean == {"status": "ok", "revision": head, "branch": "main", "dirty": False, "changed_files": 0,
-                     "changed_sample": []}
+    assert clean == {
+        "status": "ok",
+        "revision": head,
+        "branch": "main",
+        "dirty": False,
+        "changed_files": 0,
+        "changed_sample": [],
+    }
     (git_repo / "train.py").write_text("print('changed')\n")
     (git_repo / "new.py").write_text("")
     dirty = build_lock(cwd=git_repo)["git"]
@@ -215,8 +246,12 @@ def test_concurrent_writers_leave_a_whole_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("{not json", "not JSON"), ("[1, 2]", "JSON object"), ('{"schema": "faildiag.report/1"}', "not an environment lock"),
-     ('{"hello": 1}', "not an environment lock")],
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"schema": "faildiag.report/1"}', "not an environment lock"),
+        ('{"hello": 1}', "not an environment lock"),
+    ],
 )
 def test_load_lock_rejects_bad_files_with_a_clear_error(tmp_path, content, message):
     bad = tmp_path / "bad.json"

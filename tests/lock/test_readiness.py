@@ -13,19 +13,39 @@ def _write(path, data) -> None:
 
 
 VERDICT = {
-    "schema_version": "readiness-agent/0.1", "skill": "readiness-agent", "status": "BLOCKED", "can_run": False,
-    "target": "training", "summary": "Training is blocked because required readiness prerequisites remain unresolved.",
-    "blockers": ["torch_npu is not importable"], "warnings": ["CANN 7.0 is older than recommended"],
-    "next_action": "Resolve blockers and rerun readiness.", "evidence_level": "import",
-    "checks": [{"id": "framework-importability", "status": "block", "summary": "import torch_npu failed"},
-               {"id": "system-device", "status": "ok", "summary": "8 NPUs visible"}],
-    "blockers_detailed": [{"id": "framework-importability", "category": "framework_remediable",
-                           "summary": "torch_npu is not importable", "remediable": True}],
+    "schema_version": "readiness-agent/0.1",
+    "skill": "readiness-agent",
+    "status": "BLOCKED",
+    "can_run": False,
+    "target": "training",
+    "summary": "Training is blocked because required readiness prerequisites remain unresolved.",
+    "blockers": ["torch_npu is not importable"],
+    "warnings": ["CANN 7.0 is older than recommended"],
+    "next_action": "Resolve blockers and rerun readiness.",
+    "evidence_level": "import",
+    "checks": [
+        {"id": "framework-importability", "status": "block", "summary": "import torch_npu failed"},
+        {"id": "system-device", "status": "ok", "summary": "8 NPUs visible"},
+    ],
+    "blockers_detailed": [
+        {
+            "id": "framework-importability",
+            "category": "framework_remediable",
+            "summary": "torch_npu is not importable",
+            "remediable": True,
+        }
+    ],
     "some_future_key": {"nested": [1, 2, 3]},
 }
-ENVELOPE = {"schema_version": "1.0.0", "skill": "readiness-agent", "run_id": "readiness-agent-0123456789ab",
-            "status": "partial", "start_time": "2026-01-01T00:00:00Z", "artifacts": ["report.md", "meta/readiness-verdict.json"],
-            "env_ref": "meta/env.json"}
+ENVELOPE = {
+    "schema_version": "1.0.0",
+    "skill": "readiness-agent",
+    "run_id": "readiness-agent-0123456789ab",
+    "status": "partial",
+    "start_time": "2026-01-01T00:00:00Z",
+    "artifacts": ["report.md", "meta/readiness-verdict.json"],
+    "env_ref": "meta/env.json",
+}
 
 
 def test_a_full_snapshot_is_read(tmp_path):
@@ -34,9 +54,12 @@ def test_a_full_snapshot_is_read(tmp_path):
     _write(tmp_path / "meta" / "env.json", {"python": "3.10.14", "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyzABCD"})
     r = read_readiness(tmp_path)
     assert r["status"] == "BLOCKED" and r["can_run"] is False and r["target"] == "training"
-    assert r["blockers"] == [{"id": "framework-importability", "category": "framework_remediable",
-                              "summary": "torch_npu is not importable"}]
-    assert r["failed_checks"] == [{"id": "framework-importability", "status": "block", "summary": "import torch_npu failed"}]
+    assert r["blockers"] == [
+        {"id": "framework-importability", "category": "framework_remediable", "summary": "torch_npu is not importable"}
+    ]
+    assert r["failed_checks"] == [
+        {"id": "framework-importability", "status": "block", "summary": "import torch_npu failed"}
+    ]
     assert r["warnings"] == ["CANN 7.0 is older than recommended"]
     assert r["run"]["run_id"] == "readiness-agent-0123456789ab"
     assert r["env"]["python"] == "3.10.14" and "hf_abcdef" not in json.dumps(r)
@@ -46,7 +69,9 @@ def test_missing_keys_are_no_evidence(tmp_path):
     _write(tmp_path / "meta" / "readiness-verdict.json", {"status": "warn"})
     r = read_readiness(tmp_path)
     assert r["status"] == "WARN"
-    assert r["can_run"] is None and r["summary"] is None and r["blockers"] == [] and r["checks"] == [] and r["env"] is None
+    assert (
+        r["can_run"] is None and r["summary"] is None and r["blockers"] == [] and r["checks"] == [] and r["env"] is None
+    )
 
 
 def test_snapshot_in_an_out_folder_of_the_workspace(tmp_path):
@@ -76,8 +101,10 @@ def test_corrupt_files_are_no_evidence_not_errors(tmp_path):
 
 
 def test_wrong_types_are_tolerated(tmp_path):
-    _write(tmp_path / "meta" / "readiness-verdict.json",
-           {"status": "BLOCKED", "can_run": "no", "checks": "all good", "blockers": "disk full", "warnings": None})
+    _write(
+        tmp_path / "meta" / "readiness-verdict.json",
+        {"status": "BLOCKED", "can_run": "no", "checks": "all good", "blockers": "disk full", "warnings": None},
+    )
     r = read_readiness(tmp_path)
     assert r["can_run"] is None and r["checks"] == [] and r["warnings"] == []
     assert r["blockers"] == [{"id": "", "category": None, "summary": "disk full"}]

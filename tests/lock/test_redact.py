@@ -8,16 +8,35 @@ from pytest_faildiag.redact import MASK, is_secret_name, redact_env, redact_obj,
 
 # (text, the secret part that must disappear, a part that must stay)
 SECRETS = [
-    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "eyJhbGciOiJIUzI1NiJ9", "Authorization: Bearer "),
-    ("curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://api.example.com", "abcdefghijklmnop1234", "https://api.example.com"),
+    (
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJhbGciOiJIUzI1NiJ9",
+        "Authorization: Bearer ",
+    ),
+    (
+        "curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://api.example.com",
+        "abcdefghijklmnop1234",
+        "https://api.example.com",
+    ),
     ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA", "Authorization: Basic "),
     ("GITHUB_TOKEN=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "ghp_aBcDeF", "GITHUB_TOKEN="),
-    ("pushing with github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789", "github_pat_11ABC", "pushing with"),
-    ("remote: https://oauth2:glpat-abcdefghij0123456789@gitlab.com/group/x.git", "glpat-abcdefghij", "@gitlab.com/group/x.git"),
+    (
+        "pushing with github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789",
+        "github_pat_11ABC",
+        "pushing with",
+    ),
+    (
+        "remote: https://oauth2:glpat-abcdefghij0123456789@gitlab.com/group/x.git",
+        "glpat-abcdefghij",
+        "@gitlab.com/group/x.git",
+    ),
     ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345", "sk-proj-abcdef", "OPENAI_API_KEY"),
     ("client = Anthropic(api_key='sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789')", "sk-ant-api03", "Anthropic("),
-    ("huggingface-cli login --token hf_abcdefghijklmnopqrstuvwxyzABCD", "hf_abcdefghij", "huggingface-cli login --token"),
+    (
+        "huggingface-cli login --token hf_abcdefghijklmnopqrstuvwxyzABCD",
+        "hf_abcdefghij",
+        "huggingface-cli login --token",
+    ),
     ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key_id"),
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI", "aws_secret_access_key"),
     ("posting to slack with xoxb-123456789012-1234567890123-abcdefghijklmnop", "xoxb-1234", "posting to slack"),
@@ -25,10 +44,17 @@ SECRETS = [
     ("redis://:hunter2hunter2@cache:6379/0", "hunter2hunter2", "@cache:6379/0"),
     ("python train.py --password hunter2 --epochs 3", "hunter2", "--epochs 3"),
     ("python upload.py --api-key=abcd1234efgh", "abcd1234efgh", "python upload.py"),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----",
-     "b3BlbnNzaC1rZXkt", ""),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXkt",
+        "",
+    ),
     ("GET https://api.example.com/v1/data?access_token=abc123def456&page=2", "abc123def456", "&page=2"),
-    ("https://storage.example.com/blob?sig=abcdefghijklmnopqrstuvwxyz0123&se=2026", "abcdefghijklmnopqrstuvwxyz0123", "https://storage"),
+    (
+        "https://storage.example.com/blob?sig=abcdefghijklmnopqrstuvwxyz0123&se=2026",
+        "abcdefghijklmnopqrstuvwxyz0123",
+        "https://storage",
+    ),
     ('{"password": "p@ssw0rd!", "user": "bob"}', "p@ssw0rd!", '"user": "bob"'),
     ("DB_PASS=abc", "abc", "DB_PASS="),
     ("STRIPE_KEY=rk_live_abcdef", "rk_live_abcdef", "STRIPE_KEY="),
@@ -55,20 +81,31 @@ MORE_SECRETS = [
     ("tool --password=-dashStart9 --epochs 3", "-dashStart9", "--epochs 3"),
     ("machine api.example.com login me password N3trcPa55", "N3trcPa55", "machine api.example.com login me"),
     ("Cookie: sessionid=abc123def; csrftoken=Xyz789Csrf", "Xyz789Csrf", "Cookie: "),
-    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXpgp5sbody\n-----END PGP PRIVATE KEY BLOCK-----", "lQOYBGXpgp5sbody", ""),
+    (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXpgp5sbody\n-----END PGP PRIVATE KEY BLOCK-----",
+        "lQOYBGXpgp5sbody",
+        "",
+    ),
     ("runner token " + "glrt-" + "Ab12Cd34Ef56Gh78Ij90", "Ab12Cd34Ef56Gh78Ij90", "runner token "),
     ("deploy token " + "gldt-" + "Zy98Xw76Vu54Ts32Rq10", "Zy98Xw76Vu54Ts32Rq10", "deploy token "),
     ("stripe.api_key = '" + "sk_live_" + "51HqW2eKbX9vL3mN8pQ'", "51HqW2eKbX9vL3mN8pQ", "stripe.api_key"),
     ("slack app " + "xapp-" + "1-A012345-6789012345-abcdef0123", "6789012345-abcdef0123", "slack app "),
     ("Authorization header missing, got " + "ya29." + "a0AfH6SMBx7Qq2Lm9Zk3Pw8", "a0AfH6SMBx7Qq2Lm9Zk3Pw8", "got "),
     ("SENDGRID=" + "SG." + "aBcDeFgHiJkLmNoPqRsT.UvWxYz0123456789AbCdEf", "aBcDeFgHiJkLmNoPqRsT", "SENDGRID="),
-    ("echo " + "dckr_pat_" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7" + " | docker login", "Qw3Er5Ty7Ui9Op1As3Df5Gh7", "| docker login"),
+    (
+        "echo " + "dckr_pat_" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7" + " | docker login",
+        "Qw3Er5Ty7Ui9Op1As3Df5Gh7",
+        "| docker login",
+    ),
     ("groq client " + "gsk_" + "Lm2Nb4Vc6Xz8Aq1Sw3De5Fr7", "Lm2Nb4Vc6Xz8Aq1Sw3De5Fr7", "groq client "),
     ("bot " + "1234567890:AA" + "HdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "HdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "bot "),
     ("POST https://discord.com/api/webhooks/" + "1234567890/" + "AbCdEfGhIjKl-MnOp", "AbCdEfGhIjKl-MnOp", "POST "),
     # a token inside a slug or a parametrised test's folder name ("_" before it)
-    ("faildiag-out/test_x.py_test_param_" + "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-1a2b3c4d",
-     "aBcDeFgHiJkLmNoPqRsTuVwXyZ", "faildiag-out/test_x.py_test_param_"),
+    (
+        "faildiag-out/test_x.py_test_param_" + "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-1a2b3c4d",
+        "aBcDeFgHiJkLmNoPqRsTuVwXyZ",
+        "faildiag-out/test_x.py_test_param_",
+    ),
     ("tests/test_auth.py::test_login[password=P4ramS3cret]", "P4ramS3cret", "tests/test_auth.py::test_login[password="),
 ]
 
@@ -115,7 +152,7 @@ BENIGN = [
     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
     "E  AssertionError: assert 0.5 == 0.6",
     "ImportError: numpy.core.multiarray failed to import",
-    "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import torch",
+    'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    import torch',
     "git@github.com:org/repo.git",
     "https://pypi.org/simple/torch/",
     "HCCL_CONNECT_TIMEOUT=1200",
@@ -144,30 +181,81 @@ def test_redaction_is_idempotent():
     assert redact_text(once) == once
 
 
-@pytest.mark.parametrize("name", ["HF_TOKEN", "GITHUB_TOKEN", "db_password", "AWS_SECRET_ACCESS_KEY", "WANDB_API_KEY",
-                                  "STRIPE_KEY", "SENTRY_DSN", "accessToken", "Authorization", "proxy-authorization", "OAUTH_CLIENT_SECRET", "MYSQL_PASS", "GH_PAT"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HF_TOKEN",
+        "GITHUB_TOKEN",
+        "db_password",
+        "AWS_SECRET_ACCESS_KEY",
+        "WANDB_API_KEY",
+        "STRIPE_KEY",
+        "SENTRY_DSN",
+        "accessToken",
+        "Authorization",
+        "proxy-authorization",
+        "OAUTH_CLIENT_SECRET",
+        "MYSQL_PASS",
+        "GH_PAT",
+    ],
+)
 def test_secret_names(name):
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["TOKENIZERS_PARALLELISM", "max_tokens", "pad_token", "token_ids", "author", "sort_key",
-                                  "NCCL_DEBUG", "bypass_cache", "num_tokens", "PWD", "tokens", "keyboard", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TOKENIZERS_PARALLELISM",
+        "max_tokens",
+        "pad_token",
+        "token_ids",
+        "author",
+        "sort_key",
+        "NCCL_DEBUG",
+        "bypass_cache",
+        "num_tokens",
+        "PWD",
+        "tokens",
+        "keyboard",
+        "",
+    ],
+)
 def test_ordinary_names(name):
     assert not is_secret_name(name)
 
 
 def test_redact_env_masks_by_name_and_scrubs_values():
-    env = redact_env({"HF_TOKEN": "anything", "NCCL_DEBUG": "INFO", "PIP_EXTRA": "https://u:pw123456@host/simple",
-                      "AUTH_MODE": "none", "TOKENIZERS_PARALLELISM": "false"})
-    assert env == {"HF_TOKEN": MASK, "NCCL_DEBUG": "INFO", "PIP_EXTRA": f"https://u:{MASK}@host/simple",
-                   "AUTH_MODE": "none", "TOKENIZERS_PARALLELISM": "false"}
+    env = redact_env(
+        {
+            "HF_TOKEN": "anything",
+            "NCCL_DEBUG": "INFO",
+            "PIP_EXTRA": "https://u:pw123456@host/simple",
+            "AUTH_MODE": "none",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
+    assert env == {
+        "HF_TOKEN": MASK,
+        "NCCL_DEBUG": "INFO",
+        "PIP_EXTRA": f"https://u:{MASK}@host/simple",
+        "AUTH_MODE": "none",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def test_redact_obj_walks_json_like_data():
-    data = {"config": {"api_key": "abc123", "max_tokens": 10, "lr": 0.1, "authorization": "xyz", "author": "Jane"},
-            "lines": ["ok", "token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"], "n": None}
+    data = {
+        "config": {"api_key": "abc123", "max_tokens": 10, "lr": 0.1, "authorization": "xyz", "author": "Jane"},
+        "lines": ["ok", "token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"],
+        "n": None,
+    }
     out = redact_obj(data)
-    assert out == {"config": {"api_key": MASK, "max_tokens": 10, "lr": 0.1, "authorization": MASK, "author": "Jane"}, "lines": ["ok", f"token={MASK}"], "n": None}
+    assert out == {
+        "config": {"api_key": MASK, "max_tokens": 10, "lr": 0.1, "authorization": MASK, "author": "Jane"},
+        "lines": ["ok", f"token={MASK}"],
+        "n": None,
+    }
 
 
 def test_redact_text_handles_empty_and_huge_input():

@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("isolated")]
 
 def test_torch_failures_get_their_own_causes_and_point_at_the_model_code(pytester: pytest.Pytester) -> None:
     pytest.importorskip("torch")
-    pytester.makepyfile(model="""
+    pytester.makepyfile(
+        model="""
         import torch
         from torch import nn
 
@@ -23,7 +24,8 @@ def test_torch_failures_get_their_own_causes_and_point_at_the_model_code(pyteste
 
             def forward(self, x):
                 return self.fc2(torch.relu(self.fc1(x)))
-    """, test_train="""
+    """,
+        test_train="""
         import torch
         from model import Net
 
@@ -33,7 +35,8 @@ def test_torch_failures_get_their_own_causes_and_point_at_the_model_code(pyteste
         def test_resume_from_a_bigger_model(tmp_path):
             torch.save(Net(hidden=64).state_dict(), tmp_path / "ckpt.pt")
             Net().load_state_dict(torch.load(tmp_path / "ckpt.pt"))
-    """)
+    """,
+    )
     pytester.syspathinsert()
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(failed=2)

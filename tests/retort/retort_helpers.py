@@ -50,20 +50,36 @@ class Experiment:
     def db(self) -> Path:
         return self.root / "retort.db"
 
-    def add_run(self, config: dict[str, str], rep: int = 1, *, status: str = "failed",
-                error: str | None = "tests did not run (test_coverage=0)", metrics: dict[str, float] | None = None,
-                files: dict[str, str] | None = None, succeeded: bool | None = None, folder: bool = True,
-                failed_suffix: bool | None = None) -> Path:
+    def add_run(
+        self,
+        config: dict[str, str],
+        rep: int = 1,
+        *,
+        status: str = "failed",
+        error: str | None = "tests did not run (test_coverage=0)",
+        metrics: dict[str, float] | None = None,
+        files: dict[str, str] | None = None,
+        succeeded: bool | None = None,
+        folder: bool = True,
+        failed_suffix: bool | None = None,
+    ) -> Path:
         """Insert a DB row and (optionally) write its archived run folder; returns the folder path."""
-        metrics = {"test_coverage": 0.0, "code_quality": 0.0, "_duration_seconds": 300.0, "_tokens": 120000.0,
-                   **(metrics or {})}
+        metrics = {
+            "test_coverage": 0.0,
+            "code_quality": 0.0,
+            "_duration_seconds": 300.0,
+            "_tokens": 120000.0,
+            **(metrics or {}),
+        }
         con = sqlite3.connect(self.db)
         run_id = self._next_id
         self._next_id += 1
         con.execute(
             "INSERT INTO experiment_runs (id, design_row_id, replicate, status, started_at, finished_at, "
             "error_message, created_at, run_config_json) VALUES (?, NULL, ?, ?, '2026-01-01', '2026-01-01', ?, "
-            "'2026-01-01', ?)", (run_id, rep, status, error, json.dumps(config)))
+            "'2026-01-01', ?)",
+            (run_id, rep, status, error, json.dumps(config)),
+        )
         for name, value in metrics.items():
             con.execute("INSERT INTO run_results (run_id, metric_name, value) VALUES (?, ?, ?)", (run_id, name, value))
         con.commit()
@@ -78,8 +94,9 @@ class Experiment:
         d.mkdir(parents=True)
         (d / "TASK.md").write_text("Build a small library.\n")
         (d / "stack.json").write_text(json.dumps({**config, "framework": "unknown"}))
-        (d / "_meta.json").write_text(json.dumps({"replicate": rep, "run_config": config, "succeeded": succeeded,
-                                                  "visibility": "public"}))
+        (d / "_meta.json").write_text(
+            json.dumps({"replicate": rep, "run_config": config, "succeeded": succeeded, "visibility": "public"})
+        )
         (d / "scores.json").write_text(json.dumps({k: v for k, v in metrics.items() if not k.startswith("_")}))
         for rel, text in (files or {}).items():
             p = d / rel
@@ -91,11 +108,16 @@ class Experiment:
 PASSING_PY = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
     "tests/test_calc.py": "from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-                          "def test_sub():\n    assert sub(5, 3) == 2\n",
+    "def test_sub():\n    assert sub(5, 3) == 2\n",
 }
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The real CLI, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "retort", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "retort", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=timeout,
+    )

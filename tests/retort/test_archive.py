@@ -46,8 +46,19 @@ def test_the_whole_archive_gets_an_entry_per_failed_attempt_in_time_and_reuses_r
     root = Path(ARCHIVE)
     if (root / "experiments").is_dir():
         root = root / "experiments"
-    args = ["diagnose", "--experiment-dir", str(root), "--format", "json", "--out", str(tmp_path / "out"),
-            "--jobs", "2", "--test-timeout", "60"]
+    args = [
+        "diagnose",
+        "--experiment-dir",
+        str(root),
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "out"),
+        "--jobs",
+        "2",
+        "--test-timeout",
+        "60",
+    ]
     if os.environ.get("RETORT_ARCHIVE_NO_TESTS"):
         args.append("--no-run-tests")
     start = time.monotonic()
@@ -63,8 +74,10 @@ def test_the_whole_archive_gets_an_entry_per_failed_attempt_in_time_and_reuses_r
     assert first < 600, f"the whole archive took {first:.0f}s"
     roll = json.loads((tmp_path / "out" / "retort-rollup.json").read_text())
     assert roll["failed_runs"] <= roll["total_runs"]
-    assert all(e["recorded_failures"] == e["harness"] + e["environment"] + e["genuine"] + e["unknown"]
-               for e in roll["experiments"].values())
+    assert all(
+        e["recorded_failures"] == e["harness"] + e["environment"] + e["genuine"] + e["unknown"]
+        for e in roll["experiments"].values()
+    )
     start = time.monotonic()
     again = run_cli(*args, timeout=3600)
     second = time.monotonic() - start

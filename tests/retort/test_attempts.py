@@ -191,8 +191,12 @@ def test_a_second_pass_with_the_same_out_reuses_the_reruns(experiment: Experimen
 
 
 def test_a_missing_toolchain_in_the_agents_stderr_is_an_environment_cause(experiment: Experiment) -> None:
-    experiment.add_run({**PY, "language": "rust"}, status="crashed", error="agent exited 127",
-                       files={"_agent_stderr.log": "running tests\nbash: cargo: command not found\n"})
+    experiment.add_run(
+        {**PY, "language": "rust"},
+        status="crashed",
+        error="agent exited 127",
+        files={"_agent_stderr.log": "running tests\nbash: cargo: command not found\n"},
+    )
     (d,) = diagnose(experiment.root, run_tests=False).values()
     assert (d.verdict, d.subtype) == ("environment", "missing_toolchain")
     assert any(c.source.endswith("_agent_stderr.log") and "cargo: command not found" in c.text for c in d.claims)
@@ -210,10 +214,12 @@ def test_two_attempts_the_archive_cannot_order_count_as_one_recorded_run(tmp_pat
 
 
 def test_an_archive_whose_gitignore_keeps_no_sources_of_the_language_is_an_archive_gap(tmp_path: Path) -> None:
-    (tmp_path / ".gitignore").write_text("experiments/*/experiment-*/**/runs/**/*\n"
-                                         "!experiments/*/experiment-*/**/runs/**/\n"
-                                         "!experiments/*/experiment-*/**/runs/**/*.py\n"
-                                         "!experiments/*/experiment-*/**/runs/**/*.md\n")
+    (tmp_path / ".gitignore").write_text(
+        "experiments/*/experiment-*/**/runs/**/*\n"
+        "!experiments/*/experiment-*/**/runs/**/\n"
+        "!experiments/*/experiment-*/**/runs/**/*.py\n"
+        "!experiments/*/experiment-*/**/runs/**/*.md\n"
+    )
     exp = Experiment(tmp_path / "experiments" / "me" / "experiment-9")
     exp.add_run({**PY, "language": "swift"}, files={"README.md": "swift build && swift test\n"})
     exp.add_run(PY)  # python IS kept: an empty python folder stays a plain no-code miss

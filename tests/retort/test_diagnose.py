@@ -13,12 +13,35 @@ from pytest_faildiag.integrations import retort as rt
 
 CONTRACT_KEYS = {"run", "verdict", "subtype", "claims", "action"}
 VERDICT_SUBTYPES = {
-    "infra_false_fail": {"scorer_gap", "mis_measurement", "undeclared_deps", "permission_auto_deny",
-                         "concurrency_env_contention", "harness_launch", "harness_config", "archive_gap"},
-    "genuine": {"no_code", "compile_error", "tests_fail", "no_tests", "spec_shortfall", "non_termination",
-                "wrong_location"},
-    "environment": {"rate_limit", "auth_expired", "stray_process", "resource_exhaustion", "registry_outage",
-                    "serving_failure", "agent_start_failure", "missing_toolchain"},
+    "infra_false_fail": {
+        "scorer_gap",
+        "mis_measurement",
+        "undeclared_deps",
+        "permission_auto_deny",
+        "concurrency_env_contention",
+        "harness_launch",
+        "harness_config",
+        "archive_gap",
+    },
+    "genuine": {
+        "no_code",
+        "compile_error",
+        "tests_fail",
+        "no_tests",
+        "spec_shortfall",
+        "non_termination",
+        "wrong_location",
+    },
+    "environment": {
+        "rate_limit",
+        "auth_expired",
+        "stray_process",
+        "resource_exhaustion",
+        "registry_outage",
+        "serving_failure",
+        "agent_start_failure",
+        "missing_toolchain",
+    },
     "unknown": {"insufficient_evidence"},
 }
 PY = {"language": "python", "agent": "claude-code", "model": "sonnet"}
@@ -98,8 +121,9 @@ def test_code_without_tests_is_no_tests(experiment: Experiment) -> None:
 
 
 def test_a_wall_clock_kill_is_non_termination_even_at_zero_tokens(experiment: Experiment) -> None:
-    experiment.add_run(PY, status="crashed", error="Timeout after 1800s", metrics={"_tokens": 0.0},
-                       files={"calc.py": "x = 1\n"})
+    experiment.add_run(
+        PY, status="crashed", error="Timeout after 1800s", metrics={"_tokens": 0.0}, files={"calc.py": "x = 1\n"}
+    )
     d = only(experiment.root)
     assert (d.verdict, d.subtype) == ("genuine", "non_termination")
     assert d.run.endswith("rep1-failed")
@@ -120,34 +144,66 @@ def test_an_empty_workspace_is_no_code_but_says_what_it_cannot_rule_out(experime
 
 
 def test_an_empty_archive_of_a_run_that_measured_coverage_is_an_archive_gap(experiment: Experiment) -> None:
-    experiment.add_run(PY, status="failed", error="answers wrong (factual_accuracy=0.5)",
-                       metrics={"test_coverage": 0.9})
+    experiment.add_run(
+        PY, status="failed", error="answers wrong (factual_accuracy=0.5)", metrics={"test_coverage": 0.9}
+    )
     assert only(experiment.root).subtype == "archive_gap"
 
 
 def test_a_usage_limit_in_claude_stream_json_is_an_environment_rate_limit(experiment: Experiment) -> None:
-    log = "\n".join(json.dumps(e) for e in [
-        {"type": "system", "subtype": "init"},
-        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Starting."}],
-                                          "usage": {"input_tokens": 10, "output_tokens": 5}}},
-        {"type": "result", "subtype": "error_during_execution", "is_error": True,
-         "result": "Claude AI usage limit reached|1767225600", "total_cost_usd": 0.0},
-    ])
-    experiment.add_run(PY, status="crashed", error="agent exited 1", metrics={"_tokens": 0.0},
-                       files={"_agent_stdout.log": log})
+    log = "\n".join(
+        json.dumps(e)
+        for e in [
+            {"type": "system", "subtype": "init"},
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [{"type": "text", "text": "Starting."}],
+                    "usage": {"input_tokens": 10, "output_tokens": 5},
+                },
+            },
+            {
+                "type": "result",
+                "subtype": "error_during_execution",
+                "is_error": True,
+                "result": "Claude AI usage limit reached|1767225600",
+                "total_cost_usd": 0.0,
+            },
+        ]
+    )
+    experiment.add_run(
+        PY, status="crashed", error="agent exited 1", metrics={"_tokens": 0.0}, files={"_agent_stdout.log": log}
+    )
     d = only(experiment.root)
     assert (d.verdict, d.subtype) == ("environment", "rate_limit")
     assert any(c.kind == "direct" and c.source.endswith("_agent_stdout.log") for c in d.claims)
 
 
 def test_rate_limit_words_in_the_models_own_work_are_not_a_rate_limit(experiment: Experiment) -> None:
-    log = "\n".join(json.dumps(e) for e in [
-        {"type": "assistant", "message": {"content": [{"type": "text", "text": "I'll add rate limiting (429 Too "
-                                                                                "Many Requests) middleware."}]}},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "is_error": True,
-                                                  "content": "AssertionError: expected 429 Too Many Requests"}]}},
-        {"type": "result", "subtype": "success", "is_error": False, "result": "Done"},
-    ])
+    log = "\n".join(
+        json.dumps(e)
+        for e in [
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [{"type": "text", "text": "I'll add rate limiting (429 Too Many Requests) middleware."}]
+                },
+            },
+            {
+                "type": "user",
+                "message": {
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "is_error": True,
+                            "content": "AssertionError: expected 429 Too Many Requests",
+                        }
+                    ]
+                },
+            },
+            {"type": "result", "subtype": "success", "is_error": False, "result": "Done"},
+        ]
+    )
     experiment.add_run(PY, files={**PASSING_PY, "_agent_stdout.log": log})
     d = only(experiment.root)
     assert d.subtype != "rate_limit"
@@ -155,13 +211,31 @@ def test_rate_limit_words_in_the_models_own_work_are_not_a_rate_limit(experiment
 
 
 def test_a_denied_write_tool_with_no_code_is_permission_auto_deny(experiment: Experiment) -> None:
-    log = "\n".join(json.dumps(e) for e in [
-        {"type": "user", "message": {"content": [{"type": "tool_result", "is_error": True, "content":
-                                                  "Claude requested permissions to write to /w/calc.py, but you "
-                                                  "haven't granted it yet."}]}},
-        {"type": "result", "subtype": "success", "is_error": False, "result": "I could not write files.",
-         "permission_denials": [{"tool_name": "Write", "tool_input": {"file_path": "/w/calc.py"}}]},
-    ])
+    log = "\n".join(
+        json.dumps(e)
+        for e in [
+            {
+                "type": "user",
+                "message": {
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "is_error": True,
+                            "content": "Claude requested permissions to write to /w/calc.py, but you "
+                            "haven't granted it yet.",
+                        }
+                    ]
+                },
+            },
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "result": "I could not write files.",
+                "permission_denials": [{"tool_name": "Write", "tool_input": {"file_path": "/w/calc.py"}}],
+            },
+        ]
+    )
     experiment.add_run(PY, files={"_agent_stdout.log": log})
     d = only(experiment.root)
     assert (d.verdict, d.subtype) == ("infra_false_fail", "permission_auto_deny")
@@ -169,30 +243,36 @@ def test_a_denied_write_tool_with_no_code_is_permission_auto_deny(experiment: Ex
 
 def test_an_expired_login_in_codex_json_is_auth_expired(experiment: Experiment) -> None:
     log = json.dumps({"type": "error", "message": "unexpected status 401 Unauthorized: token expired"})
-    experiment.add_run({**PY, "agent": "codex"}, status="crashed", error="codex exited 1",
-                       files={"_agent_stdout.log": log + "\n"})
+    experiment.add_run(
+        {**PY, "agent": "codex"}, status="crashed", error="codex exited 1", files={"_agent_stdout.log": log + "\n"}
+    )
     assert (only(experiment.root).subtype) == "auth_expired"
 
 
 def test_opencode_print_logs_stderr_permission_line_is_read(experiment: Experiment) -> None:
-    stderr = ("INFO  2026-01-01T00:00:00 +1ms service=permission permission=external_directory "
-              "pattern=/tmp/x action=deny evaluated\n")
-    experiment.add_run({**PY, "agent": "opencode"}, status="crashed", error="opencode exited 1",
-                       files={"_agent_stderr.log": stderr})
+    stderr = (
+        "INFO  2026-01-01T00:00:00 +1ms service=permission permission=external_directory "
+        "pattern=/tmp/x action=deny evaluated\n"
+    )
+    experiment.add_run(
+        {**PY, "agent": "opencode"}, status="crashed", error="opencode exited 1", files={"_agent_stderr.log": stderr}
+    )
     assert only(experiment.root).subtype == "permission_auto_deny"
 
 
 def test_wrong_answers_with_passing_tests_are_a_spec_shortfall(experiment: Experiment) -> None:
-    experiment.add_run(PY, error="answers wrong (factual_accuracy=0.5)", metrics={"test_coverage": 0.9},
-                       files=PASSING_PY)
+    experiment.add_run(
+        PY, error="answers wrong (factual_accuracy=0.5)", metrics={"test_coverage": 0.9}, files=PASSING_PY
+    )
     assert only(experiment.root).subtype == "spec_shortfall"
 
 
 def test_a_repn_failed_folder_without_a_db_row_is_found(tmp_path: Path) -> None:
     d = tmp_path / "exp" / "runs" / "language=python_model=x" / "rep2-failed"
     d.mkdir(parents=True)
-    (d / "_meta.json").write_text(json.dumps({"replicate": 2, "run_config": {"language": "python", "model": "x"},
-                                              "succeeded": False}))
+    (d / "_meta.json").write_text(
+        json.dumps({"replicate": 2, "run_config": {"language": "python", "model": "x"}, "succeeded": False})
+    )
     runs = diagnose(tmp_path / "exp", run_tests=False)
     assert list(runs) == ["runs/language=python_model=x/rep2-failed"]
 
@@ -232,16 +312,19 @@ def test_a_folder_of_experiments_is_walked(tmp_path: Path) -> None:
     b = Experiment(tmp_path / "all" / "exp-b")
     b.add_run(PY, folder=False)
     runs = diagnose(tmp_path / "all")
-    assert sorted(runs) == ["exp-a/bookshop/runs/agent=claude-code_language=python_model=sonnet/rep1",
-                            "exp-b/runs/agent=claude-code_language=python_model=sonnet/rep1"]
+    assert sorted(runs) == [
+        "exp-a/bookshop/runs/agent=claude-code_language=python_model=sonnet/rep1",
+        "exp-b/runs/agent=claude-code_language=python_model=sonnet/rep1",
+    ]
 
 
 def test_rollup_counts_and_trust(experiment: Experiment) -> None:
     experiment.add_run(PY, files=PASSING_PY)
     experiment.add_run(PY, rep=2, files={"calc.py": "x = 1\n"})
     for rep in (3, 4, 5, 6, 7, 8, 9, 10):
-        experiment.add_run(PY, rep=rep, status="completed", error=None, metrics={"test_coverage": 0.9},
-                           files=PASSING_PY)
+        experiment.add_run(
+            PY, rep=rep, status="completed", error=None, metrics={"test_coverage": 0.9}, files=PASSING_PY
+        )
     result = rt.diagnose_experiments(experiment.root, rt.Options())
     roll = rt.rollup(result)
     assert roll["failed_runs"] == 2 and roll["total_runs"] == 10
@@ -325,8 +408,7 @@ def test_cli_redacts_secrets_from_error_messages(experiment: Experiment) -> None
     assert json.loads(proc.stdout)["runs"][0]["subtype"] == "auth_expired"
 
 
-def test_rescore_writes_changes_and_leaves_the_db_alone_unless_asked(experiment: Experiment,
-                                                                      tmp_path: Path) -> None:
+def test_rescore_writes_changes_and_leaves_the_db_alone_unless_asked(experiment: Experiment, tmp_path: Path) -> None:
     experiment.add_run(PY, files=PASSING_PY)
     before = experiment.db.read_bytes()
     out = tmp_path / "out"
@@ -352,8 +434,10 @@ def test_write_db_without_rescore_is_bad_usage(experiment: Experiment) -> None:
 
 
 def test_ab_reports_both_arms_of_an_env_dependent_failure(experiment: Experiment) -> None:
-    files = {"calc.py": "import os\n\n\ndef ok():\n    return os.environ.get('FD_FLAKY') == 'fixed'\n",
-             "test_calc.py": "from calc import ok\n\n\ndef test_ok():\n    assert ok()\n"}
+    files = {
+        "calc.py": "import os\n\n\ndef ok():\n    return os.environ.get('FD_FLAKY') == 'fixed'\n",
+        "test_calc.py": "from calc import ok\n\n\ndef test_ok():\n    assert ok()\n",
+    }
     d = experiment.add_run(PY, files=files)
     proc = run_cli("ab", "--run-dir", str(d), "--variable", "FD_FLAKY", "--b", "fixed", "-n", "2", "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -382,18 +466,28 @@ def test_real_fixture_copy_is_diagnosed_by_the_cli(tmp_path: Path) -> None:
 
 
 def test_a_kill_message_after_the_agents_stderr_is_still_non_termination(experiment: Experiment) -> None:
-    experiment.add_run(PY, status="crashed", error="some agent noise\nmore noise\nKilled after 1876s — stalled "
-                       "(no progress for 25m, unproductive loop)", files={"calc.py": "x = 1\n"})
+    experiment.add_run(
+        PY,
+        status="crashed",
+        error="some agent noise\nmore noise\nKilled after 1876s — stalled (no progress for 25m, unproductive loop)",
+        files={"calc.py": "x = 1\n"},
+    )
     assert only(experiment.root).subtype == "non_termination"
 
 
 def test_a_whole_factor_level_failing_instantly_is_a_harness_config_cohort(experiment: Experiment) -> None:
     instant = {"_duration_seconds": 1.2, "_tokens": 0.0, "_cost_usd": 0.0}
     for lang in ("python", "go", "rust"):
-        experiment.add_run({"language": lang, "tooling": "beads"}, status="failed", error="", metrics=instant,
-                           succeeded=False)
-        experiment.add_run({"language": lang, "tooling": "none"}, status="completed", error=None,
-                           metrics={"test_coverage": 0.9}, files=PASSING_PY)
+        experiment.add_run(
+            {"language": lang, "tooling": "beads"}, status="failed", error="", metrics=instant, succeeded=False
+        )
+        experiment.add_run(
+            {"language": lang, "tooling": "none"},
+            status="completed",
+            error=None,
+            metrics={"test_coverage": 0.9},
+            files=PASSING_PY,
+        )
     runs = diagnose(experiment.root, run_tests=False)
     assert len(runs) == 3
     for d in runs.values():
@@ -438,7 +532,7 @@ def test_a_superseded_crashed_attempt_does_not_count_against_trust(experiment: E
 def test_tests_that_need_unarchived_task_data_are_not_called_failing(experiment: Experiment) -> None:
     files = {
         "loader.py": "import csv\n\n\ndef rows():\n    with open('data/kaggle/matches.csv') as fh:\n"
-                     "        return list(csv.reader(fh))\n",
+        "        return list(csv.reader(fh))\n",
         "test_loader.py": "from loader import rows\n\n\ndef test_rows():\n    assert len(rows()) > 10\n",
     }
     experiment.add_run(PY, error="answers wrong (factual_accuracy=0.0)", metrics={"test_coverage": 0.7}, files=files)
@@ -449,9 +543,11 @@ def test_tests_that_need_unarchived_task_data_are_not_called_failing(experiment:
 
 def test_a_refusal_quoted_in_evaluation_md_explains_an_empty_workspace(experiment: Experiment) -> None:
     d = experiment.add_run(PY)
-    (d / "evaluation.md").write_text("# Evaluation\n\n- **Status:** FAILED — no generated code.\n\nThe agent's "
-                                     "write_file calls were refused (\"Refusing to write to sensitive system path\" "
-                                     "for the temp workspace), so nothing was persisted.\n")
+    (d / "evaluation.md").write_text(
+        "# Evaluation\n\n- **Status:** FAILED — no generated code.\n\nThe agent's "
+        'write_file calls were refused ("Refusing to write to sensitive system path" '
+        "for the temp workspace), so nothing was persisted.\n"
+    )
     diag = only(experiment.root)
     assert (diag.verdict, diag.subtype) == ("infra_false_fail", "permission_auto_deny")
     assert any(c.source.endswith("evaluation.md") and "Refusing to write" in c.text for c in diag.claims)
@@ -459,8 +555,10 @@ def test_a_refusal_quoted_in_evaluation_md_explains_an_empty_workspace(experimen
 
 def test_a_refusal_the_model_routed_around_does_not_override_working_code(experiment: Experiment) -> None:
     d = experiment.add_run(PY, files=PASSING_PY)
-    (d / "evaluation.md").write_text("- **Status:** ok\n\nOne write was refused (\"Refusing to write to sensitive "
-                                     "system path\"); the agent used the shell instead.\n")
+    (d / "evaluation.md").write_text(
+        '- **Status:** ok\n\nOne write was refused ("Refusing to write to sensitive '
+        'system path"); the agent used the shell instead.\n'
+    )
     assert only(experiment.root).subtype == "mis_measurement"
 
 

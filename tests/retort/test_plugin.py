@@ -64,8 +64,11 @@ def test_the_plugin_is_registered_under_the_group_retort_loads_and_no_other() ->
     assert "pytest_faildiag.integrations.retort_plugin" in values
     # what the next install registers (the installed metadata may predate a change to pyproject.toml)
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
-    groups = [g for g, eps in project["project"]["entry-points"].items()
-              if "pytest_faildiag.integrations.retort_plugin" in eps.values()]
+    groups = [
+        g
+        for g, eps in project["project"]["entry-points"].items()
+        if "pytest_faildiag.integrations.retort_plugin" in eps.values()
+    ]
     assert groups == ["retort"]
 
 
@@ -77,8 +80,15 @@ def test_pluggy_loads_it_and_it_contributes_one_capture_scorer() -> None:
 def test_capture_writes_a_redacted_dotfolder_and_returns_no_score(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("print('hi')\n")
     scorer = next(s for s in scorers_from_entry_points() if s.name == "faildiag_capture")
-    art = Artifacts(tmp_path, stdout="x" * 50_000 + "done", stderr=f"ANTHROPIC_API_KEY={SECRET}\nTimeout after 1800s",
-                    exit_code=124, duration_seconds=1800.2, token_count=0, metadata={"kill_reason": "wall"})
+    art = Artifacts(
+        tmp_path,
+        stdout="x" * 50_000 + "done",
+        stderr=f"ANTHROPIC_API_KEY={SECRET}\nTimeout after 1800s",
+        exit_code=124,
+        duration_seconds=1800.2,
+        token_count=0,
+        metadata={"kill_reason": "wall"},
+    )
     assert scorer.score(art, Stack()) is None
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     assert files == [".faildiag", ".faildiag/.capture.json", "app.py"]  # every added name starts with a dot
@@ -116,10 +126,12 @@ def test_it_never_raises_on_an_unwritable_workspace(tmp_path: Path) -> None:
 
 
 def test_the_diagnosis_reads_the_capture(experiment: Experiment) -> None:
-    d = experiment.add_run({"language": "python", "agent": "claude-code"}, status="crashed", error="exit 1",
-                           metrics={"_tokens": 0.0})
+    d = experiment.add_run(
+        {"language": "python", "agent": "claude-code"}, status="crashed", error="exit 1", metrics={"_tokens": 0.0}
+    )
     retort_plugin.FaildiagCaptureScorer().score(
-        Artifacts(d, stderr="API Error: 429 Too Many Requests (rate_limit_error)", exit_code=1), Stack())
+        Artifacts(d, stderr="API Error: 429 Too Many Requests (rate_limit_error)", exit_code=1), Stack()
+    )
     diag = rt.diagnose_experiments(experiment.root, rt.Options()).diagnoses[0]
     assert (diag.verdict, diag.subtype) == ("environment", "rate_limit")
     assert any(c.source.endswith(".faildiag/.capture.json") for c in diag.claims)
@@ -151,8 +163,9 @@ def test_a_retry_seeded_with_the_earlier_attempts_folder_gets_its_own_capture(tm
 def test_a_capture_written_by_a_rescore_is_marked_and_not_read_as_the_runs_exit(tmp_path: Path) -> None:
     d = tmp_path / "exp" / "runs" / "agent=claude-code_language=python" / "rep1-failed"
     d.mkdir(parents=True)
-    (d / "_meta.json").write_text(json.dumps({"replicate": 1, "succeeded": False,
-                                              "run_config": {"language": "python", "agent": "claude-code"}}))
+    (d / "_meta.json").write_text(
+        json.dumps({"replicate": 1, "succeeded": False, "run_config": {"language": "python", "agent": "claude-code"}})
+    )
     # what `retort rescore` passes: the archived folder, exit 0, no output, no runner metadata
     retort_plugin.FaildiagCaptureScorer().score(Artifacts(d, exit_code=0, duration_seconds=0.0), Stack())
     cap = json.loads((d / ".faildiag" / ".capture.json").read_text())

@@ -22,18 +22,37 @@ from pathlib import Path
 from typing import Any
 
 SEEDS = [
-    b"Traceback (most recent call last):\n", b'  File "/w/train.py", line 3, in <module>\n', b"    main()\n",
+    b"Traceback (most recent call last):\n",
+    b'  File "/w/train.py", line 3, in <module>\n',
+    b"    main()\n",
     b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)\n",
-    b"[rank1]: ", b"NCCL WARN Call to connect returned Connection refused\n", b"\r", b"\x1b[31m", b"\x1b]8;;http://x\x07",
+    b"[rank1]: ",
+    b"NCCL WARN Call to connect returned Connection refused\n",
+    b"\r",
+    b"\x1b[31m",
+    b"\x1b]8;;http://x\x07",
     b"During handling of the above exception, another exception occurred:\n",
     b"The above exception was the direct cause of the following exception:\n",
-    b"Fatal Python error: Segmentation fault\n", b"Thread 0x00007f3a (most recent call first):\n",
-    b'  File "/w/a.py", line 9 in run\n', b"~~~~~~~~ Stack of MainThread (140) ~~~~~~~~\n", b"E   assert 1 == 2\n",
-    b"Root Cause (first observed failure):\n", b"  rank      : 1 (local_rank: 1)\n", b"  exitcode  : -9 (pid: 7)\n",
-    b"::error::injected\n", b"::stop-commands::x\n", b"\x00", b"\xff\xfe", b"\xe2\x82", b"mem: 15.2 GiB\n",
-    b"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970\n", b"Killed\n",
-    b"E       RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n", b"x" * 5000,
-    b"test_a.py:12: AssertionError\n", b"FAILED test_a.py::test_x - KeyError: 'a'\n",
+    b"Fatal Python error: Segmentation fault\n",
+    b"Thread 0x00007f3a (most recent call first):\n",
+    b'  File "/w/a.py", line 9 in run\n',
+    b"~~~~~~~~ Stack of MainThread (140) ~~~~~~~~\n",
+    b"E   assert 1 == 2\n",
+    b"Root Cause (first observed failure):\n",
+    b"  rank      : 1 (local_rank: 1)\n",
+    b"  exitcode  : -9 (pid: 7)\n",
+    b"::error::injected\n",
+    b"::stop-commands::x\n",
+    b"\x00",
+    b"\xff\xfe",
+    b"\xe2\x82",
+    b"mem: 15.2 GiB\n",
+    b"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970\n",
+    b"Killed\n",
+    b"E       RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n",
+    b"x" * 5000,
+    b"test_a.py:12: AssertionError\n",
+    b"FAILED test_a.py::test_x - KeyError: 'a'\n",
 ]
 
 # nested deeper than Python's JSON parser goes: json.loads raises RecursionError, not ValueError
@@ -114,15 +133,57 @@ def snapshot_one(report: Any, session: Any = None, raw: bytes | None = None) -> 
 def _json_values():
     from hypothesis import strategies as st
 
-    scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
-                        st.text(max_size=40), st.sampled_from(["oom", "runtime", "pytorch", "direct", "passed", ""]))
-    keys = st.one_of(st.sampled_from(["schema", "summary", "profile", "root_causes", "evidence", "validation_checks",
-                                      "fix_hints", "next_actions", "first_failure", "line", "excerpt", "source",
-                                      "confidence", "type", "stage", "stack", "command", "exit_code", "tests",
-                                      "slug", "nodeid", "snapshot", "id", "category", "kind", "status", "notes",
-                                      "fix", "changes", "artifacts", "groups"]), st.text(max_size=10))
-    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(keys, inner, max_size=6)), max_leaves=30)
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=False),
+        st.text(max_size=40),
+        st.sampled_from(["oom", "runtime", "pytorch", "direct", "passed", ""]),
+    )
+    keys = st.one_of(
+        st.sampled_from(
+            [
+                "schema",
+                "summary",
+                "profile",
+                "root_causes",
+                "evidence",
+                "validation_checks",
+                "fix_hints",
+                "next_actions",
+                "first_failure",
+                "line",
+                "excerpt",
+                "source",
+                "confidence",
+                "type",
+                "stage",
+                "stack",
+                "command",
+                "exit_code",
+                "tests",
+                "slug",
+                "nodeid",
+                "snapshot",
+                "id",
+                "category",
+                "kind",
+                "status",
+                "notes",
+                "fix",
+                "changes",
+                "artifacts",
+                "groups",
+            ]
+        ),
+        st.text(max_size=10),
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=6)),
+        max_leaves=30,
+    )
 
 
 def _mutated_reports():
@@ -131,8 +192,13 @@ def _mutated_reports():
 
     from pytest_faildiag.engine import diagnose, report_dict
 
-    base = report_dict(diagnose(texts={"stderr": "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"},
-                                exit_code=1, command="python train.py"))
+    base = report_dict(
+        diagnose(
+            texts={"stderr": "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"},
+            exit_code=1,
+            command="python train.py",
+        )
+    )
 
     def mutate(args: tuple[list[str], Any]) -> dict[str, Any]:
         path, value = args
@@ -149,11 +215,26 @@ def _mutated_reports():
             node[path[-1]] = value
         return doc
 
-    paths = st.sampled_from([["summary"], ["profile"], ["profile", "first_failure"], ["profile", "confidence"],
-                             ["profile", "type"], ["root_causes"], ["root_causes", "evidence"],
-                             ["root_causes", "confidence"], ["root_causes", "validation_checks"],
-                             ["root_causes", "evidence", "line"], ["root_causes", "fix_hints"], ["next_actions"],
-                             ["schema"], ["fix"], ["artifacts"], ["profile", "command"]])
+    paths = st.sampled_from(
+        [
+            ["summary"],
+            ["profile"],
+            ["profile", "first_failure"],
+            ["profile", "confidence"],
+            ["profile", "type"],
+            ["root_causes"],
+            ["root_causes", "evidence"],
+            ["root_causes", "confidence"],
+            ["root_causes", "validation_checks"],
+            ["root_causes", "evidence", "line"],
+            ["root_causes", "fix_hints"],
+            ["next_actions"],
+            ["schema"],
+            ["fix"],
+            ["artifacts"],
+            ["profile", "command"],
+        ]
+    )
     return st.tuples(paths, _json_values()).map(mutate)
 
 
@@ -164,8 +245,13 @@ def run_hypothesis(target: str, runs: int, seed: int | None = None) -> int:
     from hypothesis import strategies as st
 
     count = [0]
-    cfg = settings(max_examples=runs, deadline=None, database=None, derandomize=seed is None,
-                   suppress_health_check=list(HealthCheck))
+    cfg = settings(
+        max_examples=runs,
+        deadline=None,
+        database=None,
+        derandomize=seed is None,
+        suppress_health_check=list(HealthCheck),
+    )
     if target == "scan":
         chunks = st.lists(st.one_of(st.sampled_from(SEEDS), st.binary(max_size=64)), max_size=40).map(b"".join)
 
@@ -175,15 +261,22 @@ def run_hypothesis(target: str, runs: int, seed: int | None = None) -> int:
             count[0] += 1
             scan_one(data)
     else:
-        raw = st.one_of(st.binary(max_size=200), st.sampled_from([b"", b"{", b"[]", b"null", b'{"schema": 1}',
-                                                                  b"\xff\xfe{}", b'{"root_causes": {}}',
-                                                                  DEEP_JSON]))
+        raw = st.one_of(
+            st.binary(max_size=200),
+            st.sampled_from(
+                [b"", b"{", b"[]", b"null", b'{"schema": 1}', b"\xff\xfe{}", b'{"root_causes": {}}', DEEP_JSON]
+            ),
+        )
         docs = st.one_of(_mutated_reports(), _json_values())
 
         @cfg
-        @given(st.one_of(docs.map(lambda d: (d, None, None)),
-                         st.tuples(docs, _json_values(), st.none()),
-                         raw.map(lambda r: (None, None, r))))
+        @given(
+            st.one_of(
+                docs.map(lambda d: (d, None, None)),
+                st.tuples(docs, _json_values(), st.none()),
+                raw.map(lambda r: (None, None, r)),
+            )
+        )
         def check(case: tuple[Any, Any, bytes | None]) -> None:
             count[0] += 1
             snapshot_one(*case)
@@ -215,7 +308,9 @@ def main(argv: list[str]) -> int:
     if "--runs" in argv:
         runs = int(argv[argv.index("--runs") + 1])
     n = run_hypothesis(target, runs, seed=int(os.environ.get("FUZZ_SEED", "0")) or None)
-    print(f"fuzz_scan: {n} {target} inputs, no crash" + ("" if atheris else " (atheris not installed: hypothesis loop)"))
+    print(
+        f"fuzz_scan: {n} {target} inputs, no crash" + ("" if atheris else " (atheris not installed: hypothesis loop)")
+    )
     return 0
 
 

@@ -21,11 +21,24 @@ from pytest_faildiag.parse.logread import InputError
 from pytest_faildiag.redact import redact_text
 
 FRAGMENTS = [
-    "Traceback (most recent call last):\n", '  File "/w/train.py", line 3, in <module>\n', "    main()\n",
-    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "[rank1]:", "NCCL WARN ", "\r", "\x1b[31m",
-    "During handling of the above exception, another exception occurred:\n", "Fatal Python error: Segmentation fault\n",
-    "Thread 0x00007f (most recent call first):\n", "~~~~ Stack of MainThread (1) ~~~~\n", "E   assert 1 == 2\n",
-    "Root Cause (first observed failure):\n", "  rank      : 1 (local_rank: 1)\n", "::error::injected\n", "\x00", "\udcff",
+    "Traceback (most recent call last):\n",
+    '  File "/w/train.py", line 3, in <module>\n',
+    "    main()\n",
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "[rank1]:",
+    "NCCL WARN ",
+    "\r",
+    "\x1b[31m",
+    "During handling of the above exception, another exception occurred:\n",
+    "Fatal Python error: Segmentation fault\n",
+    "Thread 0x00007f (most recent call first):\n",
+    "~~~~ Stack of MainThread (1) ~~~~\n",
+    "E   assert 1 == 2\n",
+    "Root Cause (first observed failure):\n",
+    "  rank      : 1 (local_rank: 1)\n",
+    "::error::injected\n",
+    "\x00",
+    "\udcff",
 ]
 
 lines = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=80)), max_size=60).map("".join)
@@ -65,14 +78,17 @@ def test_random_bytes_in_a_file_get_a_report_or_a_one_line_input_error(tmp_path_
 
 def test_truncated_utf8_and_a_traceback_cut_mid_line(tmp_path):
     f = tmp_path / "cut.log"
-    f.write_bytes("Traceback (most recent call last):\n  File \"/w/a.py\", line 1, in <module>\n    x = \xe2\x82".encode("latin-1"))
+    f.write_bytes(
+        'Traceback (most recent call last):\n  File "/w/a.py", line 1, in <module>\n    x = \xe2\x82'.encode("latin-1")
+    )
     d = diagnose([f], exit_code=1)
     _check(d)
 
 
 def test_a_real_1000_deep_exception_chain_is_read_with_bounded_memory(tmp_path):
     script = tmp_path / "deep.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         sys.setrecursionlimit(10000)
         def f(n):
@@ -83,7 +99,8 @@ def test_a_real_1000_deep_exception_chain_is_read_with_bounded_memory(tmp_path):
             except Exception as e:
                 raise KeyError(n) from e
         f(1000)
-    """))
+    """)
+    )
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert p.returncode == 1 and p.stderr.count("Traceback") > 500
     d = diagnose(texts={"stderr": p.stderr}, exit_code=1)
@@ -108,8 +125,9 @@ def test_paths_inside_logs_are_never_used_to_write(tmp_path):
     outside = tmp_path / "outside"
     log = f"FileNotFoundError: [Errno 2] No such file or directory: '{outside}/../../etc/x'\n"
     out = tmp_path / "out"
-    write_snapshot(diagnose(texts={"stderr": log}, exit_code=1), out,
-                   extra_files={"../escape.txt": "nope", "logs/ok.txt": "fine"})
+    write_snapshot(
+        diagnose(texts={"stderr": log}, exit_code=1), out, extra_files={"../escape.txt": "nope", "logs/ok.txt": "fine"}
+    )
     assert not outside.exists() and not (tmp_path / "escape.txt").exists()
     assert (out / "logs" / "ok.txt").read_text() == "fine"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = '''
+TESTS = """
 def test_passes():
     assert 1 + 1 == 2
 
@@ -26,7 +26,7 @@ def test_passes():
 def test_fails_for_real():
     print("loading shard 3" * 200)
     raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
-'''
+"""
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -37,8 +37,15 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def run_pytest(cwd: Path, *args: str, preexec=None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """A real pytest process (pipes, not files, carry its output: pipes are not subject to RLIMIT_FSIZE)."""
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args], cwd=cwd,
-                          capture_output=True, text=True, env=clean_env(), timeout=timeout, preexec_fn=preexec)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=timeout,
+        preexec_fn=preexec,
+    )
 
 
 def assert_real_outcome_and_warned(p: subprocess.CompletedProcess[str], warning: str) -> None:
@@ -50,8 +57,9 @@ def assert_real_outcome_and_warned(p: subprocess.CompletedProcess[str], warning:
     assert warning in out, out[-3000:]
 
 
-def test_the_engine_raising_becomes_a_warning_and_the_outcomes_stay(pytester: pytest.Pytester,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_engine_raising_becomes_a_warning_and_the_outcomes_stay(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pytest_faildiag.engine.api as api
 
     def exploding(*args, **kwargs):
@@ -70,8 +78,9 @@ def test_the_engine_raising_becomes_a_warning_and_the_outcomes_stay(pytester: py
     assert index["tests"] == []  # nothing diagnosed, and it says so instead of inventing an entry
 
 
-def test_the_engine_raising_under_warnings_as_errors_still_keeps_the_outcomes(pytester: pytest.Pytester,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_engine_raising_under_warnings_as_errors_still_keeps_the_outcomes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pytest_faildiag.engine.api as api
 
     monkeypatch.setattr(api, "diagnose", lambda *a, **k: (_ for _ in ()).throw(MemoryError("engine out of memory")))
@@ -152,7 +161,7 @@ def test_a_read_only_file_system_leaves_the_outcomes_and_warns(tmp_path: Path) -
         subprocess.run(["umount", "-l", str(ro)], capture_output=True)
 
 
-MANY = '''
+MANY = """
 import pytest
 
 
@@ -160,14 +169,19 @@ import pytest
 def test_fails_with_output(n):
     print(("rank %d: step output " % n) * 3000)
     raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-'''
+"""
 
 
 def test_sigkill_while_snapshots_are_written_leaves_nothing_half_written(tmp_path: Path) -> None:
     (tmp_path / "test_many.py").write_text(MANY)
     out = tmp_path / "faildiag-out"
-    p = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--faildiag"], cwd=tmp_path,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env())
+    p = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--faildiag"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=clean_env(),
+    )
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and p.poll() is None:
@@ -187,8 +201,14 @@ def test_sigkill_while_snapshots_are_written_leaves_nothing_half_written(tmp_pat
     assert not (out / "session.json").exists()  # the controller never reached session end
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], capture_output=True, text=True,
-                              cwd=tmp_path, env=clean_env(), timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_faildiag.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=clean_env(),
+            timeout=120,
+        )
 
     results = [cli("recover", "--out", str(out), "--format", "json"), cli("report", str(out), "--format", "md")]
     results += [cli("report", str(d), "--format", fmt) for d in snapshots[:4] for fmt in ("text", "github")]
@@ -203,7 +223,13 @@ def test_sigkill_while_snapshots_are_written_leaves_nothing_half_written(tmp_pat
     assert all(k["nodeid"].startswith("test_many.py::test_fails_with_output[") for k in recovered["killed"])
     # and the next session on the same folder starts, recovers the dead test and reports its own outcome
     (tmp_path / "test_many.py").write_text(TESTS.replace("test_fails_for_real", "test_fails_again"))
-    nxt = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--faildiag"], cwd=tmp_path,
-                         capture_output=True, text=True, env=clean_env(), timeout=120)
+    nxt = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--faildiag"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=120,
+    )
     assert nxt.returncode == 1 and "1 failed, 1 passed" in nxt.stdout, nxt.stdout[-3000:]
     assert "INTERNALERROR" not in nxt.stdout + nxt.stderr

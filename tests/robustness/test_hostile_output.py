@@ -138,7 +138,8 @@ def test_every_invisible_character_of_this_pythons_unicode_is_shown() -> None:
 
     hidden = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
     shown_raw = [
-        hex(c) for c in range(0x110000)
+        hex(c)
+        for c in range(0x110000)
         if unicodedata.category(chr(c)) in hidden and chr(c) not in "\t\n" and visible(chr(c)) == chr(c)
     ]
     assert shown_raw == []

@@ -24,7 +24,10 @@ import pytest
 # enough that finding it in an output is a leak, not a coincidence.
 SECRETS: dict[str, str] = {
     "github_classic": "ghp_" + "Zq8xR2mN4vB6cD1eF3gH5jK7lP9sT0uW2yA4",
-    "github_fine": "github_pat_" + "11ABCDEFG0" + "abcdefghijklmn_" + "OPQRSTUVWXyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+    "github_fine": "github_pat_"
+    + "11ABCDEFG0"
+    + "abcdefghijklmn_"
+    + "OPQRSTUVWXyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
     "gitlab": "glpat-" + "x7Yk2Pq9Lm4Nz8Rb3Vc1",
     "openai": "sk-proj-" + "Ab3De5Gh7Jk9Mn2Pq4St6Vw8Yz0Bc1Df3Gh5",
     "anthropic": "sk-ant-api03-" + "Qw9Er8Ty7Ui6Op5As4Df3Gh2Jk1Lz0Xc",
@@ -39,8 +42,10 @@ SECRETS: dict[str, str] = {
     "key_body": "MIIEvQIBADANBgkqhkiG9w0B" + "AQEFAASCBKcwggSjAgEAAoIBAQC7planted",
 }
 
-PRIVATE_KEY = ("-----BEGIN PRIVATE KEY-----\n" + SECRETS["key_body"] + "\nAbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/abc\n"
-               "-----END PRIVATE KEY-----\n")
+PRIVATE_KEY = (
+    "-----BEGIN PRIVATE KEY-----\n" + SECRETS["key_body"] + "\nAbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/abc\n"
+    "-----END PRIVATE KEY-----\n"
+)
 DB_URL = f"postgresql://trainer:{SECRETS['url_password']}@db.internal:5432/runs"
 GIT_URL = f"https://gitlab-ci-token:{SECRETS['gitlab']}@gitlab.example.com/ml/train.git"
 
@@ -66,23 +71,27 @@ ENV = {
 COMMAND_ARGS = ["--password", SECRETS["flag_password"], f"--db={DB_URL}", f"--hf-token={SECRETS['huggingface']}"]
 
 # A log as a training job writes it: the secrets in the shapes they really take.
-LOG = textwrap.dedent(f"""\
-    [rank0]: launching with args: {' '.join(COMMAND_ARGS)}
-    [rank0]: env GITHUB_TOKEN={SECRETS['github_classic']} HF_TOKEN={SECRETS['huggingface']}
+LOG = (
+    textwrap.dedent(f"""\
+    [rank0]: launching with args: {" ".join(COMMAND_ARGS)}
+    [rank0]: env GITHUB_TOKEN={SECRETS["github_classic"]} HF_TOKEN={SECRETS["huggingface"]}
     [rank0]: git clone {GIT_URL}
-    [rank0]: using key {SECRETS['openai']} and {SECRETS['anthropic']}
-    [rank0]: aws_access_key_id = {SECRETS['aws_key_id']}
-    [rank0]: aws_secret_access_key = {SECRETS['aws_secret']}
-    [rank0]: Authorization: Bearer {SECRETS['jwt']}
-    [rank0]: slack token {SECRETS['slack']} / fine-grained {SECRETS['github_fine']}
-    [rank0]: wandb: WANDB_API_KEY={SECRETS['wandb']}
+    [rank0]: using key {SECRETS["openai"]} and {SECRETS["anthropic"]}
+    [rank0]: aws_access_key_id = {SECRETS["aws_key_id"]}
+    [rank0]: aws_secret_access_key = {SECRETS["aws_secret"]}
+    [rank0]: Authorization: Bearer {SECRETS["jwt"]}
+    [rank0]: slack token {SECRETS["slack"]} / fine-grained {SECRETS["github_fine"]}
+    [rank0]: wandb: WANDB_API_KEY={SECRETS["wandb"]}
     [rank0]: connecting to {DB_URL}
-    """) + PRIVATE_KEY + textwrap.dedent(f"""\
+    """)
+    + PRIVATE_KEY
+    + textwrap.dedent(f"""\
     Traceback (most recent call last):
       File "/w/train.py", line 41, in <module>
-        main(token="{SECRETS['github_classic']}")
-    RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB while connecting to {DB_URL} with {SECRETS['huggingface']}
+        main(token="{SECRETS["github_classic"]}")
+    RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB while connecting to {DB_URL} with {SECRETS["huggingface"]}
     """)
+)
 
 
 def leaks(text: str | bytes) -> list[str]:
@@ -111,8 +120,14 @@ def env_with_secrets(**extra: str) -> dict[str, str]:
 
 
 def cli(*args: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def test_the_planted_values_would_be_found_if_they_leaked(tmp_path: Path) -> None:
@@ -139,14 +154,34 @@ def test_diagnose_and_every_report_format_write_no_secret(tmp_path: Path) -> Non
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "rank0.log").write_text(LOG)
-    (logs / "error.json").write_text(json.dumps({"message": {"message": f"RuntimeError: token {SECRETS['openai']}",
-                                                             "extraInfo": {"py_callstack": LOG, "timestamp": "1"}}}))
+    (logs / "error.json").write_text(
+        json.dumps(
+            {
+                "message": {
+                    "message": f"RuntimeError: token {SECRETS['openai']}",
+                    "extraInfo": {"py_callstack": LOG, "timestamp": "1"},
+                }
+            }
+        )
+    )
     out = tmp_path / "out"
     command = "python train.py " + " ".join(COMMAND_ARGS)
     outputs = []
     for fmt in ("text", "json", "md"):
-        p = cli("diagnose", str(logs), "--exit-code", "1", "--command", command, "--out", str(out), "--format", fmt,
-                env=env, cwd=tmp_path)
+        p = cli(
+            "diagnose",
+            str(logs),
+            "--exit-code",
+            "1",
+            "--command",
+            command,
+            "--out",
+            str(out),
+            "--format",
+            fmt,
+            env=env,
+            cwd=tmp_path,
+        )
         assert p.returncode == 0, p.stderr
         outputs.append(p.stdout + p.stderr)
     report = json.loads((out / "report.json").read_text())
@@ -157,7 +192,9 @@ def test_diagnose_and_every_report_format_write_no_secret(tmp_path: Path) -> Non
         p = cli("report", str(out), "--format", fmt, env=env, cwd=tmp_path)
         assert p.returncode == 0, (fmt, p.stderr)
         outputs.append(p.stdout + p.stderr)
-        f = cli("report", str(out), "--format", fmt, "--output", str(tmp_path / f"rendered.{fmt}"), env=env, cwd=tmp_path)
+        f = cli(
+            "report", str(out), "--format", fmt, "--output", str(tmp_path / f"rendered.{fmt}"), env=env, cwd=tmp_path
+        )
         assert f.returncode == 0, (fmt, f.stderr)
     fix = cli("fix", str(out), "--format", "json", env=env, cwd=tmp_path)  # a proposal quotes the evidence
     assert fix.returncode in (0, 2), fix.stderr
@@ -167,7 +204,7 @@ def test_diagnose_and_every_report_format_write_no_secret(tmp_path: Path) -> Non
     assert [(i, leaks(o)) for i, o in enumerate(outputs) if leaks(o)] == []
 
 
-PYTEST_TESTS = f'''
+PYTEST_TESTS = f"""
 import os, sys
 
 SECRETS = {SECRETS!r}
@@ -192,7 +229,7 @@ def test_assert_with_secret_in_locals():
     token = SECRETS["huggingface"]
     key = SECRETS["aws_secret"]
     assert token == key, SECRETS["github_fine"] + " " + {PRIVATE_KEY!r}
-'''
+"""
 
 
 # the suite's own command-line options carry secrets too (pytest --password ... --db=... --hf-token=...)
@@ -246,8 +283,9 @@ def test_a_pytest_faildiag_session_writes_no_secret(pytester: pytest.Pytester, m
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     pytester.makepyfile(test_leaky=PYTEST_TESTS)
     pytester.makeconftest(PYTEST_CONFTEST)
-    result = pytester.runpytest_subprocess("--faildiag", "--junitxml=junit.xml", "--faildiag-html=report.html",
-                                           *COMMAND_ARGS, timeout=240)
+    result = pytester.runpytest_subprocess(
+        "--faildiag", "--junitxml=junit.xml", "--faildiag-html=report.html", *COMMAND_ARGS, timeout=240
+    )
     result.assert_outcomes(failed=3)
     stdout = result.stdout.str()
     assert "- faildiag -" in stdout and "::error " in stdout, stdout[-3000:]
@@ -280,16 +318,14 @@ def test_the_session_journal_holds_no_secret_from_the_command_line(pytester: pyt
     assert leaks(journal.read_text()) == []
 
 
-RUN_SCRIPT = f'''
+RUN_SCRIPT = f"""
 import os, sys
 print({LOG!r})
 print("env:", os.environ["HF_TOKEN"], os.environ["CI_REPOSITORY_URL"], file=sys.stderr)
 print("argv:", sys.argv[1:], flush=True)
 raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB; db " + os.environ["DATABASE_URL"]
                    + " key " + os.environ["AWS_SECRET_ACCESS_KEY"])
-'''
-
-
+"""
 
 
 @pytest.fixture(scope="module")
@@ -302,12 +338,25 @@ def faildiag_run_outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     env = env_with_secrets()
     work = tmp / "work"
     work.mkdir()
-    bare = subprocess.run([sys.executable, str(script), *COMMAND_ARGS], capture_output=True, text=True, env=env,
-                          cwd=work, timeout=60)
+    bare = subprocess.run(
+        [sys.executable, str(script), *COMMAND_ARGS], capture_output=True, text=True, env=env, cwd=work, timeout=60
+    )
     assert bare.returncode == 1
     out = tmp / "out"
-    p = cli("run", "--out", str(out), "--interval", "0.2", "--", sys.executable, str(script), *COMMAND_ARGS,
-            env=env, cwd=work, timeout=180)
+    p = cli(
+        "run",
+        "--out",
+        str(out),
+        "--interval",
+        "0.2",
+        "--",
+        sys.executable,
+        str(script),
+        *COMMAND_ARGS,
+        env=env,
+        cwd=work,
+        timeout=180,
+    )
     assert p.returncode == 1, p.stderr[-2000:]
     assert (out / "report.json").is_file(), sorted(str(x) for x in out.rglob("*"))
     # what the command printed passes through unchanged (it is the user's own output); the rest is faildiag's
@@ -345,8 +394,12 @@ def test_the_retort_capture_writes_no_secret(tmp_path: Path, monkeypatch: pytest
         exit_code = 1
         duration_seconds = 12.5
         token_count = 10
-        metadata = {"kill_reason": "none", "api_key": SECRETS["anthropic"], "note": f"pushed to {GIT_URL}",
-                    "OPENAI_API_KEY": SECRETS["openai"]}
+        metadata = {
+            "kill_reason": "none",
+            "api_key": SECRETS["anthropic"],
+            "note": f"pushed to {GIT_URL}",
+            "OPENAI_API_KEY": SECRETS["openai"],
+        }
 
     class Stack:
         language = "python"
@@ -365,15 +418,33 @@ def test_retort_diagnose_writes_no_secret(tmp_path: Path) -> None:
 
     exp = Experiment(tmp_path / "exp")
     config = {"language": "python", "agent": "claude-code", "model": "opus"}
-    exp.add_run(config, rep=1, error=f"agent failed: 401 Unauthorized for {SECRETS['anthropic']} via {GIT_URL}",
-                files={"agent.log": LOG, "app.py": f"TOKEN = '{SECRETS['github_classic']}'\n",
-                       "tests/test_app.py": "def test_x():\n    assert False\n"})
+    exp.add_run(
+        config,
+        rep=1,
+        error=f"agent failed: 401 Unauthorized for {SECRETS['anthropic']} via {GIT_URL}",
+        files={
+            "agent.log": LOG,
+            "app.py": f"TOKEN = '{SECRETS['github_classic']}'\n",
+            "tests/test_app.py": "def test_x():\n    assert False\n",
+        },
+    )
     out = tmp_path / "report"
     env = env_with_secrets()
     outputs = []
     for fmt in ("json", "text"):
-        p = cli("retort", "diagnose", "--experiment-dir", str(exp.root), "--format", fmt, "--out", str(out),
-                "--no-run-tests", env=env, cwd=tmp_path)
+        p = cli(
+            "retort",
+            "diagnose",
+            "--experiment-dir",
+            str(exp.root),
+            "--format",
+            fmt,
+            "--out",
+            str(out),
+            "--no-run-tests",
+            env=env,
+            cwd=tmp_path,
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         outputs.append(p.stdout + p.stderr)
     assert json.loads(outputs[0])["runs"], outputs[0][:500]

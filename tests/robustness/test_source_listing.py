@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-DEAD_BRANCH = '''
+DEAD_BRANCH = """
 def test_shape(flag=False):
     if flag:
         raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
     raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
-'''
+"""
 
 
 def test_code_that_did_not_run_is_not_evidence(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ EVIL = [
     "\x1b[31mRuntimeError: CUDA out of memory.\x1b[0m \x1b]8;;https://evil.example\x07click\x1b]8;;\x07",
 ]
 
-TESTS = f'''
+TESTS = f"""
 EVIL = {EVIL!r}
 
 
@@ -31,7 +31,7 @@ def test_prints_workflow_commands(tmp_path):
     for line in EVIL:
         print(line)
     raise RuntimeError("CUDA out of memory.\\n" + "\\n".join(EVIL))
-'''
+"""
 
 
 def block_tokens(stdout_lines: list[str]) -> list[str]:
@@ -61,8 +61,9 @@ def own_command_lines(stdout_lines: list[str]) -> list[str]:
     return outside
 
 
-def test_fake_workflow_commands_and_ansi_in_logs_never_reach_the_runner(pytester: pytest.Pytester,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fake_workflow_commands_and_ansi_in_logs_never_reach_the_runner(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for k in [k for k in os.environ if k.startswith("GITHUB_")]:
         monkeypatch.delenv(k)
     summary = pytester.path / "summary.md"
@@ -77,7 +78,9 @@ def test_fake_workflow_commands_and_ansi_in_logs_never_reach_the_runner(pytester
     # the runner splits its input on \n only (a \r inside a line does not start a new command line), and
     # the raw stdout keeps the \r that pytester's splitlines() would turn into a line break
     raw = pytester.path / "stdout"  # where pytester.run keeps the child's bytes
-    lines = result.stdout.str().split("\n") if not raw.exists() else raw.read_bytes().decode("utf-8", "replace").split("\n")
+    lines = (
+        result.stdout.str().split("\n") if not raw.exists() else raw.read_bytes().decode("utf-8", "replace").split("\n")
+    )
     commands = own_command_lines(lines)
     assert commands, "no annotation at all: the test proves nothing"
     for ln in commands:

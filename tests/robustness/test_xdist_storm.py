@@ -19,7 +19,7 @@ SCHEMA = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "schemas" / "
 
 # One function per kind: pytest's long traceback lists the whole failing function's source, and a message
 # in a branch that did not run would be read as evidence too (reported: the scanner reads source listings).
-STORM = '''
+STORM = """
 import json
 import pytest
 
@@ -74,7 +74,7 @@ def test_chained(n):
 @N
 def test_fine(n):
     assert n >= 0
-'''
+"""
 
 
 def test_eight_workers_failing_at_once_write_every_report_whole(tmp_path: Path) -> None:
@@ -82,8 +82,25 @@ def test_eight_workers_failing_at_once_write_every_report_whole(tmp_path: Path) 
     schema = json.loads(SCHEMA.read_text())
     (tmp_path / "test_storm.py").write_text(STORM)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PYTEST_"))}
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "8", "--faildiag",
-                        "--junitxml=junit.xml"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=240)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-n",
+            "8",
+            "--faildiag",
+            "--junitxml=junit.xml",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
     assert "64 failed, 8 passed" in p.stdout, p.stdout[-3000:]
     assert "INTERNALERROR" not in p.stdout + p.stderr
@@ -95,8 +112,11 @@ def test_eight_workers_failing_at_once_write_every_report_whole(tmp_path: Path) 
     assert set(counts) == expected and set(counts.values()) == {1}
     workers = {t.get("worker") for t in index["tests"]}
     assert len(workers) >= 4, workers  # really spread over workers, not run by one
-    validator = jsonschema.Draft202012Validator(schema) if "2020" in schema.get("$schema", "") \
+    validator = (
+        jsonschema.Draft202012Validator(schema)
+        if "2020" in schema.get("$schema", "")
         else jsonschema.Draft7Validator(schema)
+    )
     types = collections.Counter()
     for t in index["tests"]:
         snap = out / t["slug"]
@@ -108,7 +128,9 @@ def test_eight_workers_failing_at_once_write_every_report_whole(tmp_path: Path) 
             assert (snap / name).is_file(), (t["slug"], name)
         json.loads((snap / "meta" / "root-causes.json").read_text())
         types[report["profile"]["type"]] += 1
-    assert types["oom"] >= 8 and types["communication"] >= 8 and types["oom"] < 32, types  # the diagnoses are per test, not shared
+    assert types["oom"] >= 8 and types["communication"] >= 8 and types["oom"] < 32, (
+        types
+    )  # the diagnoses are per test, not shared
     assert not list(out.rglob("*.tmp")), list(out.rglob("*.tmp"))[:5]  # no temp file left behind
     junit = (tmp_path / "junit.xml").read_text()
     assert junit.count('name="faildiag.category"') >= 64

@@ -49,8 +49,14 @@ def faildiag_run(tmp_path: Path):
 
     def run(cmd: list[str], *options: str, timeout: float = 120, env: dict[str, str] | None = None) -> Finished:
         out = tmp_path / "out"
-        cp = subprocess.run(faildiag_cmd("--out", str(out), *options, "--", *cmd), capture_output=True, text=True,
-                            timeout=timeout, cwd=tmp_path, env=None if env is None else {**os.environ, **env})
+        cp = subprocess.run(
+            faildiag_cmd("--out", str(out), *options, "--", *cmd),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=tmp_path,
+            env=None if env is None else {**os.environ, **env},
+        )
         return Finished(cp.returncode, cp.stdout, cp.stderr, out)
 
     return run

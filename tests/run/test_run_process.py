@@ -74,13 +74,16 @@ def test_it_diagnoses_a_process_killed_by_sigkill(faildiag_run):
 
 
 def test_it_diagnoses_a_segfault_with_the_python_frame_that_crashed(faildiag_run, script):
-    s = script("crash.py", """\
+    s = script(
+        "crash.py",
+        """\
         import ctypes
         def read_null():
             return ctypes.string_at(0)
         print("about to crash")
         read_null()
-    """)
+    """,
+    )
     r = faildiag_run([PY, str(s)])
     assert r.returncode == 139
     rep = r.report()
@@ -99,7 +102,9 @@ def _default_sigint() -> None:
 
 
 def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, script):
-    s = script("interruptible.py", """\
+    s = script(
+        "interruptible.py",
+        """\
         import sys, time
         try:  # "ready" inside the try: a child descheduled right after printing it still handles the SIGINT
             print("ready", flush=True)
@@ -107,10 +112,15 @@ def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, scri
         except KeyboardInterrupt:
             print("child got SIGINT", flush=True)
             sys.exit(5)
-    """)
-    proc = subprocess.Popen(faildiag_cmd("--out", str(tmp_path / "o"), "--quiet", "--", PY, str(s)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
+    """,
+    )
+    proc = subprocess.Popen(
+        faildiag_cmd("--out", str(tmp_path / "o"), "--quiet", "--", PY, str(s)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
@@ -119,7 +129,9 @@ def test_it_forwards_sigint_to_the_command_and_returns_its_status(tmp_path, scri
 
 
 def test_it_keeps_its_memory_bounded_while_a_command_prints_200_mb(tmp_path, script):
-    s = script("noisy.py", """\
+    s = script(
+        "noisy.py",
+        """\
         import sys
         line = b"x" * 1023 + b"\\n"
         block = line * 1024
@@ -127,10 +139,12 @@ def test_it_keeps_its_memory_bounded_while_a_command_prints_200_mb(tmp_path, scr
             sys.stdout.buffer.write(block)
         sys.stdout.buffer.write(b"LAST LINE\\n")
         sys.stdout.flush()
-    """)
+    """,
+    )
     out = tmp_path / "o"
-    proc = subprocess.Popen(faildiag_cmd("--out", str(out), "--", PY, str(s)), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        faildiag_cmd("--out", str(out), "--", PY, str(s)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     me = psutil.Process(proc.pid)
     peak = 0
     while proc.poll() is None:
@@ -150,7 +164,9 @@ def test_it_keeps_its_memory_bounded_while_a_command_prints_200_mb(tmp_path, scr
 
 
 def test_it_detects_a_deadlock_dumps_every_python_process_and_stops_the_run(faildiag_run, script):
-    s = script("deadlock.py", """\
+    s = script(
+        "deadlock.py",
+        """\
         import multiprocessing as mp
         import threading
         import time
@@ -183,7 +199,8 @@ def test_it_detects_a_deadlock_dumps_every_python_process_and_stops_the_run(fail
             print("started", flush=True)
             for t in threads:
                 t.join()
-    """)
+    """,
+    )
     start = time.monotonic()
     r = faildiag_run([PY, str(s)], "--hang-timeout", "1.5", "--grace", "2")
     assert time.monotonic() - start < 60
@@ -207,14 +224,17 @@ def test_it_detects_a_deadlock_dumps_every_python_process_and_stops_the_run(fail
 def test_it_counts_a_growing_watched_file_as_progress(faildiag_run, script, tmp_path):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    s = script("quiet_writer.py", f"""\
+    s = script(
+        "quiet_writer.py",
+        f"""\
         import time
         with open({str(ckpt / "state.bin")!r}, "ab") as f:
             for _ in range(12):
                 time.sleep(0.25)
                 f.write(b"x" * 100)
                 f.flush()
-    """)
+    """,
+    )
     r = faildiag_run([PY, str(s)], "--hang-timeout", "1", "--watch", str(ckpt))
     assert r.returncode == 0, r.stderr
 
@@ -223,7 +243,9 @@ def test_its_stack_handler_chains_to_an_existing_sitecustomize(faildiag_run, scr
     user_site = tmp_path / "usersite"
     user_site.mkdir()
     (user_site / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITECUSTOMIZE_RAN = True\n")
-    s = script("probe.py", """\
+    s = script(
+        "probe.py",
+        """\
         import builtins, os, signal
         print("chained:", getattr(builtins, "USER_SITECUSTOMIZE_RAN", False), flush=True)
         os.kill(os.getpid(), signal.SIGUSR1)  # would kill the process without faildiag's handler
@@ -233,13 +255,14 @@ def test_its_stack_handler_chains_to_an_existing_sitecustomize(faildiag_run, scr
             os._exit(0)
         os.waitpid(pid, 0)
         print("alive", os.getpid(), pid, flush=True)
-    """)
+    """,
+    )
     r = faildiag_run([PY, str(s)], "--hang-timeout", "30", env={"PYTHONPATH": str(user_site)})
     assert r.returncode == 0, r.stderr
     assert "chained: True" in r.stdout
     parent, child = r.stdout.split("alive")[1].split()
     stacks = r.out / "stacks"
-    assert 'line 3 in <module>' in (stacks / f"{parent}.txt").read_text()
+    assert "line 3 in <module>" in (stacks / f"{parent}.txt").read_text()
     assert (stacks / f"{child}.txt").read_text().strip()  # the forked child wrote its own file
 
 
@@ -257,7 +280,9 @@ def test_it_reads_a_flight_recorder_dump_from_a_collected_folder(faildiag_run, s
 def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script):
     import pty
 
-    s = script("interactive.py", """\
+    s = script(
+        "interactive.py",
+        """\
         import sys
         name = input("name? ")
         print("hello", name, flush=True)
@@ -266,7 +291,8 @@ def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script)
         except KeyboardInterrupt:
             print("interrupted by the terminal", flush=True)
             sys.exit(7)
-    """)
+    """,
+    )
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session whose controlling terminal is the pty, like a shell's job
         # an interactive shell starts its jobs with SIGINT at default; a test runner started in the background

@@ -54,7 +54,9 @@ def test_it_names_the_rank_that_raised_not_the_peer_that_lost_its_connection(fai
 
 
 def test_it_diagnoses_a_real_gloo_collective_timeout(faildiag_run, script):
-    s = script("timeout.py", """\
+    s = script(
+        "timeout.py",
+        """\
         import time
         from datetime import timedelta
         import torch
@@ -65,7 +67,8 @@ def test_it_diagnoses_a_real_gloo_collective_timeout(faildiag_run, script):
             dist.all_reduce(t)  # rank 1 never joins
         else:
             time.sleep(5)
-    """)
+    """,
+    )
     r = faildiag_run([*TORCHRUN, str(s)], "--nccl-debug")
     assert r.returncode == 1
     rep = r.report()
@@ -75,11 +78,15 @@ def test_it_diagnoses_a_real_gloo_collective_timeout(faildiag_run, script):
     assert "Timed out waiting 3000ms" in rep["profile"]["first_failure"]["excerpt"]
     assert rep["profile"]["ranks"]["first_failing"] == "0"
     env = r.run_json()["env_set"]
-    assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"].endswith("nccl_trace_rank_")
+    assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1" and env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"].endswith(
+        "nccl_trace_rank_"
+    )
 
 
 def test_it_stops_a_hung_job_and_says_where_each_rank_waits(faildiag_run, script):
-    s = script("hang.py", """\
+    s = script(
+        "hang.py",
+        """\
         import time
         from datetime import timedelta
         import torch
@@ -92,7 +99,8 @@ def test_it_stops_a_hung_job_and_says_where_each_rank_waits(faildiag_run, script
         else:
             while True:
                 time.sleep(0.5)
-    """)
+    """,
+    )
     r = faildiag_run([*TORCHRUN, str(s)], "--hang-timeout", "2", "--grace", "3")
     assert r.returncode == 124
     rep = r.report()

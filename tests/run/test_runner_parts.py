@@ -20,14 +20,14 @@ def test_a_bounded_log_keeps_the_head_and_the_latest_tail_in_order(tmp_path):
     log = BoundedLog(tmp_path / "x.log", head=100, tail=60)
     data = b"".join(f"{i:04d}\n".encode() for i in range(1000))  # 5000 bytes
     for i in range(0, len(data), 7):  # odd chunk sizes cross every boundary
-        log.write(data[i:i + 7])
+        log.write(data[i : i + 7])
     log.close()
     kept = (tmp_path / "x.log").read_bytes()
     head, _, rest = kept.partition(b"\n[faildiag: ")
     assert head == data[:100]
     marker, _, tail = rest.partition(b"]\n")
     omitted = int(marker.split()[0])
-    assert tail == data[len(data) - len(tail):]  # a contiguous, latest tail
+    assert tail == data[len(data) - len(tail) :]  # a contiguous, latest tail
     assert 30 <= len(tail) <= 60
     assert omitted == len(data) - 100 - len(tail)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.log"]
@@ -76,7 +76,9 @@ def test_the_oom_verdict_reads_the_counters_change_not_their_value():
 
 
 def test_the_timeline_lets_the_engine_see_memory_grow_before_a_kill(faildiag_run, script):
-    s = script("leak.py", """\
+    s = script(
+        "leak.py",
+        """\
         import os, signal, time
         hoard = []
         for step in range(10):
@@ -84,7 +86,8 @@ def test_the_timeline_lets_the_engine_see_memory_grow_before_a_kill(faildiag_run
             print("step", step, flush=True)
             time.sleep(0.25)
         os.kill(os.getpid(), signal.SIGKILL)
-    """)
+    """,
+    )
     r = faildiag_run([PY, str(s)], "--interval", "0.2")
     assert r.returncode == 137
     samples = [json.loads(line) for line in (r.out / "timeline.jsonl").read_text().splitlines()]

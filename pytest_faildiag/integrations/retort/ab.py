@@ -21,8 +21,16 @@ class ABArm:
         return sum(1 for o in self.outcomes if o == "passed")
 
 
-def ab_test(rep_dir: Path, variable: str, value_a: str | None, value_b: str | None, n: int = 5,
-            language: str | None = None, timeout: float = 120.0, work_dir: Path | None = None) -> tuple[ABArm, ABArm]:
+def ab_test(
+    rep_dir: Path,
+    variable: str,
+    value_a: str | None,
+    value_b: str | None,
+    n: int = 5,
+    language: str | None = None,
+    timeout: float = 120.0,
+    work_dir: Path | None = None,
+) -> tuple[ABArm, ABArm]:
     """Run the run's tests ``n`` times per arm, changing only environment variable ``variable``.
 
     Why an env var: it is the one knob every runner honours without editing the run's code (a DB path, a port,
@@ -41,8 +49,9 @@ def ab_test(rep_dir: Path, variable: str, value_a: str | None, value_b: str | No
     inv = inventory(rep_dir)
     for _ in range(max(1, n)):
         for arm in arms:
-            rec = RunRecord(experiment=rep_dir.parent, rel=rep_dir.name, rep_dir=rep_dir,
-                            run_config={"language": str(lang)})
+            rec = RunRecord(
+                experiment=rep_dir.parent, rel=rep_dir.name, rep_dir=rep_dir, run_config={"language": str(lang)}
+            )
             opts = Options(test_timeout=timeout, work_dir=work_dir, extra_env={variable: arm.value})
             arm.outcomes.append(ground_truth(rec, inv, opts).status)
     return arms

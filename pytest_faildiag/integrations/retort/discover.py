@@ -32,7 +32,7 @@ def find_experiments(root: Path) -> list[Path]:
         if "retort.db" in filenames or ("runs" in dirnames and _looks_like_runs(here / "runs")):
             found.add(here)
             dirnames[:] = [d for d in dirnames if d != "runs"]
-        if "runs" in here.parts[len(root.parts):]:
+        if "runs" in here.parts[len(root.parts) :]:
             dirnames[:] = []
     if not found:
         raise RetortInputError(f"no retort experiment (retort.db or runs/) under {root}")
@@ -170,8 +170,10 @@ def _attempt_order(plain: Path, failed: Path, decisive_only: bool = False) -> tu
     if a and b and a != b:
         return ("plain" if a > b else "failed"), "the faildiag captures' timestamps"
     if (failed / "FEEDBACK.md").is_file() and not (plain / "FEEDBACK.md").is_file():
-        return "failed", ("repN-failed holds FEEDBACK.md (a second chance is seeded with it) and exited non-zero: "
-                          "it is the crashed second chance after repN")
+        return "failed", (
+            "repN-failed holds FEEDBACK.md (a second chance is seeded with it) and exited non-zero: "
+            "it is the crashed second chance after repN"
+        )
     if decisive_only:  # archive times are a weaker signal than a DB row
         return None, "the archive does not record which attempt came first"
     try:
@@ -213,7 +215,9 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             rep = 0
         row["_rep"] = rep
         cell = cell_name(row["_rc"])
-        row["_cell"] = cell if (runs_dir / cell).is_dir() or not runs_dir.is_dir() else _closest_cell(runs_dir, row["_rc"])
+        row["_cell"] = (
+            cell if (runs_dir / cell).is_dir() or not runs_dir.is_dir() else _closest_cell(runs_dir, row["_rc"])
+        )
         rows_by_key.setdefault((row["_cell"], rep), []).append(row)
 
     def add(rec: RunRecord) -> RunRecord:
@@ -235,8 +239,15 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             if later is not None:
                 recorded = pair[later]
         for row in rows:
-            _add_db_row(exp, root, row, pair, bool(completed) and row.get("status") != "completed", add,
-                        recorded if row is latest_row else _recorded_folder(row, pair))
+            _add_db_row(
+                exp,
+                root,
+                row,
+                pair,
+                bool(completed) and row.get("status") != "completed",
+                add,
+                recorded if row is latest_row else _recorded_folder(row, pair),
+            )
         for folder in pair.values():
             if folder in claimed or folder == recorded:
                 continue
@@ -244,14 +255,26 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
             if recorded is None and latest_row.get("status") == "completed":
                 rec.superseded_by = f"{_rel(exp / 'runs' / cell, root)}/rep{rep} (completed in retort.db, not archived)"
                 rec.retry_completed = True
-                rec.notes.append(Claim("retort.db records this cell and replicate as completed by a later attempt "
-                                       "whose folder is not archived", "direct", "retort.db experiment_runs"))
+                rec.notes.append(
+                    Claim(
+                        "retort.db records this cell and replicate as completed by a later attempt "
+                        "whose folder is not archived",
+                        "direct",
+                        "retort.db experiment_runs",
+                    )
+                )
             elif recorded is not None:
                 rec.superseded_by = _rel(recorded, root)
                 rec.retry_completed = latest_row.get("status") == "completed"
-                rec.notes.append(Claim(f"an earlier attempt of this cell and replicate: retort's DB keeps one row per "
-                                       f"replicate, and that row ('{latest_row.get('status')}') belongs to "
-                                       f"{_rel(recorded, root)}", "direct", "retort.db experiment_runs"))
+                rec.notes.append(
+                    Claim(
+                        f"an earlier attempt of this cell and replicate: retort's DB keeps one row per "
+                        f"replicate, and that row ('{latest_row.get('status')}') belongs to "
+                        f"{_rel(recorded, root)}",
+                        "direct",
+                        "retort.db experiment_runs",
+                    )
+                )
 
     for (cell, rep), pair in sorted(folders.items()):
         if (cell, rep) in rows_by_key:
@@ -285,8 +308,9 @@ def _recorded_folder(row: dict[str, Any], pair: dict[str, Path]) -> Path | None:
     return pair.get(first) or pair.get(second)
 
 
-def _add_db_row(exp: Path, root: Path, row: dict[str, Any], pair: dict[str, Path], later_completed: bool,
-                add: Any, own: Path | None) -> None:
+def _add_db_row(
+    exp: Path, root: Path, row: dict[str, Any], pair: dict[str, Path], later_completed: bool, add: Any, own: Path | None
+) -> None:
     """A record for one DB row that is not ``completed`` (a completed row only supersedes others)."""
     if row.get("status") == "completed":
         return
@@ -297,19 +321,37 @@ def _add_db_row(exp: Path, root: Path, row: dict[str, Any], pair: dict[str, Path
         rep_dir = pair.get("failed") if pair.get("failed") and _succeeded(pair["failed"]) is not True else None
     plain = runs_dir / cell / f"rep{rep}"
     rec = RunRecord(
-        experiment=exp, rel=_rel(rep_dir or plain, root), rep_dir=rep_dir, cell=cell, replicate=rep,
-        db_id=row.get("id"), db_status=row.get("status"), db_error=row.get("error_message"),
-        run_config={str(k): str(v) for k, v in row["_rc"].items()}, metrics=row.get("metrics", {}),
+        experiment=exp,
+        rel=_rel(rep_dir or plain, root),
+        rep_dir=rep_dir,
+        cell=cell,
+        replicate=rep,
+        db_id=row.get("id"),
+        db_status=row.get("status"),
+        db_error=row.get("error_message"),
+        run_config={str(k): str(v) for k, v in row["_rc"].items()},
+        metrics=row.get("metrics", {}),
         finished_at=str(row.get("finished_at") or "") or None,
     )
     if later_completed:
         rec.retry_completed = True
         rec.superseded_by = _rel(pair["plain"], root) if pair.get("plain") else "a completed DB row"
-        rec.notes.append(Claim("another DB row with the same configuration and replicate is 'completed': this "
-                               "attempt was superseded by a recorded retry", "direct", "retort.db experiment_runs"))
+        rec.notes.append(
+            Claim(
+                "another DB row with the same configuration and replicate is 'completed': this "
+                "attempt was superseded by a recorded retry",
+                "direct",
+                "retort.db experiment_runs",
+            )
+        )
     if rep_dir is not None and cell != cell_name(row["_rc"]):
-        rec.notes.append(Claim(f"no folder named after the DB run config; matched folder {cell} "
-                               "whose factors are a subset of it", "hypothesis", rec.rel))
+        rec.notes.append(
+            Claim(
+                f"no folder named after the DB run config; matched folder {cell} whose factors are a subset of it",
+                "hypothesis",
+                rec.rel,
+            )
+        )
     add(rec)
 
 
@@ -353,15 +395,21 @@ def _add_folder_pair(exp: Path, root: Path, cell: str, rep: int, pair: dict[str,
             continue
         rec = add(_folder_record(exp, root, folder, cell, rep, None))
         rec.attempt_order_unknown = True
-        rec.notes.append(Claim(f"another attempt of this cell and replicate exists ({_rel(other, root)}); {why}",
-                               "direct", rec.rel))
+        rec.notes.append(
+            Claim(f"another attempt of this cell and replicate exists ({_rel(other, root)}); {why}", "direct", rec.rel)
+        )
 
 
 def _instant(row: dict[str, Any]) -> bool:
     m = row.get("metrics") or {}
     dur = m.get("_duration_seconds")
-    return (row.get("status") != "completed" and dur is not None and dur < 60
-            and not m.get("_tokens") and not m.get("_cost_usd"))
+    return (
+        row.get("status") != "completed"
+        and dur is not None
+        and dur < 60
+        and not m.get("_tokens")
+        and not m.get("_cost_usd")
+    )
 
 
 def _instant_fail_cohorts(rows: list[dict[str, Any]], min_size: int = 3) -> dict[int, str]:
@@ -386,6 +434,9 @@ def _instant_fail_cohorts(rows: list[dict[str, Any]], min_size: int = 3) -> dict
     for level, members in sorted(levels.items(), key=lambda kv: len(kv[1])):
         if len(members) >= min_size and len(members) < len(rows) and all(_instant(r) for r in members):
             for r in members:
-                out.setdefault(r["id"], f"all {len(members)} runs with {level} failed in under 60s at $0/0 tokens "
-                                        f"while other runs of the experiment completed")
+                out.setdefault(
+                    r["id"],
+                    f"all {len(members)} runs with {level} failed in under 60s at $0/0 tokens "
+                    f"while other runs of the experiment completed",
+                )
     return out

@@ -29,20 +29,64 @@ from pytest_faildiag.sandbox import DEFAULT_FILE_SIZE, NET, PROTECTIONS, run_unt
 
 # Files retort itself writes into a run folder: never "code the agent produced".
 _HARNESS_FILES = {
-    "TASK.md", "stack.json", "REQUIREMENTS.json", "_meta.json", "scores.json", "evaluation.md",
-    "assessment.json", "findings.jsonl", "FEEDBACK.md", "_agent_stdout.log", "_agent_stderr.log",
-    "README.md", "prompts.txt", "_hermes_session.jsonl", "attempt.patch",
+    "TASK.md",
+    "stack.json",
+    "REQUIREMENTS.json",
+    "_meta.json",
+    "scores.json",
+    "evaluation.md",
+    "assessment.json",
+    "findings.jsonl",
+    "FEEDBACK.md",
+    "_agent_stdout.log",
+    "_agent_stderr.log",
+    "README.md",
+    "prompts.txt",
+    "_hermes_session.jsonl",
+    "attempt.patch",
 }
 _HARNESS_DIRS = {"summary", ".faildiag"}
 
 
 _SOURCE_EXT = {
-    ".py": "python", ".go": "go", ".rs": "rust", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript",
-    ".mjs": "javascript", ".java": "java", ".kt": "kotlin", ".cs": "csharp", ".clj": "clojure", ".cljc": "clojure",
-    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".swift": "swift", ".rb": "ruby", ".c": "c", ".cpp": "cpp",
-    ".zig": "zig", ".hs": "haskell", ".scala": "scala", ".php": "php", ".dart": "dart", ".m": "objc", ".mm": "objc",
-    ".h": "c", ".hpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".fs": "fsharp", ".ml": "ocaml", ".nim": "nim",
-    ".lua": "lua", ".jl": "julia", ".groovy": "groovy", ".vue": "javascript", ".svelte": "javascript",
+    ".py": "python",
+    ".go": "go",
+    ".rs": "rust",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".cs": "csharp",
+    ".clj": "clojure",
+    ".cljc": "clojure",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".swift": "swift",
+    ".rb": "ruby",
+    ".c": "c",
+    ".cpp": "cpp",
+    ".zig": "zig",
+    ".hs": "haskell",
+    ".scala": "scala",
+    ".php": "php",
+    ".dart": "dart",
+    ".m": "objc",
+    ".mm": "objc",
+    ".h": "c",
+    ".hpp": "cpp",
+    ".cc": "cpp",
+    ".cxx": "cpp",
+    ".fs": "fsharp",
+    ".ml": "ocaml",
+    ".nim": "nim",
+    ".lua": "lua",
+    ".jl": "julia",
+    ".groovy": "groovy",
+    ".vue": "javascript",
+    ".svelte": "javascript",
 }
 _TEST_NAME = re.compile(
     r"(^test_.*\.py$|^tests?\.py$|_tests\.py$|_test\.py$|_test\.go$|\.test\.[cm]?[jt]sx?$|\.spec\.[cm]?[jt]sx?$|Tests?\.(java|kt|cs|swift)$"
@@ -56,8 +100,7 @@ def inventory(rep_dir: Path) -> Inventory:
     inv = Inventory()
     roots: Counter = Counter()
     for dirpath, dirnames, filenames in os.walk(rep_dir):
-        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS and d not in _HARNESS_DIRS
-                       and not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if d not in _NOISE_DIRS and d not in _HARNESS_DIRS and not d.startswith(".")]
         rel_dir = Path(dirpath).relative_to(rep_dir)
         if rel_dir.parts[:1] == ("data",):
             continue
@@ -73,8 +116,11 @@ def inventory(rep_dir: Path) -> Inventory:
             relp = (rel_dir / fn).as_posix()
             inv.sources.append(relp)
             inv.languages[lang] += 1
-            if _TEST_NAME.search(fn) or any(p in _TEST_DIRS for p in rel_dir.parts) or \
-                    _has_inline_tests(Path(dirpath) / fn):
+            if (
+                _TEST_NAME.search(fn)
+                or any(p in _TEST_DIRS for p in rel_dir.parts)
+                or _has_inline_tests(Path(dirpath) / fn)
+            ):
                 inv.tests.append(relp)
             roots[rel_dir.parts[0] if rel_dir.parts else "."] += 1
     inv.roots = [r for r, _ in roots.most_common()]
@@ -122,19 +168,27 @@ def archive_drops_language(rep_dir: Path, language: str) -> str | None:
         allow_list = [ln for ln in lines if re.search(r"(^|/)runs/\*\*/\*$", ln) and not ln.startswith("!")]
         if not allow_list:
             continue
-        kept = {m.group(1).lower() for ln in lines if ln.startswith("!") and "runs/" in ln
-                for m in [re.search(r"\*(\.[\w+]+)$", ln)] if m}
+        kept = {
+            m.group(1).lower()
+            for ln in lines
+            if ln.startswith("!") and "runs/" in ln
+            for m in [re.search(r"\*(\.[\w+]+)$", ln)]
+            if m
+        }
         if not exts & kept:
-            return (f"the .gitignore {up} folder(s) above the run ignores {allow_list[0]} and re-includes no "
-                    f"{'/'.join(sorted(exts))} file")
+            return (
+                f"the .gitignore {up} folder(s) above the run ignores {allow_list[0]} and re-includes no "
+                f"{'/'.join(sorted(exts))} file"
+            )
         return None
     return None
 
 
 _INLINE_TEST = re.compile(
     r"#\[(tokio::)?test\]|@Test\b|\bdeftest\b|ExUnit\.Case|-include_lib\(\"eunit|\bXCTestCase\b|@Suite\b|"
-    r"\[(Fact|Test|TestMethod)\]|^\s*(describe|it|test)\(['\"`]"
-    , re.M)
+    r"\[(Fact|Test|TestMethod)\]|^\s*(describe|it|test)\(['\"`]",
+    re.M,
+)
 
 
 def _has_inline_tests(path: Path) -> bool:
@@ -149,9 +203,15 @@ def _has_inline_tests(path: Path) -> bool:
 
 _MANIFESTS = {
     "python": ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg"),
-    "go": ("go.mod",), "rust": ("Cargo.toml",), "typescript": ("package.json",), "javascript": ("package.json",),
-    "java": ("pom.xml", "build.gradle", "build.gradle.kts"), "csharp": ("*.csproj", "*.sln"),
-    "clojure": ("deps.edn", "project.clj"), "elixir": ("mix.exs",), "erlang": ("rebar.config",),
+    "go": ("go.mod",),
+    "rust": ("Cargo.toml",),
+    "typescript": ("package.json",),
+    "javascript": ("package.json",),
+    "java": ("pom.xml", "build.gradle", "build.gradle.kts"),
+    "csharp": ("*.csproj", "*.sln"),
+    "clojure": ("deps.edn", "project.clj"),
+    "elixir": ("mix.exs",),
+    "erlang": ("rebar.config",),
     "swift": ("Package.swift",),
 }
 
@@ -182,9 +242,23 @@ _TOOLCHAIN_ENV = ("JAVA_HOME", "GOROOT", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN")
 # Dependency installs write wheels and packages far larger than a test writes, and reach the index through the
 # operator's proxy, CA bundle and index settings (an install step only; the tests themselves never see them).
 _INSTALL_FILE_BYTES = 8 << 30
-_INSTALL_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL",
-                "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
-                "NODE_EXTRA_CA_CERTS", "npm_config_registry", "NPM_CONFIG_REGISTRY")
+_INSTALL_ENV = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "npm_config_registry",
+    "NPM_CONFIG_REGISTRY",
+)
 
 
 @dataclass
@@ -201,13 +275,22 @@ class _Sandboxed:
     held: dict[str, bool] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
 
-    def run(self, cmd: list[str], cwd: Path, timeout: float, env: dict[str, str | None], *,
-            install: bool = False) -> tuple[int | None, str, float]:
+    def run(
+        self, cmd: list[str], cwd: Path, timeout: float, env: dict[str, str | None], *, install: bool = False
+    ) -> tuple[int | None, str, float]:
         """``(returncode, output, seconds)``; returncode None on timeout (the whole group was killed)."""
         keep = (*self.keep_env, *_INSTALL_ENV) if install else self.keep_env
-        res = run_untrusted(cmd, cwd=cwd, timeout_s=timeout, env=env, keep_env=keep, network=install,
-                            cwd_is_copy=True, scratch_dir=self.work,
-                            file_bytes=_INSTALL_FILE_BYTES if install else DEFAULT_FILE_SIZE)
+        res = run_untrusted(
+            cmd,
+            cwd=cwd,
+            timeout_s=timeout,
+            env=env,
+            keep_env=keep,
+            network=install,
+            cwd_is_copy=True,
+            scratch_dir=self.work,
+            file_bytes=_INSTALL_FILE_BYTES if install else DEFAULT_FILE_SIZE,
+        )
         for name, ok in res.held.items():
             self.held[name] = self.held.get(name, True) and ok
             if ok:
@@ -220,8 +303,9 @@ class _Sandboxed:
 
     def record(self, result: TestRun) -> None:
         result.sandbox_held = [n for n in PROTECTIONS if self.held.get(n)]
-        result.sandbox_not_held = [f"{n}: {self.notes.get(n, 'not applied')}" for n in PROTECTIONS
-                                   if n in self.held and not self.held[n]]
+        result.sandbox_not_held = [
+            f"{n}: {self.notes.get(n, 'not applied')}" for n in PROTECTIONS if n in self.held and not self.held[n]
+        ]
 
 
 def _cmd_name(cmd: list[str]) -> str:
@@ -243,8 +327,15 @@ def _test_env(extra: dict[str, str] | None = None, ab: dict[str, str | None] | N
 
 def _declared_python_deps(root: Path) -> str:
     text = ""
-    for name in ("requirements.txt", "requirements-dev.txt", "requirements_dev.txt", "pyproject.toml", "setup.py",
-                 "setup.cfg", "Pipfile"):
+    for name in (
+        "requirements.txt",
+        "requirements-dev.txt",
+        "requirements_dev.txt",
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "Pipfile",
+    ):
         for p in (root / name, *root.glob(f"*/{name}")):
             try:
                 text += p.read_text(encoding="utf-8", errors="replace").lower() + "\n"
@@ -254,8 +345,15 @@ def _declared_python_deps(root: Path) -> str:
 
 
 # import name → distribution name, for the few common ones that differ
-_DIST_ALIASES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "pil": "pillow", "dateutil": "python-dateutil",
-                 "jwt": "pyjwt", "dotenv": "python-dotenv", "bs4": "beautifulsoup4"}
+_DIST_ALIASES = {
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "pil": "pillow",
+    "dateutil": "python-dateutil",
+    "jwt": "pyjwt",
+    "dotenv": "python-dotenv",
+    "bs4": "beautifulsoup4",
+}
 
 
 def _is_declared(module: str, declared: str) -> bool:
@@ -268,17 +366,34 @@ def _local_module(root: Path, module: str) -> bool:
     return any((root / p).exists() for p in (module, f"{module}.py")) or any(root.glob(f"*/{module}"))
 
 
-def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path, box: _Sandboxed,
-                  ab: dict[str, str | None] | None = None) -> TestRun:
+def _python_tests(
+    root: Path, timeout: float, install_deps: bool, work: Path, box: _Sandboxed, ab: dict[str, str | None] | None = None
+) -> TestRun:
     py = sys.executable
     env = _test_env(ab=ab)
     if install_deps and (root / "requirements.txt").is_file():
         # Install into a private folder on PYTHONPATH: our interpreter keeps its pytest + coverage, the run's
         # declared dependencies come first, and nothing is installed anywhere else.
         site = work / "site"
-        rc, out, _ = box.run([py, "-m", "pip", "install", "-q", "--no-cache-dir", "--disable-pip-version-check",
-                              "--target", str(site),
-                              "-r", "requirements.txt"], root, 300, env, install=True)
+        rc, out, _ = box.run(
+            [
+                py,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--target",
+                str(site),
+                "-r",
+                "requirements.txt",
+            ],
+            root,
+            300,
+            env,
+            install=True,
+        )
         if rc != 0:
             return TestRun("deps_unavailable", "pip install -r requirements.txt", excerpt=_tail(out))
         env["PYTHONPATH"] = str(site)
@@ -288,8 +403,23 @@ def _python_tests(root: Path, timeout: float, install_deps: bool, work: Path, bo
         # Without the run's own dependencies installed, the pytest plugins around are OURS (not the run's):
         # autoloading them costs seconds per run and can change how the run's tests behave.
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    cmd = [py, "-m", "coverage", "run", "--source=.", "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider",
-           "-p", "no:faildiag", "-o", "addopts="]
+    cmd = [
+        py,
+        "-m",
+        "coverage",
+        "run",
+        "--source=.",
+        "-m",
+        "pytest",
+        "-q",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:faildiag",
+        "-o",
+        "addopts=",
+    ]
     rc, out, dur = box.run(cmd, root, timeout, env)
     shown = "python -m coverage run --source=. -m pytest -q"
     extra = _unittest_files(root) if rc == 5 else []
@@ -354,9 +484,12 @@ def _pytest_counts(out: str) -> tuple[int, int]:
     Why only that line: "Interrupted: 1 error during collection" above it names the same error, so counting
     every "N error" in the output counted one collection error twice.
     """
-    summary = [ln for ln in out.splitlines()
-               if re.search(r"\b\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s", ln)
-               or re.search(r"\bno tests ran in [\d.]+s", ln)]
+    summary = [
+        ln
+        for ln in out.splitlines()
+        if re.search(r"\b\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s", ln)
+        or re.search(r"\bno tests ran in [\d.]+s", ln)
+    ]
     line = summary[-1] if summary else ""
     return _count(r"(\d+) passed", line), _count(r"(\d+) (?:failed|errors?)\b", line)
 
@@ -381,8 +514,10 @@ _NATIVE = {
     "clojure": (["clojure", "-M:test"], "clojure"),
 }
 # npm install failing in a native addon's build (node-gyp), as opposed to the registry being unreachable
-_NATIVE_BUILD_FAIL = re.compile(r"gyp ERR! \$npm_package_name (?P<pkg>[\w@/.-]+)|gyp ERR! (build|configure) error"
-                                r"|prebuild-install.{0,40}(err|warn)|Could not locate the bindings file")
+_NATIVE_BUILD_FAIL = re.compile(
+    r"gyp ERR! \$npm_package_name (?P<pkg>[\w@/.-]+)|gyp ERR! (build|configure) error"
+    r"|prebuild-install.{0,40}(err|warn)|Could not locate the bindings file"
+)
 # The dependency fetch of each native tool (run with the network, before the tests, with --install-deps).
 _FETCH = {"cargo": ["cargo", "fetch"], "go": ["go", "mod", "download"]}
 _DEPS_OFFLINE = re.compile(
@@ -392,17 +527,29 @@ _DEPS_OFFLINE = re.compile(
     r"|in offline mode|non-resolvable parent pom|could not resolve (plugin|artifact)",
     re.I,
 )
-_TOOL_TOO_OLD = re.compile(r"bad option: --|unknown file extension \"?\.ts|requires (go|node|python) ?>= ?[\d.]+|"
-                           r"unsupported engine|error: package `[^`]+` cannot be built because it requires rustc",
-                           re.I)
+_TOOL_TOO_OLD = re.compile(
+    r"bad option: --|unknown file extension \"?\.ts|requires (go|node|python) ?>= ?[\d.]+|"
+    r"unsupported engine|error: package `[^`]+` cannot be built because it requires rustc",
+    re.I,
+)
 _DATA_REF = re.compile(r"""["'`](\./)?data/[\w./-]+""")
 _DATA_ERR = re.compile(r"(FileNotFoundError|No such file or directory|ENOENT|dataset not found)[^\n]{0,200}", re.I)
-_COMPILE = re.compile(r"error\[E\d+\]|could not compile|cannot find symbol|COMPILATION ERROR|error TS\d+|"
-                      r"\bundefined: \w+|syntax error|build failed", re.I)
+_COMPILE = re.compile(
+    r"error\[E\d+\]|could not compile|cannot find symbol|COMPILATION ERROR|error TS\d+|"
+    r"\bundefined: \w+|syntax error|build failed",
+    re.I,
+)
 
 
-def _native_tests(root: Path, language: str, timeout: float, install_deps: bool, work: Path, box: _Sandboxed,
-                  ab: dict[str, str | None] | None = None) -> TestRun:
+def _native_tests(
+    root: Path,
+    language: str,
+    timeout: float,
+    install_deps: bool,
+    work: Path,
+    box: _Sandboxed,
+    ab: dict[str, str | None] | None = None,
+) -> TestRun:
     if language in {"typescript", "javascript"}:
         pkg, _ = _read_json(root / "package.json")
         if not isinstance(pkg, dict):
@@ -426,16 +573,28 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
         cmd, tool = _NATIVE[language]
     if shutil.which(tool) is None:
         return TestRun("toolchain_missing", " ".join(cmd), excerpt=f"{tool} is not installed on this machine")
-    env = _test_env({"CARGO_TARGET_DIR": str(work / "target"), "GOFLAGS": "-mod=mod",
-                     "GOCACHE": str(work / "go-build"), "npm_config_cache": str(work / "npm-cache"),
-                     **_rustup_home()}, ab=ab)
+    env = _test_env(
+        {
+            "CARGO_TARGET_DIR": str(work / "target"),
+            "GOFLAGS": "-mod=mod",
+            "GOCACHE": str(work / "go-build"),
+            "npm_config_cache": str(work / "npm-cache"),
+            **_rustup_home(),
+        },
+        ab=ab,
+    )
     if install_deps:
         # Allowed to fetch: drop the offline switches, and keep every download cache inside the temporary work
         # folder so nothing is written outside it (npm, cargo, go and maven default to the home directory).
         if tool not in _FETCH:  # cargo/go fetch in their own install step; their tests stay offline
             cmd = [c for c in cmd if c not in ("--offline", "-o")]
-        env.update({"CARGO_HOME": str(work / "cargo-home"),
-                    "GOPATH": str(work / "gopath"), "GOMODCACHE": str(work / "gopath" / "mod")})
+        env.update(
+            {
+                "CARGO_HOME": str(work / "cargo-home"),
+                "GOPATH": str(work / "gopath"),
+                "GOMODCACHE": str(work / "gopath" / "mod"),
+            }
+        )
         if tool == "mvn":
             cmd = [*cmd, f"-Dmaven.repo.local={work / 'm2'}"]
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
@@ -445,8 +604,12 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
             if native and not _DEPS_OFFLINE.search(out):
                 # the registry answered; a native addon the project depends on does not build: the project as
                 # written does not install here (npm install is all-or-nothing, so no test can run either)
-                return TestRun("compile_error", "npm install", excerpt=_tail(out),
-                               missing_module=native.group("pkg") if native.groupdict().get("pkg") else None)
+                return TestRun(
+                    "compile_error",
+                    "npm install",
+                    excerpt=_tail(out),
+                    missing_module=native.group("pkg") if native.groupdict().get("pkg") else None,
+                )
             return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
     fetch = _FETCH.get(tool) if install_deps else None
     if fetch:
@@ -459,8 +622,11 @@ def _native_tests(root: Path, language: str, timeout: float, install_deps: bool,
     shown = " ".join(cmd)
     if rc is None:
         return TestRun("timeout", shown, excerpt=_tail(out), duration_s=dur)
-    passed = _count(r"(\d+) passed", out) + len(re.findall(r"^(ok|PASS)\s", out, re.M)) \
+    passed = (
+        _count(r"(\d+) passed", out)
+        + len(re.findall(r"^(ok|PASS)\s", out, re.M))
         + _count(r"Tests run: (\d+), Failures: 0, Errors: 0", out)
+    )
     failed = _count(r"(\d+) failed", out) + len(re.findall(r"^(FAIL|--- FAIL)", out, re.M))
     cov = None
     m = re.findall(r"coverage: (\d+(?:\.\d+)?)% of statements", out)
@@ -511,8 +677,12 @@ def _cache_key(rep_dir: Path, language: str, opts: Options) -> str | None:
     Content, not mtimes: a fresh checkout of the same archive must hit the cache. None when the folder cannot be
     read (then nothing is cached).
     """
-    h = hashlib.sha256(json.dumps([_CACHE_VERSION, language, opts.install_deps, opts.test_timeout,
-                                   sorted((opts.extra_env or {}).items())], default=str).encode())
+    h = hashlib.sha256(
+        json.dumps(
+            [_CACHE_VERSION, language, opts.install_deps, opts.test_timeout, sorted((opts.extra_env or {}).items())],
+            default=str,
+        ).encode()
+    )
     try:
         for dirpath, dirnames, filenames in os.walk(rep_dir):
             dirnames[:] = sorted(d for d in dirnames if d not in _NOISE_DIRS)

@@ -18,9 +18,28 @@ VERDICTS = ("infra_false_fail", "genuine", "environment", "unknown")
 
 # Regenerable or vendored trees: skipped when inventorying and when copying for a test run.
 _NOISE_DIRS = {
-    "node_modules", "_build", "deps", "target", "build", "dist", "vendor", "__pycache__", ".gradle", ".cpcache",
-    ".rebar3", ".elixir_ls", ".pytest_cache", ".mypy_cache", ".git", "venv", ".venv", ".build", ".faildiag",
-    ".swarm", ".claude-flow", ".hive-mind",
+    "node_modules",
+    "_build",
+    "deps",
+    "target",
+    "build",
+    "dist",
+    "vendor",
+    "__pycache__",
+    ".gradle",
+    ".cpcache",
+    ".rebar3",
+    ".elixir_ls",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".git",
+    "venv",
+    ".venv",
+    ".build",
+    ".faildiag",
+    ".swarm",
+    ".claude-flow",
+    ".hive-mind",
 }
 
 
@@ -156,10 +175,15 @@ class RunDiagnosis:
     retry_completed: bool = False
 
     def to_contract(self) -> dict[str, Any]:
-        return redact_obj({
-            "run": self.run, "verdict": self.verdict, "subtype": self.subtype,
-            "claims": [asdict(c) for c in self.claims], "action": self.action,
-        })
+        return redact_obj(
+            {
+                "run": self.run,
+                "verdict": self.verdict,
+                "subtype": self.subtype,
+                "claims": [asdict(c) for c in self.claims],
+                "action": self.action,
+            }
+        )
 
     def to_detail(self) -> dict[str, Any]:
         out = self.to_contract()

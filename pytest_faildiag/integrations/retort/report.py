@@ -38,12 +38,15 @@ def rollup(result: ExperimentResult) -> dict[str, Any]:
         "by_verdict": {v: by_verdict.get(v, 0) for v in VERDICTS},
         "by_subtype": dict(sorted(by_subtype.items())),
         "superseded_by_verdict": dict(Counter(d.verdict for d in superseded)),
-        "hypothesis_only": sum(1 for d in recorded if not any(c.kind == "direct" and "tests" in c.text
-                                                             for c in d.claims)),
+        "hypothesis_only": sum(
+            1 for d in recorded if not any(c.kind == "direct" and "tests" in c.text for c in d.claims)
+        ),
         "suspect_share": round(share, 4),
         "measurements_trustworthy": share <= 0.05,
-        "why": (f"{suspect} of {total} recorded runs failed for the harness, the environment or an undiagnosable "
-                f"reason ({share:.0%}; threshold 5%; {len(superseded)} superseded attempts are listed, not counted)"),
+        "why": (
+            f"{suspect} of {total} recorded runs failed for the harness, the environment or an undiagnosable "
+            f"reason ({share:.0%}; threshold 5%; {len(superseded)} superseded attempts are listed, not counted)"
+        ),
         "experiments": per_experiment(result),
         "problems": result.problems,
         "sandbox": sandbox_rollup(result),
@@ -56,7 +59,7 @@ def _one_per_replicate(diagnoses: list[Any]) -> list[Any]:
     seen: set[str] = set()
     out = []
     for d in diagnoses:
-        key = d.run[:-len("-failed")] if d.run.endswith("-failed") else d.run
+        key = d.run[: -len("-failed")] if d.run.endswith("-failed") else d.run
         if key not in seen:
             seen.add(key)
             out.append(d)
@@ -76,16 +79,29 @@ def per_experiment(result: ExperimentResult) -> dict[str, dict[str, Any]]:
             name = Path(d.experiment).relative_to(result.root).as_posix() or "."
         except ValueError:
             name = d.experiment
-        e = out.setdefault(name, {"recorded_failures": 0, "harness": 0, "environment": 0, "genuine": 0,
-                                  "unknown": 0, "superseded_attempts": 0, "scores_that_would_change": []})
+        e = out.setdefault(
+            name,
+            {
+                "recorded_failures": 0,
+                "harness": 0,
+                "environment": 0,
+                "genuine": 0,
+                "unknown": 0,
+                "superseded_attempts": 0,
+                "scores_that_would_change": [],
+            },
+        )
         if id(d) not in counted:
             e["superseded_attempts"] += 1
             continue
         e["recorded_failures"] += 1
         e[_GROUP.get(d.verdict, "unknown")] += 1
         if d.verdict in {"infra_false_fail", "environment"}:
-            how = "rescore" if d.verdict == "infra_false_fail" and d.subtype in {"scorer_gap", "mis_measurement",
-                                                                                 "undeclared_deps"} else "re-run"
+            how = (
+                "rescore"
+                if d.verdict == "infra_false_fail" and d.subtype in {"scorer_gap", "mis_measurement", "undeclared_deps"}
+                else "re-run"
+            )
             e["scores_that_would_change"].append(f"{d.run} ({d.verdict}/{d.subtype}: {how})")
     return dict(sorted(out.items()))
 
@@ -96,8 +112,11 @@ def sandbox_rollup(result: ExperimentResult) -> dict[str, Any]:
     ``held``: held for every test run; ``not_held``: ``"name: why"``, once per name, for any run where it did
     not (the first reason seen). Runs whose tests were not run do not count.
     """
-    runs = [d.test_run for d in result.diagnoses
-            if d.test_run is not None and (d.test_run.sandbox_held or d.test_run.sandbox_not_held)]
+    runs = [
+        d.test_run
+        for d in result.diagnoses
+        if d.test_run is not None and (d.test_run.sandbox_held or d.test_run.sandbox_not_held)
+    ]
     held = [n for n in (runs[0].sandbox_held if runs else []) if all(n in r.sandbox_held for r in runs)]
     not_held: dict[str, str] = {}
     for r in runs:
@@ -110,6 +129,7 @@ def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
     """The text report. Run folders, claims quoting agent logs and their sources were written by the
     agents: each is one line, redacted, its control characters shown (a folder named ``\\x1b]0;...`` or
     holding a newline neither steers the terminal nor forges a verdict line)."""
+
     def one(x: object) -> str:
         return display(x, one_line=True)
 
@@ -120,22 +140,30 @@ def render_text(result: ExperimentResult, roll: dict[str, Any]) -> str:
             lines.append(f"    [{one(c.kind.upper())}] {one(c.text)}  ({one(c.source)})")
         lines.append(f"    -> {one(d.action)}")
     lines.append("")
-    lines.append(f"Roll-up: {roll['failed_runs']} failed of {roll['total_runs']} recorded runs "
-                 f"(+{roll.get('superseded_attempts', 0)} superseded attempts, listed above, not counted): " + ", ".join(
-                     f"{k} {v}" for k, v in roll["by_verdict"].items()))
+    lines.append(
+        f"Roll-up: {roll['failed_runs']} failed of {roll['total_runs']} recorded runs "
+        f"(+{roll.get('superseded_attempts', 0)} superseded attempts, listed above, not counted): "
+        + ", ".join(f"{k} {v}" for k, v in roll["by_verdict"].items())
+    )
     for k, v in roll["by_subtype"].items():
         lines.append(f"    {k}: {v}")
     for name, e in (roll.get("experiments") or {}).items():
-        lines.append(f"  {name}: {e['recorded_failures']} failed — harness {e['harness']}, environment "
-                     f"{e['environment']}, genuine {e['genuine']}, unknown {e['unknown']}; "
-                     f"{e['superseded_attempts']} superseded attempt(s)")
+        lines.append(
+            f"  {name}: {e['recorded_failures']} failed — harness {e['harness']}, environment "
+            f"{e['environment']}, genuine {e['genuine']}, unknown {e['unknown']}; "
+            f"{e['superseded_attempts']} superseded attempt(s)"
+        )
         for run in e["scores_that_would_change"]:
             lines.append(f"      score would change: {run}")
-    lines.append(("Measurements trustworthy: yes — " if roll["measurements_trustworthy"] else
-                  "Measurements trustworthy: NO — ") + roll["why"])
+    lines.append(
+        ("Measurements trustworthy: yes — " if roll["measurements_trustworthy"] else "Measurements trustworthy: NO — ")
+        + roll["why"]
+    )
     box = roll.get("sandbox") or {}
     if box.get("test_runs"):
-        lines.append(f"Archived tests ran sandboxed (test runs: {box['test_runs']}); held: {', '.join(box['held']) or 'none'}")
+        lines.append(
+            f"Archived tests ran sandboxed (test runs: {box['test_runs']}); held: {', '.join(box['held']) or 'none'}"
+        )
         lines.extend(f"    NOT held: {entry}" for entry in box["not_held"])
     for p in roll["problems"]:
         lines.append(f"warning: {one(p)}")

@@ -25,10 +25,13 @@ def rescore(result: ExperimentResult, out: Path, write_db: bool = False) -> list
             continue
         new_cov = tr.coverage if tr.coverage else (tr.passed / max(tr.passed + tr.failed, 1))
         entry: dict[str, Any] = {
-            "run": d.run, "subtype": d.subtype, "db_run_id": d.db_id,
+            "run": d.run,
+            "subtype": d.subtype,
+            "db_run_id": d.db_id,
             "test_coverage": {"old": d.recorded_test_coverage, "new": round(new_cov, 4)},
             "basis": "line coverage" if tr.coverage else "test pass rate (coverage unavailable)",
-            "status": {"old": None, "new": None}, "db_written": False,
+            "status": {"old": None, "new": None},
+            "db_written": False,
             "note": "other metrics were zeroed by retort's gate and are not recomputed here",
         }
         if write_db and d.db_id is not None:
@@ -49,11 +52,14 @@ def _write_db(db_path: Path, run_id: int, coverage: float) -> dict[str, Any]:
             row = con.execute("SELECT status, error_message FROM experiment_runs WHERE id=?", (run_id,)).fetchone()
             if row is None:
                 return {"db_written": False, "db_error": f"no experiment_runs row {run_id}"}
-            cur = con.execute("UPDATE run_results SET value=? WHERE run_id=? AND metric_name='test_coverage'",
-                              (coverage, run_id))
+            cur = con.execute(
+                "UPDATE run_results SET value=? WHERE run_id=? AND metric_name='test_coverage'", (coverage, run_id)
+            )
             if cur.rowcount == 0:
-                con.execute("INSERT INTO run_results (run_id, metric_name, value) VALUES (?, 'test_coverage', ?)",
-                            (run_id, coverage))
+                con.execute(
+                    "INSERT INTO run_results (run_id, metric_name, value) VALUES (?, 'test_coverage', ?)",
+                    (run_id, coverage),
+                )
             new_status = row[0]
             if row[0] == "failed" and str(row[1] or "").startswith(_GATE_ERROR):
                 new_status = "completed"

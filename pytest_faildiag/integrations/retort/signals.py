@@ -54,11 +54,18 @@ def load_signatures(path: Path | None = None) -> list[Signature]:
     out: list[Signature] = []
     for row in data.get("signature", []):
         try:
-            out.append(Signature(
-                id=row["id"], verdict=row["verdict"], subtype=row["subtype"], kind=row.get("kind", "direct"),
-                regex=re.compile(row["pattern"], re.I), action=row.get("action", ""),
-                blocks_work=bool(row.get("blocks_work", False)), tool_scope=bool(row.get("tool_scope", False)),
-            ))
+            out.append(
+                Signature(
+                    id=row["id"],
+                    verdict=row["verdict"],
+                    subtype=row["subtype"],
+                    kind=row.get("kind", "direct"),
+                    regex=re.compile(row["pattern"], re.I),
+                    action=row.get("action", ""),
+                    blocks_work=bool(row.get("blocks_work", False)),
+                    tool_scope=bool(row.get("tool_scope", False)),
+                )
+            )
         except (KeyError, re.error):
             continue
     return out
@@ -87,8 +94,13 @@ def _load_folder_signals(rec: RunRecord) -> None:
     d = rec.rep_dir
     if d is None:
         return
-    for name, attr in (("_meta.json", "meta"), ("scores.json", "scores"), ("stack.json", "stack"),
-                       (".faildiag/.capture.json", "capture"), (".faildiag/capture.json", "capture")):
+    for name, attr in (
+        ("_meta.json", "meta"),
+        ("scores.json", "scores"),
+        ("stack.json", "stack"),
+        (".faildiag/.capture.json", "capture"),
+        (".faildiag/capture.json", "capture"),
+    ):
         if attr == "capture" and rec.capture:
             continue
         data, problem = _read_json(d / name, rec.experiment)
@@ -105,13 +117,19 @@ def _load_folder_signals(rec: RunRecord) -> None:
         rec.eval_status = (m.group(1).strip() if m else "")[:400]
         if _WRONG_PLACE.search(text):
             rec.eval_status = rec.eval_status or _WRONG_PLACE.search(text).group(0)
-            rec.notes.append(Claim("evaluation.md reports the deliverables were written outside the run workspace",
-                                   "direct", f"{rec.rel}/evaluation.md"))
+            rec.notes.append(
+                Claim(
+                    "evaluation.md reports the deliverables were written outside the run workspace",
+                    "direct",
+                    f"{rec.rel}/evaluation.md",
+                )
+            )
     except OSError:
         pass
     try:
-        for line in iter_lines(_inside(rec, d / "findings.jsonl"), max_line=_MAX_JSON_LINE,
-                               max_bytes=_MAX_FINDINGS_BYTES):
+        for line in iter_lines(
+            _inside(rec, d / "findings.jsonl"), max_line=_MAX_JSON_LINE, max_bytes=_MAX_FINDINGS_BYTES
+        ):
             try:
                 item = loads_json(line)
             except ValueError:
@@ -273,6 +291,6 @@ def match_signatures(rec: RunRecord, logs: LogSignals, signatures: list[Signatur
             m = sig.regex.search(text)
             if m:
                 start = max(0, m.start() - 60)
-                hits.append(SignatureHit(sig, src, text[start:m.end() + 100].strip()))
+                hits.append(SignatureHit(sig, src, text[start : m.end() + 100].strip()))
                 break
     return hits
