@@ -163,10 +163,10 @@ def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, 
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
     # raise-site line: the last such E line names the exception, the entries before it are its frames
     for src, line, text in reversed(scan.pytest_errors):
-        exc = exception_line(text)
-        if exc:
+        parsed = exception_line(text)
+        if parsed:
             frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln < line][-12:]
-            return exc[0], exc[1], frames, src, line
+            return parsed[0], parsed[1], frames, src, line
     return None, "", [], "", None
 
 
