@@ -219,7 +219,7 @@ def diagnose(
         if inp.out_of_time(f"{len(inp.logs) - i} log(s) from {name} on"):
             break
         try:
-            scan_file(str(path), name, rs, scan)
+            scan_file(str(path), name, rs, scan, deadline=inp.deadline)
         except OSError as exc:
             inp.notes.append(f"{name}: unreadable ({exc.strerror})")
     for name, text in inp.texts:
@@ -256,6 +256,11 @@ def diagnose(
     if the_lock is not None:
         diag.extra["_lock"] = the_lock
     for info in scan.sources.values():
+        if info.skipped_bytes:
+            diag.notes.append(
+                f"{info.name}: {info.skipped_bytes >> 20} MiB in the middle were not read (the "
+                f"{READ_BUDGET_S:.0f} s reading budget was spent); its last part was (line numbers after the jump are not the file's)"
+            )
         if info.truncated_lines:
             diag.notes.append(f"{info.name}: {info.truncated_lines} over-long line(s) were read up to 16 KiB each")
     return diag

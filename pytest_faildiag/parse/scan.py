@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,9 @@ from . import mpscan
 from .logread import MAX_LINE, _visible
 
 CHUNK = 8 << 20
+# When the reading budget runs out inside one huge log, the scan jumps to its last part: a failure log ends
+# with its failure, so the tail is the part worth the remaining time.
+TAIL_AFTER_BUDGET = 64 << 20
 MAX_FINDINGS_PER_RULE = 20
 MAX_TRACEBACKS = 24
 MAX_FRAMES = 120
@@ -166,6 +170,7 @@ class SourceInfo:
     bytes: int = 0
     tail: list[str] = field(default_factory=list)
     truncated_lines: int = 0
+    skipped_bytes: int = 0  # the middle of a log not read because the reading budget was spent
 
 
 @dataclass
@@ -576,8 +581,18 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
     return built
 
 
-def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanResult) -> None:
-    """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE."""
+def scan_stream(
+    stream: BinaryIO,
+    source: str,
+    ruleset: RuleSet,
+    result: ScanResult,
+    *,
+    deadline: float | None = None,
+    tail_bytes: int = TAIL_AFTER_BUDGET,
+) -> None:
+    """Scan one binary stream into ``result``; memory is bounded by CHUNK + MAX_LINE. Past ``deadline``
+    (``time.monotonic()``), a seekable stream skips to its last ``tail_bytes`` (once; counted in
+    ``skipped_bytes``), so one huge log cannot hold a diagnosis beyond its time budget."""
     sc = _Scanner(ruleset, result, source)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     line_no = 0  # lines fully consumed before ``buf``
@@ -585,6 +600,13 @@ def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanRes
     total = 0
     fast: mpscan.LineStarts | None = None
     while True:
+        if deadline is not None and not sc.info.skipped_bytes and time.monotonic() > deadline:
+            skipped = _skip_to_tail(stream, total, tail_bytes)
+            if skipped:
+                sc.info.skipped_bytes = skipped
+                total += skipped
+                carry = b""
+                stream.readline(MAX_LINE)  # the line the jump landed in is partial
         data = stream.read(CHUNK)
         if total == 0 and len(data) >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
             fast = sc.compiled.line_starts()
@@ -612,6 +634,18 @@ def scan_stream(stream: BinaryIO, source: str, ruleset: RuleSet, result: ScanRes
     sc.info.tail = list(tail)
     # a traceback whose exception line never came (log cut mid-traceback) is still evidence
     sc.open_tb.clear()
+
+
+def _skip_to_tail(stream: BinaryIO, pos: int, tail_bytes: int) -> int:
+    """Seek ``stream`` (now at ``pos``) to its last ``tail_bytes``; the bytes skipped, 0 when it cannot seek
+    or the rest is already that short."""
+    try:
+        end = stream.seek(0, os.SEEK_END)
+        start = max(pos, end - tail_bytes)
+        stream.seek(start)
+    except (OSError, ValueError):  # a pipe or a socket: read on, it cannot be skipped
+        return 0
+    return start - pos
 
 
 def _regex_finder(big: re.Pattern[bytes], buf: bytes) -> Callable[[int], tuple[int, int] | None]:
@@ -692,11 +726,11 @@ def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> N
     scan_stream(io.BytesIO(text.encode("utf-8", "replace")), source, ruleset, result)
 
 
-def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult) -> None:
+def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult, *, deadline: float | None = None) -> None:
     """Scan a log file. A big one has its candidate lines found by a multi-pattern engine (``mpscan``:
     Hyperscan, else RE2), a small one, or any when neither is installed, by Python's re: same findings."""
     with open(path, "rb", buffering=0) as f:
-        scan_stream(f, source, ruleset, result)
+        scan_stream(f, source, ruleset, result, deadline=deadline)
 
 
 def file_size(path: str) -> int:

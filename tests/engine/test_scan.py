@@ -268,3 +268,34 @@ def test_progress_needs_a_counter_that_advances(tmp_path):
     )
     assert _scan(p.stdout).progress >= 2
     assert _scan("step 1: lr=0.001\nstep 1: lr=0.001\n").progress == 0  # one step printed twice
+
+
+def test_past_the_reading_budget_a_huge_log_jumps_to_its_tail(tmp_path):
+    """A log too big for the time left is not read to its end from the start: the scan jumps to its last
+    part, where a failed run's failure is, and says how much it skipped."""
+    import time
+
+    from pytest_faildiag.parse.scan import ScanResult, scan_stream
+    from pytest_faildiag.rules import load_ruleset
+
+    log = tmp_path / "train.log"
+    step = "".join(f"step {i} loss 0.{i % 97:02d} lr 3e-4 tokens/s 15230\n" for i in range(40000))
+    with open(log, "w") as f:
+        f.write(step)
+        f.write("RuntimeError: CUDA error: an illegal memory access was encountered\n")  # never reached
+        f.write(step * 2)
+        f.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    result = ScanResult()
+    with open(log, "rb") as f:
+        scan_stream(f, "train.log", load_ruleset(), result, deadline=time.monotonic() - 1, tail_bytes=1 << 20)
+    info = result.sources["train.log"]
+    assert info.skipped_bytes > log.stat().st_size - (2 << 20)
+    texts = [f.text for f in result.findings]
+    assert any("out of memory" in t for t in texts)
+    assert not any("illegal memory access" in t for t in texts)
+
+    whole = ScanResult()
+    with open(log, "rb") as f:
+        scan_stream(f, "train.log", load_ruleset(), whole)  # no deadline: every line is read
+    assert whole.sources["train.log"].skipped_bytes == 0
+    assert any("illegal memory access" in f.text for f in whole.findings)
