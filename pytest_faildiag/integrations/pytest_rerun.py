@@ -447,6 +447,7 @@ def _bisect(
             step += 1
             r = run([*part, nodeid], f"bisect-{step}", False)
             v.seconds += r.seconds
+            v.replays.append(f"after {len(part)} of them: {r.target}")  # counted in the summary's run total
             if r.target == "failed":
                 candidates = part
                 break
@@ -545,11 +546,13 @@ class RerunPlugin:
                 f"faildiag: rerunning {min(len(todo), MAX_TESTS)} failed test(s) "
                 f"up to {self.runs} time(s) each (--faildiag-rerun 0 turns this off)"
             )
-        for k, entry in enumerate(todo):
+        done: list[tuple[int, tuple[dict[str, Any], Verdict, list[dict[str, Any]]]]] = []
+        for k, index in enumerate(self._cheapest_first(todo)):
+            entry = todo[index]
             try:
                 verdict = self._rerun_one(entry, k, deadline, changes)
                 suspects = self._suspects(entry, verdict, changes)
-                self.results.append((entry, verdict, suspects))
+                done.append((index, (entry, verdict, suspects)))
                 apply_verdict(self.out, entry, verdict, suspects, changes)
             except KeyboardInterrupt:
                 break
@@ -557,8 +560,20 @@ class RerunPlugin:
                 from .pytest_warn import warn
 
                 warn(f"faildiag: rerun of {entry['nodeid']} failed: {type(exc).__name__}: {exc}")
+        self.results = [result for _, result in sorted(done, key=lambda d: d[0])]  # shown in session order
         self.cost = time.monotonic() - start
         amend_junit(self.config, self.results)
+
+    def _cheapest_first(self, todo: list[dict[str, Any]]) -> list[int]:
+        """Indexes of ``todo``, quickest test first (its duration in the session; unknown, e.g. a crashed
+        worker's test, last): the budget then covers as many failures as it can, and one slow test (a
+        ``torchrun`` job) cannot use it up before the cheap order-dependent or intermittent ones."""
+
+        def cost(i: int) -> float:
+            duration = self.info.get(todo[i]["nodeid"], {}).get("duration")
+            return float(duration) if isinstance(duration, int | float) else float("inf")
+
+        return sorted(range(len(todo)), key=cost)
 
     def _rerun_one(self, entry: dict[str, Any], k: int, deadline: float, changes: Any) -> Verdict:
         nodeid = entry["nodeid"]
@@ -566,7 +581,7 @@ class RerunPlugin:
         if info.get("skip"):
             return Verdict("not_run", detail="marked faildiag_no_rerun")
         if k >= MAX_TESTS:
-            return Verdict("not_run", detail=f"only the first {MAX_TESTS} failed tests are rerun")
+            return Verdict("not_run", detail=f"only {MAX_TESTS} failed tests are rerun (the quickest first)")
         limit = info.get("timeout") or max(30.0, 4 * float(info.get("duration") or 0) + 10)
         if time.monotonic() + 1.0 > deadline:
             return Verdict("not_run", detail="the rerun time budget ran out (ini faildiag_rerun_budget)")
