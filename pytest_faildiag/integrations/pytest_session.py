@@ -44,6 +44,13 @@ _UNSET: Any = object()
 
 RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()
 """The ``CapturedRun`` results of the ``faildiag_run`` fixture (``plugin.py``) for a test: their output is evidence."""
+PROPS_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
+"""The JUnit properties of the current attempt's first failure: put on its teardown report, the one pytest's
+JUnit writer reads them from; reset at each attempt's setup, so a rerun (pytest-rerunfailures) leaves one set,
+on the final outcome, and none when the test passed."""
+CALLING_KEY: pytest.StashKey[int] = pytest.StashKey()
+"""Set while the test function runs: a report made then is a subtest's (pytest's ``subtests`` fixture), and
+the count numbers its snapshot folder."""
 
 
 def _lib_roots() -> tuple[str, ...]:
@@ -187,14 +194,33 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ per failure, where the test ran
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        item.stash[CALLING_KEY] = 0
+        try:
+            return (yield)
+        finally:
+            del item.stash[CALLING_KEY]
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         rep = yield
+        if rep.when == "setup":
+            item.stash[PROPS_KEY] = []  # a new attempt (a rerun starts at its setup again)
         if rep.failed:
             try:
                 self._diagnose_item(item, call, rep)
             except Exception as exc:
                 warn(f"faildiag: no diagnosis for {item.nodeid} ({rep.when}): {type(exc).__name__}: {exc}")
+        if rep.when == "teardown":
+            rep.user_properties.extend(item.stash.get(PROPS_KEY, []))
         return rep
+
+    def _subtest_id(self, item: pytest.Item, call: pytest.CallInfo[None]) -> str | None:
+        """``<nodeid> subtest N`` for the Nth failing subtest, whose report is made while the test still runs."""
+        if call.when != "call" or CALLING_KEY not in item.stash:
+            return None
+        item.stash[CALLING_KEY] += 1
+        return f"{item.nodeid} subtest {item.stash[CALLING_KEY]}"
 
     def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
         texts = _report_texts(rep)
@@ -220,10 +246,15 @@ class FaildiagSession:
                     texts[r.stdout_path.name] = read_tail(r.stdout_path, EVIDENCE_TAIL)
                     texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
         file, line = _user_frame(excinfo, rep, self.config.rootpath)
-        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang)
+        subtest = self._subtest_id(item, call)
+        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang,
+                                 slug_of=subtest)
+        if subtest is not None:
+            entry["subtest"] = item.stash[CALLING_KEY]
         self._attach(rep, entry)
-        for prop in _props(entry):
-            item.user_properties.append(prop)  # the teardown report carries them into --junitxml
+        props = item.stash.setdefault(PROPS_KEY, [])
+        if not props:  # one set per attempt: its first failure (a teardown error after it adds none)
+            props.extend(_props(entry))
 
     def _hang_evidence(self, item: pytest.Item, rep: pytest.TestReport, texts: dict[str, str]) -> bool:
         if self.dumper is None:
@@ -288,11 +319,12 @@ class FaildiagSession:
         entry = self._run_engine(report.nodeid, "crash", texts, [], file=path, line=None, hang=False)
         self._attach(report, entry)
         report.user_properties.extend(_props(entry))
+        _junit_properties(self.config, report, _props(entry))
         return entry
 
     # ------------------------------------------------------------------ engine + attach
     def _run_engine(self, nodeid: str, when: str, texts: dict[str, str], paths: list[Path], *, file: str | None,
-                    line: int | None, hang: bool) -> dict[str, Any]:
+                    line: int | None, hang: bool, slug_of: str | None = None) -> dict[str, Any]:
         from ..engine.api import diagnose
         from ..engine.report import render_text
         from ..engine.snapshot import dump_json, write_snapshot
@@ -303,7 +335,7 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         factory = self.config.getoption("faildiag_factory", None)
-        slug = slugify(nodeid, when)
+        slug = slugify(slug_of or nodeid, when)  # slug_of: a subtest's own id, so each gets its own folder
         snap = self.out / slug
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
                         stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
@@ -341,8 +373,6 @@ class FaildiagSession:
 
         text = entry.pop("_text", "")
         rep.sections.append(("faildiag", display(text)))  # pytest prints it in the failure's report
-        if isinstance(getattr(rep, "user_properties", None), list):  # a CollectReport has none
-            rep.user_properties.extend(_props(entry))
         rep.faildiag = entry  # type: ignore[attr-defined]  # plain JSON: travels with xdist reports
 
     def lock(self) -> dict[str, Any] | None:
@@ -551,6 +581,21 @@ def _stack_of(texts: dict[str, str]) -> str | None:
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "evidence.txt"
+
+
+def _junit_properties(config: pytest.Config, report: pytest.TestReport, props: list[tuple[str, str]]) -> None:
+    """Properties straight onto the JUnit testcase of a report that has no teardown report (a crashed xdist
+    worker's test: pytest's JUnit writer reads ``user_properties`` only from a teardown report)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved it: the terminal and session.json still have them
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    reporter = xml.node_reporter(report)
+    for name, value in props:
+        reporter.add_property(name, value)
 
 
 def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
