@@ -84,6 +84,12 @@ def rerun_count(config: pytest.Config) -> int:
     return max(0, int(DEFAULT_RUNS if value is None else value))
 
 
+def quiet(config: pytest.Config) -> bool:
+    """``-qq`` or ``--tb=no``: the user asked for little output, so faildiag's blocks (this one's and the
+    session's) shrink to one line; the per-failure sections follow pytest's own failure reports."""
+    return config.get_verbosity() <= -2 or getattr(config.option, "tbstyle", "auto") == "no"
+
+
 def test_timeout(item: pytest.Item, config: pytest.Config) -> float | None:
     """The test's own deadline, which bounds each rerun of it: ``@pytest.mark.faildiag_timeout``, the
     session's ``--faildiag-timeout`` / ini, or pytest-timeout's for this test."""
@@ -541,7 +547,7 @@ class RerunPlugin:
         deadline = time.monotonic() + self.budget
         start = time.monotonic()
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None and self.config.get_verbosity() > -2:
+        if tr is not None and not quiet(self.config):
             tr.write_line(
                 f"faildiag: rerunning {min(len(todo), MAX_TESTS)} failed test(s) "
                 f"up to {self.runs} time(s) each (--faildiag-rerun 0 turns this off)"
@@ -615,7 +621,7 @@ class RerunPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        if not self.controller or not self.results or config.get_verbosity() <= -2:
+        if not self.controller or not self.results or quiet(config):
             return
         try:
             for line in summary_lines(self.results, self.cost, self.changes_note):

@@ -29,8 +29,8 @@ import pytest
 from ..store import entry_key, group_entries, read_last_green, write_session
 from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+from .pytest_rerun import quiet, test_timeout
 from .pytest_rerun import register as register_rerun
-from .pytest_rerun import test_timeout
 from .pytest_threads import ThreadEvidence, name_dead_thread
 from .pytest_warn import PytestFaildiagWarning, warn
 
@@ -101,6 +101,9 @@ class FaildiagSession:
                 config.pluginmanager.register(HangWatch(self.dumper, timeout), HANG_PLUGIN)
             if config.pluginmanager.hasplugin("timeout"):
                 config.pluginmanager.register(PytestTimeoutBridge(self.dumper), "faildiag-timeout-bridge")
+        self._gh_emitted = False
+        if self._github():
+            config.pluginmanager.register(_GithubTail(self), "faildiag-github-tail")
 
     # ------------------------------------------------------------------ session
     @pytest.hookimpl(tryfirst=True)
@@ -141,10 +144,21 @@ class FaildiagSession:
         if tr is not None:
             tr.write_line(f"::stop-commands::{self._gh_token}")
 
+    def emit_github(self, tr: Any) -> None:
+        """Resume workflow commands and write the annotations: once, after everything pytest printed from
+        the run (the short test summary) and before its final line (``_GithubTail``), which CI tools read."""
+        if self._gh_emitted:
+            return
+        self._gh_emitted = True
+        if getattr(self, "_gh_token", None):
+            tr.write_line(f"::{self._gh_token}::")
+        self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Iterator[None]:
-        """Outermost wrapper: the session index is written before any other plugin's session end; the
-        GitHub annotations come after the terminal reporter printed its summaries and the final line."""
+        """Outermost wrapper: the session index is written before any other plugin's session end. The GitHub
+        annotations are written by ``_GithubTail`` before pytest's final line; here only when pytest printed
+        no summary (``--no-summary``, an internal error)."""
         try:
             if self.controller and self.rerun is not None:
                 self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
@@ -162,9 +176,7 @@ class FaildiagSession:
         finally:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None and self._github():
-                if getattr(self, "_gh_token", None):
-                    tr.write_line(f"::{self._gh_token}::")
-                self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
+                self.emit_github(tr)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.threads.start(nodeid)
@@ -437,6 +449,9 @@ class FaildiagSession:
     def _summary(self, tr: Any) -> None:
         if not self.entries and not self.recovered:
             return
+        if quiet(self.config):
+            _write(tr, self._one_line())
+            return
         tr.write_sep("=", "faildiag")
         for e in self.recovered:
             _write(tr, f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
@@ -453,6 +468,22 @@ class FaildiagSession:
                 if g["count"] > 5:
                     _write(tr, f"      ... and {g['count'] - 5} more")
         _write(tr, f"snapshots and session index: {self.out}{os.sep}session.json")
+
+    def _one_line(self) -> str:
+        """The whole block in one line, for ``-qq`` and ``--tb=no``: counts, rerun verdicts, where to read more."""
+        parts = []
+        if self.entries:
+            n, causes = len(self.entries), len(group_entries(self.entries))
+            parts.append(f"{n} failure{'s' if n != 1 else ''}, {causes} cause{'s' if causes != 1 else ''}")
+        verdicts: dict[str, int] = {}
+        for e in self.entries:
+            if isinstance(e.get("rerun"), dict):
+                verdicts[e["rerun"]["verdict"]] = verdicts.get(e["rerun"]["verdict"], 0) + 1
+        if verdicts:
+            parts.append("reruns: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
+        if self.recovered:
+            parts.append(f"the previous session died while running {len(self.recovered)} test(s)")
+        return f"faildiag: {'; '.join(parts)}; details: {self.out}{os.sep}session.json"
 
     def _ci_hooks(self, tr: Any) -> None:
         opt = self.config.getoption
@@ -485,6 +516,22 @@ class FaildiagSession:
         except Exception as exc:  # a reporter's failure is reported, never a changed test outcome
             _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
             warn(f"faildiag: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+
+
+class _GithubTail:
+    """Registered under GitHub Actions: an outer ``pytest_terminal_summary`` wrapper, so the annotations come
+    after the terminal reporter's summaries (its short test summary, still inside stop-commands) and before
+    the final ``=== 1 failed in 0.12s ===`` line it prints at session end: that line stays the last."""
+
+    def __init__(self, session: FaildiagSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Iterator[None]:
+        try:
+            return (yield)
+        finally:
+            self.session.emit_github(terminalreporter)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
