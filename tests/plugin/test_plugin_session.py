@@ -328,3 +328,30 @@ def test_under_github_actions_pytests_final_line_stays_the_last(pytester: pytest
     assert len(annotations) == 2 and len(resume) == 1
     assert short_summary < resume[0] < annotations[0]  # what the run printed stays inside stop-commands
     assert lines.index(next(ln for ln in lines if ln.startswith("faildiag reruns ("))) < short_summary
+
+
+def test_a_plain_python_unit_test_gets_no_rank_advice(pytester: pytest.Pytester) -> None:
+    """A single-process unit test of plain Python: the next actions speak of the run and the code under test,
+    never of ranks or layers (the run:single_process fact and the pytest stack pick them)."""
+    pytester.makepyfile(test_plain="""
+        def chunked(items, n):
+            return [items[i:i + n + 1] for i in range(0, len(items), n)]  # off by one
+
+        def test_chunked():
+            assert chunked([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
+
+        def test_lookup():
+            raise KeyError("missing column label")
+    """)
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0")
+    result.assert_outcomes(failed=2)
+    for name in ("test_chunked", "test_lookup"):
+        report = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), name)["slug"]
+                             / "report.json").read_text())
+        text = (" ".join(report["next_actions"]) + " " + json.dumps(report["root_causes"])).replace(
+            str(pytester.path), "<dir>")  # this test's own folder name says "rank"
+        assert "rank" not in text and "layer" not in text and "model code" not in text, report["next_actions"]
+    lookup = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), "test_lookup")["slug"]
+                         / "report.json").read_text())
+    assert "reduce to a small repro: call the code under test with the failing input from the evidence" in \
+        lookup["next_actions"], lookup["next_actions"]
