@@ -342,7 +342,9 @@ def test_the_quickest_failures_are_rerun_first_and_shown_in_session_order(pytest
     )
     result = pytester.runpytest("--faildiag", "--faildiag-rerun", "1")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["  deterministic: test_mixed.py::test_slow *", "  deterministic: test_mixed.py::test_quick *"])
+    result.stdout.fnmatch_lines(
+        ["  deterministic: test_mixed.py::test_slow *", "  deterministic: test_mixed.py::test_quick *"]
+    )
     index = session_index(pytester.path)
     started = {
         name: (pytester.path / "faildiag-out" / entry_for(index, name)["slug"] / "rerun" / "alone-1" / "spec.json")
