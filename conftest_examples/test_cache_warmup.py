@@ -1,7 +1,7 @@
 """An intermittent failure: the cache warm-up fails one run in three (a counter file in the system's temp
-folder makes the pattern repeatable: the session's run fails, the two reruns pass). faildiag reruns it twice
-alone at the end of the session (``--faildiag-rerun``, default 2) and reports it ``intermittent``
-(passed 2 of 2 reruns alone; it has no predecessors, so no order replay) in the report, the JUnit property
+folder makes the pattern repeatable: the session's run fails, its reruns pass). faildiag reruns it alone at
+the end of the session (``--faildiag-rerun``, default 2; this folder's pytest.ini says 1) and reports it
+``intermittent`` (it passed alone; it has no predecessors, so no order replay) in the report, the JUnit property
 ``faildiag.rerun`` and the terminal's "faildiag reruns" block."""
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def diagnose(
     for ev in ctx_data.get("extra_evidence") or []:
         if causes and isinstance(ev, Evidence):
             causes[0].evidence.append(ev)
-    diag = finish(analysis, causes, scan, rs, ctx_data)
+    diag = finish(analysis, causes, scan, rs, ctx_data, facts=facts.active)
     diag.notes.extend(inp.notes)
     diag.notes.extend(factory_notes)
     if ctx_data.get("factory"):  # the cards that matched: which card said what

@@ -18,7 +18,8 @@ from ..sanitize import display, md_code, md_fence, md_text
 from .analyze import Analysis
 
 
-def finish(analysis: Analysis, causes: list[RootCause], scan: ScanResult, rs: RuleSet, ctx: dict[str, Any]) -> Diagnosis:
+def finish(analysis: Analysis, causes: list[RootCause], scan: ScanResult, rs: RuleSet, ctx: dict[str, Any],
+           facts: list[str] | tuple[str, ...] = ()) -> Diagnosis:
     prof = analysis.profile
     top = causes[0] if causes else None
     if top is not None:
@@ -30,7 +31,7 @@ def finish(analysis: Analysis, causes: list[RootCause], scan: ScanResult, rs: Ru
         if c.category not in prof.domains and len(prof.domains) < 6:
             prof.domains.append(c.category)
     diag = Diagnosis(summary=_summary(analysis, top), profile=prof, root_causes=causes)
-    diag.next_actions = _next_actions(analysis, causes, rs)
+    diag.next_actions = _next_actions(analysis, causes, rs, [*facts, f"stack:{prof.stack}"])
     if ctx.get("flight_recorder"):
         diag.extra["flight_recorder"] = ctx["flight_recorder"]
     if ctx.get("stuck"):
@@ -51,21 +52,32 @@ def _summary(analysis: Analysis, top: RootCause | None) -> str:
     return redact_text(f"{kind} at {prof.stage}: {top.summary}{where} [{top.category}, {top.confidence:.0%}]")
 
 
-def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet) -> list[str]:
+def _category_actions(rs: RuleSet, category: str, facts: list[str]) -> list[str]:
+    """The category's next actions; those of the first fact of the run with its own (``[next_actions_when]``:
+    a single-process run has no ranks to collect from; plain Python has no layers, only the code under test)."""
+    for fact in facts:
+        if f"{fact}|{category}" in rs.next_actions:
+            return rs.next_actions[f"{fact}|{category}"]
+    return rs.next_actions.get(category, [])
+
+
+def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet, facts: list[str] | None = None) -> list[str]:
+    facts = facts or []
+    single = "run:single_process" in facts  # gather_facts saw no ranks, no collective backend
     acts: list[str] = []
     if causes:
         top = causes[0]
         if top.fix_hints:
             acts.append(f"try: {top.fix_hints[0]}")
-        acts.extend(rs.next_actions.get(top.category, []))
+        acts.extend(_category_actions(rs, top.category, facts))
         if top.fix:
             acts.append("hand off to fix mode: `faildiag fix <snapshot>` proposes this change and verifies it")
         if top.category == "operator" or analysis.profile.type == "unsupported_op":
             acts.append("hand off to operator work: a kernel/operator implementation is missing or faulty for this device/dtype")
         if top.confidence < 0.5:
-            acts.append("evidence is thin: collect a smaller repro and the full stderr of every rank")
+            acts.append(f"evidence is thin: collect a smaller repro and the full stderr of {'the run' if single else 'every rank'}")
     else:
-        acts.append("collect the full stdout/stderr of every process, the exit status, and rerun with PYTHONFAULTHANDLER=1")
+        acts.append(f"collect the full stdout/stderr of {'the run' if single else 'every process'}, the exit status, and rerun with PYTHONFAULTHANDLER=1")
     if analysis.profile.type == "hang":
         acts.append("for hangs: `faildiag run --hang-timeout N -- CMD` dumps every process's stacks before stopping it")
     out = []

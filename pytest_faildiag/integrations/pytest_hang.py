@@ -35,6 +35,8 @@ from .pytest_journal import annotate_main_thread, stacks_file
 from .pytest_warn import warn
 
 HANG_MARK = "faildiag: hang detected"
+# where the trace function of a debugger lives (pdb: bdb; PyCharm and VS Code: pydevd, debugpy's copy of it)
+DEBUGGER_MODULES = ("bdb", "pdb", "pydevd", "_pydevd_bundle", "_pydevd_frame_eval", "pydevd_frame_evaluator", "debugpy")
 FIRE_DELAY = 0.2  # SIGALRM after faulthandler, so its dump is on disk when the handler reads it
 
 
@@ -85,6 +87,24 @@ def process_tree_text() -> str:
         except psutil.Error:
             continue
     return "\n".join(lines) + "\n"
+
+
+def debugger_holding() -> str | None:
+    """The debugger that holds the test, if any (as pytest-timeout checks before it fails a test): a person
+    stepping through a test is not a hang. The trace function's module (pdb's is ``bdb.Bdb.trace_dispatch``;
+    ``threading.settrace`` covers debuggers that trace every thread), or pydevd/debugpy loaded: they trace
+    with a C function or through ``sys.monitoring``, whose module name may say nothing."""
+    for trace in (sys.gettrace(), threading.gettrace()):
+        module = getattr(trace, "__module__", None) or ""
+        if trace is not None and module.split(".")[0] in DEBUGGER_MODULES:
+            return module
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID):
+        return str(monitoring.get_tool(monitoring.DEBUGGER_ID))
+    for name in ("pydevd", "debugpy"):
+        if name in sys.modules:
+            return name
+    return None
 
 
 class StackDumper:
@@ -171,7 +191,7 @@ class HangWatch:
     def _guard(self, item: pytest.Item, phase: str) -> Any:
         armed = False
         seconds = self._seconds_for(item) if TIMEOUT_PLUGIN_KEY not in item.stash else None
-        if seconds is not None:
+        if seconds is not None and not debugger_holding():
             try:
                 self._arm(item, phase, seconds)
                 armed = True
@@ -234,12 +254,16 @@ class HangWatch:
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
         __tracebackhide__ = True  # the failure points at the test's stuck line, not at this handler
+        if debugger_holding():  # e.g. breakpoint() in the test: the person at the prompt is not a hang
+            return
         msg = self._record()
         pytest.fail(msg, pytrace=True)  # plain ``Failed``: the summary line reads "Failed: faildiag: hang detected ..."
 
     def _fire_async(self, thread_id: int) -> None:
         import ctypes  # only off the main thread, which plain pytest and xdist workers never are
 
+        if debugger_holding():
+            return
         self._record()
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(FaildiagHang))
 
@@ -258,6 +282,8 @@ class PytestTimeoutBridge:
         if not seconds or seconds <= 0:
             return None
         item.stash[TIMEOUT_PLUGIN_KEY] = float(seconds)
+        if debugger_holding():
+            return None  # pytest-timeout does not fail a debugged test: no dump either
         if self.dumper.journal is not None:
             self.dumper.journal.write("deadline", nodeid=item.nodeid, seconds=float(seconds), by="pytest-timeout")
         try:

@@ -84,6 +84,12 @@ def rerun_count(config: pytest.Config) -> int:
     return max(0, int(DEFAULT_RUNS if value is None else value))
 
 
+def quiet(config: pytest.Config) -> bool:
+    """``-qq`` or ``--tb=no``: the user asked for little output, so faildiag's blocks (this one's and the
+    session's) shrink to one line; the per-failure sections follow pytest's own failure reports."""
+    return config.get_verbosity() <= -2 or getattr(config.option, "tbstyle", "auto") == "no"
+
+
 def test_timeout(item: pytest.Item, config: pytest.Config) -> float | None:
     """The test's own deadline, which bounds each rerun of it: ``@pytest.mark.faildiag_timeout``, the
     session's ``--faildiag-timeout`` / ini, or pytest-timeout's for this test."""
@@ -447,6 +453,7 @@ def _bisect(
             step += 1
             r = run([*part, nodeid], f"bisect-{step}", False)
             v.seconds += r.seconds
+            v.replays.append(f"after {len(part)} of them: {r.target}")  # counted in the summary's run total
             if r.target == "failed":
                 candidates = part
                 break
@@ -540,16 +547,18 @@ class RerunPlugin:
         deadline = time.monotonic() + self.budget
         start = time.monotonic()
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None and self.config.get_verbosity() > -2:
+        if tr is not None and not quiet(self.config):
             tr.write_line(
                 f"faildiag: rerunning {min(len(todo), MAX_TESTS)} failed test(s) "
                 f"up to {self.runs} time(s) each (--faildiag-rerun 0 turns this off)"
             )
-        for k, entry in enumerate(todo):
+        done: list[tuple[int, tuple[dict[str, Any], Verdict, list[dict[str, Any]]]]] = []
+        for k, index in enumerate(self._cheapest_first(todo)):
+            entry = todo[index]
             try:
                 verdict = self._rerun_one(entry, k, deadline, changes)
                 suspects = self._suspects(entry, verdict, changes)
-                self.results.append((entry, verdict, suspects))
+                done.append((index, (entry, verdict, suspects)))
                 apply_verdict(self.out, entry, verdict, suspects, changes)
             except KeyboardInterrupt:
                 break
@@ -557,8 +566,20 @@ class RerunPlugin:
                 from .pytest_warn import warn
 
                 warn(f"faildiag: rerun of {entry['nodeid']} failed: {type(exc).__name__}: {exc}")
+        self.results = [result for _, result in sorted(done, key=lambda d: d[0])]  # shown in session order
         self.cost = time.monotonic() - start
         amend_junit(self.config, self.results)
+
+    def _cheapest_first(self, todo: list[dict[str, Any]]) -> list[int]:
+        """Indexes of ``todo``, quickest test first (its duration in the session; unknown, e.g. a crashed
+        worker's test, last): the budget then covers as many failures as it can, and one slow test (a
+        ``torchrun`` job) cannot use it up before the cheap order-dependent or intermittent ones."""
+
+        def cost(i: int) -> float:
+            duration = self.info.get(todo[i]["nodeid"], {}).get("duration")
+            return float(duration) if isinstance(duration, int | float) else float("inf")
+
+        return sorted(range(len(todo)), key=cost)
 
     def _rerun_one(self, entry: dict[str, Any], k: int, deadline: float, changes: Any) -> Verdict:
         nodeid = entry["nodeid"]
@@ -566,7 +587,7 @@ class RerunPlugin:
         if info.get("skip"):
             return Verdict("not_run", detail="marked faildiag_no_rerun")
         if k >= MAX_TESTS:
-            return Verdict("not_run", detail=f"only the first {MAX_TESTS} failed tests are rerun")
+            return Verdict("not_run", detail=f"only {MAX_TESTS} failed tests are rerun (the quickest first)")
         limit = info.get("timeout") or max(30.0, 4 * float(info.get("duration") or 0) + 10)
         if time.monotonic() + 1.0 > deadline:
             return Verdict("not_run", detail="the rerun time budget ran out (ini faildiag_rerun_budget)")
@@ -600,7 +621,7 @@ class RerunPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        if not self.controller or not self.results or config.get_verbosity() <= -2:
+        if not self.controller or not self.results or quiet(config):
             return
         try:
             for line in summary_lines(self.results, self.cost, self.changes_note):

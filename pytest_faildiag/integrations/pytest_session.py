@@ -29,8 +29,8 @@ import pytest
 from ..store import entry_key, group_entries, read_last_green, write_session
 from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+from .pytest_rerun import quiet, test_timeout
 from .pytest_rerun import register as register_rerun
-from .pytest_rerun import test_timeout
 from .pytest_threads import ThreadEvidence, name_dead_thread
 from .pytest_warn import PytestFaildiagWarning, warn
 
@@ -44,6 +44,13 @@ _UNSET: Any = object()
 
 RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()
 """The ``CapturedRun`` results of the ``faildiag_run`` fixture (``plugin.py``) for a test: their output is evidence."""
+PROPS_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
+"""The JUnit properties of the current attempt's first failure: put on its teardown report, the one pytest's
+JUnit writer reads them from; reset at each attempt's setup, so a rerun (pytest-rerunfailures) leaves one set,
+on the final outcome, and none when the test passed."""
+CALLING_KEY: pytest.StashKey[int] = pytest.StashKey()
+"""Set while the test function runs: a report made then is a subtest's (pytest's ``subtests`` fixture), and
+the count numbers its snapshot folder."""
 
 
 def _lib_roots() -> tuple[str, ...]:
@@ -94,6 +101,9 @@ class FaildiagSession:
                 config.pluginmanager.register(HangWatch(self.dumper, timeout), HANG_PLUGIN)
             if config.pluginmanager.hasplugin("timeout"):
                 config.pluginmanager.register(PytestTimeoutBridge(self.dumper), "faildiag-timeout-bridge")
+        self._gh_emitted = False
+        if self._github():
+            config.pluginmanager.register(_GithubTail(self), "faildiag-github-tail")
 
     # ------------------------------------------------------------------ session
     @pytest.hookimpl(tryfirst=True)
@@ -134,10 +144,21 @@ class FaildiagSession:
         if tr is not None:
             tr.write_line(f"::stop-commands::{self._gh_token}")
 
+    def emit_github(self, tr: Any) -> None:
+        """Resume workflow commands and write the annotations: once, after everything pytest printed from
+        the run (the short test summary) and before its final line (``_GithubTail``), which CI tools read."""
+        if self._gh_emitted:
+            return
+        self._gh_emitted = True
+        if getattr(self, "_gh_token", None):
+            tr.write_line(f"::{self._gh_token}::")
+        self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Iterator[None]:
-        """Outermost wrapper: the session index is written before any other plugin's session end; the
-        GitHub annotations come after the terminal reporter printed its summaries and the final line."""
+        """Outermost wrapper: the session index is written before any other plugin's session end. The GitHub
+        annotations are written by ``_GithubTail`` before pytest's final line; here only when pytest printed
+        no summary (``--no-summary``, an internal error)."""
         try:
             if self.controller and self.rerun is not None:
                 self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
@@ -155,9 +176,7 @@ class FaildiagSession:
         finally:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None and self._github():
-                if getattr(self, "_gh_token", None):
-                    tr.write_line(f"::{self._gh_token}::")
-                self._call_ci(tr, "pytest_faildiag.ci.github", "emit", lambda m: m.emit(self.out, write=tr.write_line))
+                self.emit_github(tr)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.threads.start(nodeid)
@@ -187,14 +206,33 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ per failure, where the test ran
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        item.stash[CALLING_KEY] = 0
+        try:
+            return (yield)
+        finally:
+            del item.stash[CALLING_KEY]
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         rep = yield
+        if rep.when == "setup":
+            item.stash[PROPS_KEY] = []  # a new attempt (a rerun starts at its setup again)
         if rep.failed:
             try:
                 self._diagnose_item(item, call, rep)
             except Exception as exc:
                 warn(f"faildiag: no diagnosis for {item.nodeid} ({rep.when}): {type(exc).__name__}: {exc}")
+        if rep.when == "teardown":
+            rep.user_properties.extend(item.stash.get(PROPS_KEY, []))
         return rep
+
+    def _subtest_id(self, item: pytest.Item, call: pytest.CallInfo[None]) -> str | None:
+        """``<nodeid> subtest N`` for the Nth failing subtest, whose report is made while the test still runs."""
+        if call.when != "call" or CALLING_KEY not in item.stash:
+            return None
+        item.stash[CALLING_KEY] += 1
+        return f"{item.nodeid} subtest {item.stash[CALLING_KEY]}"
 
     def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
         texts = _report_texts(rep)
@@ -220,10 +258,15 @@ class FaildiagSession:
                     texts[r.stdout_path.name] = read_tail(r.stdout_path, EVIDENCE_TAIL)
                     texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
         file, line = _user_frame(excinfo, rep, self.config.rootpath)
-        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang)
+        subtest = self._subtest_id(item, call)
+        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang,
+                                 slug_of=subtest)
+        if subtest is not None:
+            entry["subtest"] = item.stash[CALLING_KEY]
         self._attach(rep, entry)
-        for prop in _props(entry):
-            item.user_properties.append(prop)  # the teardown report carries them into --junitxml
+        props = item.stash.setdefault(PROPS_KEY, [])
+        if not props:  # one set per attempt: its first failure (a teardown error after it adds none)
+            props.extend(_props(entry))
 
     def _hang_evidence(self, item: pytest.Item, rep: pytest.TestReport, texts: dict[str, str]) -> bool:
         if self.dumper is None:
@@ -288,11 +331,12 @@ class FaildiagSession:
         entry = self._run_engine(report.nodeid, "crash", texts, [], file=path, line=None, hang=False)
         self._attach(report, entry)
         report.user_properties.extend(_props(entry))
+        _junit_properties(self.config, report, _props(entry))
         return entry
 
     # ------------------------------------------------------------------ engine + attach
     def _run_engine(self, nodeid: str, when: str, texts: dict[str, str], paths: list[Path], *, file: str | None,
-                    line: int | None, hang: bool) -> dict[str, Any]:
+                    line: int | None, hang: bool, slug_of: str | None = None) -> dict[str, Any]:
         from ..engine.api import diagnose
         from ..engine.report import render_text
         from ..engine.snapshot import dump_json, write_snapshot
@@ -303,7 +347,7 @@ class FaildiagSession:
         if green is not None:
             context["last_green_lock"] = green
         factory = self.config.getoption("faildiag_factory", None)
-        slug = slugify(nodeid, when)
+        slug = slugify(slug_of or nodeid, when)  # slug_of: a subtest's own id, so each gets its own folder
         snap = self.out / slug
         diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
                         stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
@@ -341,8 +385,6 @@ class FaildiagSession:
 
         text = entry.pop("_text", "")
         rep.sections.append(("faildiag", display(text)))  # pytest prints it in the failure's report
-        if isinstance(getattr(rep, "user_properties", None), list):  # a CollectReport has none
-            rep.user_properties.extend(_props(entry))
         rep.faildiag = entry  # type: ignore[attr-defined]  # plain JSON: travels with xdist reports
 
     def lock(self) -> dict[str, Any] | None:
@@ -407,6 +449,9 @@ class FaildiagSession:
     def _summary(self, tr: Any) -> None:
         if not self.entries and not self.recovered:
             return
+        if quiet(self.config):
+            _write(tr, self._one_line())
+            return
         tr.write_sep("=", "faildiag")
         for e in self.recovered:
             _write(tr, f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
@@ -423,6 +468,22 @@ class FaildiagSession:
                 if g["count"] > 5:
                     _write(tr, f"      ... and {g['count'] - 5} more")
         _write(tr, f"snapshots and session index: {self.out}{os.sep}session.json")
+
+    def _one_line(self) -> str:
+        """The whole block in one line, for ``-qq`` and ``--tb=no``: counts, rerun verdicts, where to read more."""
+        parts = []
+        if self.entries:
+            n, causes = len(self.entries), len(group_entries(self.entries))
+            parts.append(f"{n} failure{'s' if n != 1 else ''}, {causes} cause{'s' if causes != 1 else ''}")
+        verdicts: dict[str, int] = {}
+        for e in self.entries:
+            if isinstance(e.get("rerun"), dict):
+                verdicts[e["rerun"]["verdict"]] = verdicts.get(e["rerun"]["verdict"], 0) + 1
+        if verdicts:
+            parts.append("reruns: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
+        if self.recovered:
+            parts.append(f"the previous session died while running {len(self.recovered)} test(s)")
+        return f"faildiag: {'; '.join(parts)}; details: {self.out}{os.sep}session.json"
 
     def _ci_hooks(self, tr: Any) -> None:
         opt = self.config.getoption
@@ -455,6 +516,22 @@ class FaildiagSession:
         except Exception as exc:  # a reporter's failure is reported, never a changed test outcome
             _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
             warn(f"faildiag: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+
+
+class _GithubTail:
+    """Registered under GitHub Actions: an outer ``pytest_terminal_summary`` wrapper, so the annotations come
+    after the terminal reporter's summaries (its short test summary, still inside stop-commands) and before
+    the final ``=== 1 failed in 0.12s ===`` line it prints at session end: that line stays the last."""
+
+    def __init__(self, session: FaildiagSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Iterator[None]:
+        try:
+            return (yield)
+        finally:
+            self.session.emit_github(terminalreporter)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -551,6 +628,21 @@ def _stack_of(texts: dict[str, str]) -> str | None:
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "evidence.txt"
+
+
+def _junit_properties(config: pytest.Config, report: pytest.TestReport, props: list[tuple[str, str]]) -> None:
+    """Properties straight onto the JUnit testcase of a report that has no teardown report (a crashed xdist
+    worker's test: pytest's JUnit writer reads ``user_properties`` only from a teardown report)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved it: the terminal and session.json still have them
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    reporter = xml.node_reporter(report)
+    for name, value in props:
+        reporter.add_property(name, value)
 
 
 def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:

@@ -204,6 +204,9 @@ def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
         fallback.update(extra.get("fallback", {}))
         for k, v in extra.get("next_actions", {}).items():
             actions.setdefault(k, []).extend(v)
+        for fact, table in extra.get("next_actions_when", {}).items():  # "fact|category": replaces, see report
+            for k, v in table.items():
+                actions.setdefault(f"{fact}|{k}", []).extend(v)
     index: dict[str, list[Rule]] = {}
     for r in rules:
         for k in r.keywords:

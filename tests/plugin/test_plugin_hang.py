@@ -136,3 +136,35 @@ def test_pytest_timeouts_thread_method_kills_the_process_and_recover_names_the_h
     assert killed["nodeid"] == "test_t.py::test_stuck" and killed["type"] == "hang"
     stacks = (out / killed["slug"] / "evidence" / "hang-stacks.txt").read_text()
     assert "[MainThread]" in stacks and "wait_forever" in stacks
+
+
+DEBUGGED = """
+    import pdb
+    import pytest
+
+    @pytest.mark.faildiag_timeout(1)
+    def test_stepped_through():
+        pdb.set_trace()
+        assert True  # pdb stops here and waits for the person at the prompt
+"""
+
+
+def test_no_hang_verdict_while_pdb_holds_the_test(pytester: pytest.Pytester) -> None:
+    """A real pdb prompt held past the deadline (the answer comes 3 s later, the timeout is 1 s): the test
+    passes, as with pytest-timeout; without the check, the alarm failed it inside pdb's input()."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    pytester.makepyfile(test_debugged=DEBUGGED)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--faildiag", "--faildiag-rerun", "0", "-p", "no:timeout",
+                             "-p", "no:cacheprovider", "-p", "no:xdist", "test_debugged.py"],
+                            cwd=pytester.path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    time.sleep(3)
+    out, _ = proc.communicate(b"continue\n", timeout=120)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "(Pdb)" in text and "hang detected" not in text
+    assert "1 passed" in text

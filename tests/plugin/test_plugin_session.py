@@ -289,3 +289,69 @@ def test_a_module_that_fails_to_import_is_diagnosed_as_a_collection_error(pytest
     entry = entry_for(session_index(pytester.path), "test_broken.py")
     assert entry["when"] == "collect" and entry["file"] == "test_broken.py"
     assert "ModuleNotFoundError" in (pytester.path / "faildiag-out" / entry["slug"] / "evidence" / "longrepr.txt").read_text()
+
+
+QUIET = """
+    def test_broken():
+        assert 1 == 2
+
+    def test_also_broken():
+        raise KeyError("missing column label")
+"""
+
+
+@pytest.mark.parametrize("flag", ["-qq", "--tb=no"])
+def test_quiet_modes_get_one_faildiag_line(pytester: pytest.Pytester, flag: str) -> None:
+    pytester.makepyfile(test_q=QUIET)
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "1", flag)
+    assert result.ret == 1
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["faildiag: 2 failures, 2 causes; reruns: deterministic 2; details: *faildiag-out*session.json"]
+    )
+    assert "= faildiag =" not in out and "faildiag reruns (" not in out and "rerunning" not in out
+    assert session_index(pytester.path)["tests"][0]["rerun"]["verdict"] == "deterministic"  # the work is done
+
+
+def test_under_github_actions_pytests_final_line_stays_the_last(pytester: pytest.Pytester,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_q=QUIET)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = pytester.runpytest_subprocess("--faildiag", "--faildiag-rerun", "1", "-p", "no:cacheprovider")
+    assert result.ret == 1
+    lines = [ln for ln in result.outlines if ln.strip()]
+    assert lines[-1].startswith("=") and "2 failed" in lines[-1], lines[-3:]
+    annotations = [i for i, ln in enumerate(lines) if ln.startswith("::error ")]
+    token = lines[0].split("::")[2]  # the session's own ::stop-commands:: comes first
+    resume = [i for i, ln in enumerate(lines) if ln == f"::{token}::"]
+    short_summary = lines.index(next(ln for ln in lines if "short test summary info" in ln))
+    assert len(annotations) == 2 and len(resume) == 1
+    assert short_summary < resume[0] < annotations[0]  # what the run printed stays inside stop-commands
+    assert lines.index(next(ln for ln in lines if ln.startswith("faildiag reruns ("))) < short_summary
+
+
+def test_a_plain_python_unit_test_gets_no_rank_advice(pytester: pytest.Pytester) -> None:
+    """A single-process unit test of plain Python: the next actions speak of the run and the code under test,
+    never of ranks or layers (the run:single_process fact and the pytest stack pick them)."""
+    pytester.makepyfile(test_plain="""
+        def chunked(items, n):
+            return [items[i:i + n + 1] for i in range(0, len(items), n)]  # off by one
+
+        def test_chunked():
+            assert chunked([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
+
+        def test_lookup():
+            raise KeyError("missing column label")
+    """)
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0")
+    result.assert_outcomes(failed=2)
+    for name in ("test_chunked", "test_lookup"):
+        report = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), name)["slug"]
+                             / "report.json").read_text())
+        text = (" ".join(report["next_actions"]) + " " + json.dumps(report["root_causes"])).replace(
+            str(pytester.path), "<dir>")  # this test's own folder name says "rank"
+        assert "rank" not in text and "layer" not in text and "model code" not in text, report["next_actions"]
+    lookup = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), "test_lookup")["slug"]
+                         / "report.json").read_text())
+    assert "reduce to a small repro: call the code under test with the failing input from the evidence" in \
+        lookup["next_actions"], lookup["next_actions"]

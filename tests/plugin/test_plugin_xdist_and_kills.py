@@ -98,3 +98,108 @@ def test_recover_without_a_journal_is_a_one_line_usage_error(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no journal.jsonl" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _junit_props(junit, test_name: str) -> list[tuple[str, str]]:
+    import xml.etree.ElementTree as ET
+
+    cases = [c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == test_name]
+    assert len(cases) == 1, f"{len(cases)} testcases named {test_name}"
+    return [(p.get("name"), p.get("value")) for p in cases[0].iter("property")]
+
+
+def test_a_crashed_workers_junit_testcase_carries_the_properties_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_k=KILLER)
+    result = pytester.runpytest_subprocess("--faildiag", "-n", "2", "--junitxml=junit.xml", "--faildiag-rerun", "0",
+                                           timeout=180)
+    result.assert_outcomes(passed=2, failed=1)
+    props = _junit_props(pytester.path / "junit.xml", "test_killed")
+    names = [n for n, _ in props]
+    assert names.count("faildiag.category") == 1 and names.count("faildiag.summary") == 1, props
+    assert ("faildiag.category", "resource") in props and ("faildiag.type", "oom") in props
+    assert _junit_props(pytester.path / "junit.xml", "test_after") == []
+
+
+FLAKY = """
+    from pathlib import Path
+
+    def test_always_fails():
+        assert 1 == 2
+
+    def test_passes_the_second_time():
+        counter = Path(__file__).with_name("attempts.txt")
+        counter.write_text(counter.read_text() + "x" if counter.exists() else "x")
+        assert len(counter.read_text()) >= 2
+"""
+
+# What pytest-rerunfailures does, through pytest's own runtestprotocol: each attempt runs setup, call and
+# teardown again; a failed report of an attempt that will be retried is logged as "rerun", the rest not at all.
+RERUNNING_CONFTEST = """
+    import pytest
+    from _pytest.runner import runtestprotocol
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(item, nextitem):
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for attempt in range(3):
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+            retry = attempt < 2 and any(r.failed for r in reports)
+            for report in reports:
+                if retry and report.failed:
+                    report.outcome = "rerun"
+                    item.ihook.pytest_runtest_logreport(report=report)
+                    break
+                item.ihook.pytest_runtest_logreport(report=report)
+            if not retry:
+                break
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    def pytest_report_teststatus(report):
+        if report.outcome == "rerun":
+            return "rerun", "R", "RERUN"
+"""
+
+
+def _assert_one_set_on_the_final_failure(junit) -> None:
+    props = _junit_props(junit, "test_always_fails")
+    assert [n for n, _ in props].count("faildiag.category") == 1, props
+    assert _junit_props(junit, "test_passes_the_second_time") == []
+
+
+def test_a_test_retried_in_the_session_carries_one_set_of_properties_on_its_final_outcome(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_flaky=FLAKY)
+    pytester.makeconftest(RERUNNING_CONFTEST)
+    result = pytester.runpytest("--faildiag", "--junitxml=junit.xml", "--faildiag-rerun", "0", "-p", "no:xdist")
+    assert result.parseoutcomes() == {"failed": 1, "passed": 1, "rerun": 3}
+    _assert_one_set_on_the_final_failure(pytester.path / "junit.xml")
+
+
+def test_with_pytest_rerunfailures_only_the_final_failure_carries_properties(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_rerunfailures")
+    pytester.makepyfile(test_flaky=FLAKY)
+    result = pytester.runpytest("--faildiag", "--junitxml=junit.xml", "--faildiag-rerun", "0", "--reruns", "2")
+    assert result.parseoutcomes() == {"failed": 1, "passed": 1, "rerun": 3}
+    _assert_one_set_on_the_final_failure(pytester.path / "junit.xml")
+
+
+def test_each_failing_subtest_gets_its_own_snapshot(pytester: pytest.Pytester) -> None:
+    if not hasattr(pytest, "Subtests"):
+        pytest.skip("this pytest has no built-in subtests (pytest 9+)")
+    pytester.makepyfile(test_sub="""
+        def test_shapes(subtests):
+            for width in (3, 4, 5):
+                with subtests.test(msg="width", width=width):
+                    print(f"checking width {width}")
+                    assert width == 4, f"width {width} is not 4"
+    """)
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0", "-p", "no:xdist")
+    assert result.ret == 1
+    entries = [t for t in session_index(pytester.path)["tests"] if t["nodeid"].endswith("test_shapes")]
+    assert [e.get("subtest") for e in entries] == [1, 2]
+    assert len({e["slug"] for e in entries}) == 2
+    for e, width in zip(entries, (3, 5), strict=True):
+        evidence = pytester.path / "faildiag-out" / e["slug"] / "evidence"
+        assert f"width {width} is not 4" in (evidence / "longrepr.txt").read_text()

@@ -304,3 +304,52 @@ def test_the_output_folder_after_a_space_is_not_a_test_path(
     result.stdout.fnmatch_lines([f"rootdir: {pytester.path}*"])
     result.assert_outcomes(passed=1, deselected=None if xdist else 1)  # addopts' -k still applies
     assert (outside / "session.json").is_file()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "conftest_examples"
+
+
+def test_the_examples_order_dependent_pair_is_named_by_the_examples_own_budget(pytester: pytest.Pytester) -> None:
+    """conftest_examples/test_order_dependent.py with conftest_examples/pytest.ini (one rerun each): the README's
+    main command must print the polluter."""
+    pytester.makepyfile(test_order_dependent=(EXAMPLES / "test_order_dependent.py").read_text(encoding="utf-8"))
+    (pytester.path / "pytest.ini").write_text((EXAMPLES / "pytest.ini").read_text(encoding="utf-8"))
+    result = pytester.runpytest()  # the ini turns faildiag on
+    result.assert_outcomes(failed=1, passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "faildiag reruns (4 run(s), *",
+            "  order_dependent: test_order_dependent.py::test_invoice_uses_the_default_currency (passed 1 of 1 "
+            "reruns alone, failed when run after test_order_dependent.py::test_a_eur_customer_sees_prices_in_eur, "
+            "polluted by test_order_dependent.py::test_a_eur_customer_sees_prices_in_eur)",
+        ]
+    )
+
+
+def test_the_quickest_failures_are_rerun_first_and_shown_in_session_order(pytester: pytest.Pytester) -> None:
+    """The budget is spent on as many failures as possible: a slow failure (a torchrun job) is rerun last."""
+    pytester.makepyfile(
+        test_mixed="""
+        import time
+
+        def test_slow():
+            time.sleep(1.5)
+            assert False
+
+        def test_quick():
+            assert False
+    """
+    )
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "1")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["  deterministic: test_mixed.py::test_slow *", "  deterministic: test_mixed.py::test_quick *"]
+    )
+    index = session_index(pytester.path)
+    started = {
+        name: (pytester.path / "faildiag-out" / entry_for(index, name)["slug"] / "rerun" / "alone-1" / "spec.json")
+        .stat()
+        .st_mtime_ns
+        for name in ("test_slow", "test_quick")
+    }
+    assert started["test_quick"] < started["test_slow"]
