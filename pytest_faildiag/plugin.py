@@ -31,24 +31,58 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faildiag", "evidence-backed diagnoses of failed tests")
-    group.addoption("--faildiag", action="store_true", default=None,
-                    help="diagnose every failed or errored test (report section, junit properties, snapshot)")
-    group.addoption("--faildiag-out", default=None, metavar="DIR",
-                    help="where snapshots, session.json and journal.jsonl go (default ./faildiag-out)")
-    group.addoption("--faildiag-timeout", type=float, default=None, metavar="SECONDS",
-                    help="fail a test that runs longer, after dumping every thread's stack and the process tree")
+    group.addoption(
+        "--faildiag",
+        action="store_true",
+        default=None,
+        help="diagnose every failed or errored test (report section, junit properties, snapshot)",
+    )
+    group.addoption(
+        "--faildiag-out",
+        default=None,
+        metavar="DIR",
+        help="where snapshots, session.json and journal.jsonl go (default ./faildiag-out)",
+    )
+    group.addoption(
+        "--faildiag-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="fail a test that runs longer, after dumping every thread's stack and the process tree",
+    )
     group.addoption("--faildiag-html", default=None, metavar="FILE", help="write an HTML report of the session")
-    group.addoption("--faildiag-gitlab", default=None, metavar="FILE",
-                    help="write a GitLab Code Quality report of the failures (artifacts:reports:codequality)")
-    group.addoption("--faildiag-github", action="store_true", default=False,
-                    help="emit GitHub Actions annotations even outside GITHUB_ACTIONS")
-    group.addoption("--faildiag-fix", action="store_true", default=False,
-                    help="propose a fix for each diagnosed failure at session end (never applied)")
-    group.addoption("--faildiag-rerun", type=int, default=None, metavar="N",
-                    help="rerun each failed test N times alone at session end: deterministic, intermittent or "
-                         "order-dependent (default 2, 0 = off)")
-    group.addoption("--faildiag-factory", default=None, metavar="DIR",
-                    help="the team's known-issue cards, cited as supporting evidence (docs/factory.md)")
+    group.addoption(
+        "--faildiag-gitlab",
+        default=None,
+        metavar="FILE",
+        help="write a GitLab Code Quality report of the failures (artifacts:reports:codequality)",
+    )
+    group.addoption(
+        "--faildiag-github",
+        action="store_true",
+        default=False,
+        help="emit GitHub Actions annotations even outside GITHUB_ACTIONS",
+    )
+    group.addoption(
+        "--faildiag-fix",
+        action="store_true",
+        default=False,
+        help="propose a fix for each diagnosed failure at session end (never applied)",
+    )
+    group.addoption(
+        "--faildiag-rerun",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rerun each failed test N times alone at session end: deterministic, intermittent or "
+        "order-dependent (default 2, 0 = off)",
+    )
+    group.addoption(
+        "--faildiag-factory",
+        default=None,
+        metavar="DIR",
+        help="the team's known-issue cards, cited as supporting evidence (docs/factory.md)",
+    )
     parser.addini("faildiag", "turn faildiag on (like --faildiag)", type="bool", default=False)
     parser.addini("faildiag_rerun", "reruns of each failed test (like --faildiag-rerun)", default="2")
     parser.addini("faildiag_rerun_budget", "seconds all reruns of a session may take", default="120")
@@ -57,7 +91,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], parser: pytest.Parser) -> Iterator[None]:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, args: list[str], parser: pytest.Parser
+) -> Iterator[None]:
     """``--faildiag-out DIR`` (value after a space, folder present) must not move the rootdir: pytest's
     first parse, made before this plugin loaded, took DIR for a test path (integrations.pytest_args)."""
     try:
@@ -68,8 +104,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str], 
     except Exception as exc:  # a faildiag option problem must not stop pytest from starting: warn instead
         import warnings
 
-        warnings.warn(pytest.PytestWarning(f"faildiag: could not check how pytest read the faildiag options "
-                                           f"({type(exc).__name__}: {exc}); write --faildiag-out=DIR"), stacklevel=1)
+        warnings.warn(
+            pytest.PytestWarning(
+                f"faildiag: could not check how pytest read the faildiag options "
+                f"({type(exc).__name__}: {exc}); write --faildiag-out=DIR"
+            ),
+            stacklevel=1,
+        )
     return (yield)
 
 
@@ -84,10 +125,16 @@ def enabled(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "faildiag_timeout(seconds): with --faildiag, fail this test after SECONDS "
-                            "with every thread's stack dumped (overrides --faildiag-timeout)")
-    config.addinivalue_line("markers", "faildiag_no_rerun: with --faildiag, never rerun this test to tell "
-                            "a flaky failure from a deterministic one (not safe to repeat)")
+    config.addinivalue_line(
+        "markers",
+        "faildiag_timeout(seconds): with --faildiag, fail this test after SECONDS "
+        "with every thread's stack dumped (overrides --faildiag-timeout)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "faildiag_no_rerun: with --faildiag, never rerun this test to tell "
+        "a flaky failure from a deterministic one (not safe to repeat)",
+    )
     if not enabled(config):
         return
     try:
@@ -115,8 +162,14 @@ def faildiag_run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     request.node.stash[RUNS_KEY] = runs
     session = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
 
-    def _run(argv: Any, *, timeout: float | None = None, env: dict[str, str] | None = None,
-             cwd: Any = None, name: str | None = None) -> CapturedRun:
+    def _run(
+        argv: Any,
+        *,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Any = None,
+        name: str | None = None,
+    ) -> CapturedRun:
         label = name or f"run{len(runs) + 1}"
         out_dir = tmp_path / "faildiag-run"
         if session is not None:

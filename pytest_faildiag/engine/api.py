@@ -34,7 +34,14 @@ from .validate import CheckContext, CheckFn
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
 MAX_FILES = 2000
 READ_BUDGET_S = 45.0  # finding and reading evidence; the rest of a diagnosis takes seconds at most
-SKIP_NAMES = {"label.json", "report.json", "failure-profile.json", "root-causes.json", "failure.lock.json", "session.json"}
+SKIP_NAMES = {
+    "label.json",
+    "report.json",
+    "failure-profile.json",
+    "root-causes.json",
+    "failure.lock.json",
+    "session.json",
+}
 BUILTIN_CHECKS: dict[str, CheckFn] = {**checks.CHECKS, **checks_env.CHECKS, **checks_kb.CHECKS}
 """The checks every diagnosis has, by name; plugins add theirs through ``pytest_faildiag_checks``."""
 
@@ -239,8 +246,14 @@ def diagnose(
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock
-    ctx = CheckContext(scan=scan, profile=analysis.profile, lock=the_lock, probe_machine=probe_machine, context=ctx_data,
-                       checks={**BUILTIN_CHECKS, **collect_checks(hook)})
+    ctx = CheckContext(
+        scan=scan,
+        profile=analysis.profile,
+        lock=the_lock,
+        probe_machine=probe_machine,
+        context=ctx_data,
+        checks={**BUILTIN_CHECKS, **collect_checks(hook)},
+    )
     causes = build_causes(scan, analysis, rs, ctx, facts)
     for ev in ctx_data.get("extra_evidence") or []:
         if causes and isinstance(ev, Evidence):
@@ -264,4 +277,3 @@ def diagnose(
         if info.truncated_lines:
             diag.notes.append(f"{info.name}: {info.truncated_lines} over-long line(s) were read up to 16 KiB each")
     return diag
-

@@ -18,8 +18,14 @@ from ..sanitize import display, md_code, md_fence, md_text
 from .analyze import Analysis
 
 
-def finish(analysis: Analysis, causes: list[RootCause], scan: ScanResult, rs: RuleSet, ctx: dict[str, Any],
-           facts: list[str] | tuple[str, ...] = ()) -> Diagnosis:
+def finish(
+    analysis: Analysis,
+    causes: list[RootCause],
+    scan: ScanResult,
+    rs: RuleSet,
+    ctx: dict[str, Any],
+    facts: list[str] | tuple[str, ...] = (),
+) -> Diagnosis:
     prof = analysis.profile
     top = causes[0] if causes else None
     if top is not None:
@@ -61,7 +67,9 @@ def _category_actions(rs: RuleSet, category: str, facts: list[str]) -> list[str]
     return rs.next_actions.get(category, [])
 
 
-def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet, facts: list[str] | None = None) -> list[str]:
+def _next_actions(
+    analysis: Analysis, causes: list[RootCause], rs: RuleSet, facts: list[str] | None = None
+) -> list[str]:
     facts = facts or []
     single = "run:single_process" in facts  # gather_facts saw no ranks, no collective backend
     acts: list[str] = []
@@ -73,11 +81,17 @@ def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet, fact
         if top.fix:
             acts.append("hand off to fix mode: `faildiag fix <snapshot>` proposes this change and verifies it")
         if top.category == "operator" or analysis.profile.type == "unsupported_op":
-            acts.append("hand off to operator work: a kernel/operator implementation is missing or faulty for this device/dtype")
+            acts.append(
+                "hand off to operator work: a kernel/operator implementation is missing or faulty for this device/dtype"
+            )
         if top.confidence < 0.5:
-            acts.append(f"evidence is thin: collect a smaller repro and the full stderr of {'the run' if single else 'every rank'}")
+            acts.append(
+                f"evidence is thin: collect a smaller repro and the full stderr of {'the run' if single else 'every rank'}"
+            )
     else:
-        acts.append(f"collect the full stdout/stderr of {'the run' if single else 'every process'}, the exit status, and rerun with PYTHONFAULTHANDLER=1")
+        acts.append(
+            f"collect the full stdout/stderr of {'the run' if single else 'every process'}, the exit status, and rerun with PYTHONFAULTHANDLER=1"
+        )
     if analysis.profile.type == "hang":
         acts.append("for hangs: `faildiag run --hang-timeout N -- CMD` dumps every process's stacks before stopping it")
     out = []
@@ -90,9 +104,11 @@ def _next_actions(analysis: Analysis, causes: list[RootCause], rs: RuleSet, fact
 def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
     """The report for a terminal. Excerpts are cut after redaction (a cut token would no longer match)."""
     p = diag.profile
-    lines = [f"faildiag: {diag.summary}",
-             f"  profile: stage={p.stage} type={p.type} stack={p.stack} backend={p.backend or '-'} "
-             f"confidence={p.confidence:.2f} exit={p.exit_code if p.exit_code is not None else '-'}"]
+    lines = [
+        f"faildiag: {diag.summary}",
+        f"  profile: stage={p.stage} type={p.type} stack={p.stack} backend={p.backend or '-'} "
+        f"confidence={p.confidence:.2f} exit={p.exit_code if p.exit_code is not None else '-'}",
+    ]
     if p.first_failure:
         ff = p.first_failure
         lines.append(f"  first failure: {ff.source}:{ff.line or '?'}: {display(ff.excerpt, limit=200)}")
@@ -116,21 +132,38 @@ def render_markdown(diag: Diagnosis) -> str:
     or ``<img>`` must render as those characters, not as a picture fetched from that address."""
     p = diag.profile
     ec = p.exit_code if p.exit_code is not None else "-"
-    out = ["# faildiag report", "", f"**{md_text(diag.summary)}**", "",
-           "| stage | type | stack | backend | confidence | exit |", "|---|---|---|---|---|---|",
-           f"| {md_text(p.stage)} | {md_text(p.type)} | {md_text(p.stack)} | {md_text(p.backend or '-')} "
-           f"| {p.confidence:.2f} | {md_text(ec)} |", ""]
+    out = [
+        "# faildiag report",
+        "",
+        f"**{md_text(diag.summary)}**",
+        "",
+        "| stage | type | stack | backend | confidence | exit |",
+        "|---|---|---|---|---|---|",
+        f"| {md_text(p.stage)} | {md_text(p.type)} | {md_text(p.stack)} | {md_text(p.backend or '-')} "
+        f"| {p.confidence:.2f} | {md_text(ec)} |",
+        "",
+    ]
     if p.command:
         out += [f"Command: {md_code(p.command)}", ""]
     if p.first_failure:
         ff = p.first_failure
-        out += [f"First failure: {md_code(f'{ff.source}:{ff.line or chr(63)}')}", "", *md_fence(display(ff.excerpt, limit=800)), ""]
+        out += [
+            f"First failure: {md_code(f'{ff.source}:{ff.line or chr(63)}')}",
+            "",
+            *md_fence(display(ff.excerpt, limit=800)),
+            "",
+        ]
     out.append("## Root causes")
     if not diag.root_causes:
         out.append("No known cause.")
     for i, c in enumerate(diag.root_causes, 1):
-        out += ["", f"### {i}. {md_text(c.summary)}", "",
-                f"{md_code(c.id)} · category **{md_text(c.category)}** · confidence {c.confidence:.0%}", ""]
+        out += [
+            "",
+            f"### {i}. {md_text(c.summary)}",
+            "",
+            f"{md_code(c.id)} · category **{md_text(c.category)}** · confidence {c.confidence:.0%}",
+            "",
+        ]
         for e in c.evidence:
             loc = f"{e.source}:{e.line}" if e.line else e.source
             out.append(f"- {md_text(e.kind)} — {md_code(loc)}: {md_text(e.excerpt, limit=300)}")

@@ -82,8 +82,10 @@ def process_tree_text() -> str:
             with p.oneshot():
                 cpu = p.cpu_times()
                 cmd = " ".join(p.cmdline())[:200] or p.name()
-                lines.append(f"{p.pid:<7} {p.ppid():<7} {p.status():<10} {cpu.user + cpu.system:<8.1f} "
-                             f"{p.memory_info().rss / 2**20:<8.1f} {cmd}")
+                lines.append(
+                    f"{p.pid:<7} {p.ppid():<7} {p.status():<10} {cpu.user + cpu.system:<8.1f} "
+                    f"{p.memory_info().rss / 2**20:<8.1f} {cmd}"
+                )
         except psutil.Error:
             continue
     return "\n".join(lines) + "\n"
@@ -248,8 +250,13 @@ class HangWatch:
         stacks = self.dumper.read(item.nodeid)
         if "(most recent call first)" not in stacks:
             stacks = format_current_stacks()
-        item.stash[HANG_KEY] = {"phase": self._phase, "seconds": self._seconds, "stacks": stacks,
-                                "processes": process_tree_text(), "at": time.time()}
+        item.stash[HANG_KEY] = {
+            "phase": self._phase,
+            "seconds": self._seconds,
+            "stacks": stacks,
+            "processes": process_tree_text(),
+            "at": time.time(),
+        }
         return msg
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
@@ -266,7 +273,6 @@ class HangWatch:
             return
         self._record()
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(FaildiagHang))
-
 
 
 class PytestTimeoutBridge:

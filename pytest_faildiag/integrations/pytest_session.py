@@ -117,8 +117,11 @@ class FaildiagSession:
             if self.controller:
                 from ..redact import redact_obj  # the command line can carry --token/--password values
 
-                self.journal.write("session_start", args=redact_obj([str(a) for a in self.config.invocation_params.args][:50]),
-                                   distributed=self.distributed)
+                self.journal.write(
+                    "session_start",
+                    args=redact_obj([str(a) for a in self.config.invocation_params.args][:50]),
+                    distributed=self.distributed,
+                )
             self.journal.write("process", main_thread=threading.main_thread().ident)
             if self.dumper is not None:
                 self.dumper.journal = self.journal
@@ -128,8 +131,9 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ GitHub Actions
     def _github(self) -> bool:
-        return self.controller and (os.environ.get("GITHUB_ACTIONS") == "true"
-                                    or bool(self.config.getoption("faildiag_github", False)))
+        return self.controller and (
+            os.environ.get("GITHUB_ACTIONS") == "true" or bool(self.config.getoption("faildiag_github", False))
+        )
 
     def _stop_workflow_commands(self) -> None:
         """Everything the session prints (captured output replayed by pytest, failure messages in the short
@@ -190,8 +194,9 @@ class FaildiagSession:
                 self.journal.write("artifact", nodeid=item.nodeid, path=str(p))
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         """Without a session-wide timeout, arm the watchdog only if some test asks for one by marker."""
         if config.pluginmanager.has_plugin(HANG_PLUGIN):
             return
@@ -259,8 +264,7 @@ class FaildiagSession:
                     texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
         file, line = _user_frame(excinfo, rep, self.config.rootpath)
         subtest = self._subtest_id(item, call)
-        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang,
-                                 slug_of=subtest)
+        entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang, slug_of=subtest)
         if subtest is not None:
             entry["subtest"] = item.stash[CALLING_KEY]
         self._attach(rep, entry)
@@ -310,8 +314,9 @@ class FaildiagSession:
                 return  # several xdist workers report the same broken module
             texts = {"longrepr.txt": report.longreprtext}
             path = report.nodeid.split("::")[0] or None
-            entry = self._run_engine(report.nodeid or "<session>", "collect", texts, [], file=path, line=None,
-                                     hang=False)
+            entry = self._run_engine(
+                report.nodeid or "<session>", "collect", texts, [], file=path, line=None, hang=False
+            )
             self._attach(report, entry)
             self.entries.append(entry)
         except Exception as exc:
@@ -335,8 +340,18 @@ class FaildiagSession:
         return entry
 
     # ------------------------------------------------------------------ engine + attach
-    def _run_engine(self, nodeid: str, when: str, texts: dict[str, str], paths: list[Path], *, file: str | None,
-                    line: int | None, hang: bool, slug_of: str | None = None) -> dict[str, Any]:
+    def _run_engine(
+        self,
+        nodeid: str,
+        when: str,
+        texts: dict[str, str],
+        paths: list[Path],
+        *,
+        file: str | None,
+        line: int | None,
+        hang: bool,
+        slug_of: str | None = None,
+    ) -> dict[str, Any]:
         from ..engine.api import diagnose
         from ..engine.report import render_text
         from ..engine.snapshot import dump_json, write_snapshot
@@ -349,20 +364,38 @@ class FaildiagSession:
         factory = self.config.getoption("faildiag_factory", None)
         slug = slugify(slug_of or nodeid, when)  # slug_of: a subtest's own id, so each gets its own folder
         snap = self.out / slug
-        diag = diagnose(paths, texts=texts, lock=lock, context=context, probe_machine=True,
-                        stack=_stack_of(texts), command=f"pytest {shlex.quote(nodeid)}",
-                        cwd=str(self.config.rootpath),
-                        factory_root=Path(self.config.invocation_params.dir, factory) if factory else None,
-                        hook=self.config.hook, out_dir=snap)
+        diag = diagnose(
+            paths,
+            texts=texts,
+            lock=lock,
+            context=context,
+            probe_machine=True,
+            stack=_stack_of(texts),
+            command=f"pytest {shlex.quote(nodeid)}",
+            cwd=str(self.config.rootpath),
+            factory_root=Path(self.config.invocation_params.dir, factory) if factory else None,
+            hook=self.config.hook,
+            out_dir=snap,
+        )
         name_dead_thread(diag, texts)  # a hang whose producer died: that exception is the first failure
         top = diag.top
         entry: dict[str, Any] = {
-            "nodeid": nodeid, "slug": slug, "when": when, "outcome": "failed",
-            "category": top.category if top else "unknown", "type": diag.profile.type,
-            "summary": diag.summary, "confidence": round(diag.profile.confidence, 3),
-            "cause_id": top.id if top else None, "error": top.error if top else None, "file": file, "line": line,
-            "fix_hints": list(top.fix_hints[:3]) if top else [], "snapshot": slug,
-            "worker": self.worker, "hang": hang,
+            "nodeid": nodeid,
+            "slug": slug,
+            "when": when,
+            "outcome": "failed",
+            "category": top.category if top else "unknown",
+            "type": diag.profile.type,
+            "summary": diag.summary,
+            "confidence": round(diag.profile.confidence, 3),
+            "cause_id": top.id if top else None,
+            "error": top.error if top else None,
+            "file": file,
+            "line": line,
+            "fix_hints": list(top.fix_hints[:3]) if top else [],
+            "snapshot": slug,
+            "worker": self.worker,
+            "hang": hang,
         }
         extra = {f"evidence/{_safe_name(k)}": v[-EVIDENCE_TAIL:] for k, v in texts.items() if v}
         extra["test.json"] = dump_json({k: entry[k] for k in ("nodeid", "when", "file", "line", "worker")})
@@ -376,8 +409,15 @@ class FaildiagSession:
             text += f"\n  snapshot: {snap}"
         entry["_text"] = text
         if self.journal is not None:
-            self.journal.write("result", nodeid=nodeid, when=when, category=entry["category"], type=entry["type"],
-                               summary=entry["summary"], slug=slug)
+            self.journal.write(
+                "result",
+                nodeid=nodeid,
+                when=when,
+                category=entry["category"],
+                type=entry["type"],
+                summary=entry["summary"],
+                slug=slug,
+            )
         return entry
 
     def _attach(self, rep: pytest.TestReport | pytest.CollectReport, entry: dict[str, Any]) -> None:
@@ -417,8 +457,9 @@ class FaildiagSession:
                 continue  # a worker crash the controller already diagnosed
             try:
                 texts = dead_test_texts(self.out, dead, extra_roots=self._evidence_roots())
-                entry = self._run_engine(dead.nodeid, "killed", texts, [],
-                                         file=dead.nodeid.split("::")[0], line=None, hang=False)
+                entry = self._run_engine(
+                    dead.nodeid, "killed", texts, [], file=dead.nodeid.split("::")[0], line=None, hang=False
+                )
                 entry.pop("_text", None)
                 entry["outcome"] = "killed"
                 self.recovered.append(entry)
@@ -495,10 +536,17 @@ class FaildiagSession:
         gitlab = opt("faildiag_gitlab", None)
         if gitlab:
             target_cq = Path(self.config.invocation_params.dir) / gitlab
-            calls.append(("pytest_faildiag.ci.gitlab", "write_codequality", lambda m: m.write_codequality(self.out, target_cq)))
+            calls.append(
+                ("pytest_faildiag.ci.gitlab", "write_codequality", lambda m: m.write_codequality(self.out, target_cq))
+            )
         if opt("faildiag_fix", False):
-            calls.append(("pytest_faildiag.commands.fix", "propose_for_session",
-                          lambda m: m.propose_for_session(self.out, write=tr.write_line)))
+            calls.append(
+                (
+                    "pytest_faildiag.commands.fix",
+                    "propose_for_session",
+                    lambda m: m.propose_for_session(self.out, write=tr.write_line),
+                )
+            )
         for module_name, func, call in calls:
             self._call_ci(tr, module_name, func, call)
 
@@ -550,7 +598,7 @@ def _report_texts(rep: pytest.TestReport) -> dict[str, str]:
     texts = {"longrepr.txt": _longrepr_text(rep)}
     for title, content in rep.sections:
         if title.startswith("Captured") and content:
-            name = title[len("Captured "):].replace(" ", "-")
+            name = title[len("Captured ") :].replace(" ", "-")
             texts[f"{name}.txt"] = content[-EVIDENCE_TAIL:]
     return texts
 
@@ -649,5 +697,8 @@ def _props(entry: dict[str, Any]) -> list[tuple[str, str]]:
     """The JUnit ``<property>`` values (CI test reports show them): redacted, controls made visible."""
     from ..sanitize import display
 
-    return [("faildiag.category", display(entry["category"])), ("faildiag.type", display(entry["type"])),
-            ("faildiag.summary", display(entry["summary"]))]
+    return [
+        ("faildiag.category", display(entry["category"])),
+        ("faildiag.type", display(entry["type"])),
+        ("faildiag.summary", display(entry["summary"])),
+    ]

@@ -151,14 +151,24 @@ def _rule(raw: dict[str, Any], pack: str) -> Rule:
         if raw.get(key) is not None and raw[key] not in vocab:
             raise RuleError(f"rule {rid}: unknown {key} {raw[key]!r}")
     return Rule(
-        id=rid, title=str(raw.get("title", rid)), keywords=keywords, patterns=patterns,
+        id=rid,
+        title=str(raw.get("title", rid)),
+        keywords=keywords,
+        patterns=patterns,
         causes=[_cause(c, rid) for c in raw.get("causes", [])],
-        type=raw.get("type"), stage=raw.get("stage"), stack=raw.get("stack"), backend=raw.get("backend"),
-        domains=list(raw.get("domains", [])), priority=int(raw.get("priority", 50)),
-        ignore_case=bool(raw.get("ignore_case")), exit_codes=exit_codes,
-        downstream=bool(raw.get("downstream")), noise=bool(raw.get("noise")),
+        type=raw.get("type"),
+        stage=raw.get("stage"),
+        stack=raw.get("stack"),
+        backend=raw.get("backend"),
+        domains=list(raw.get("domains", [])),
+        priority=int(raw.get("priority", 50)),
+        ignore_case=bool(raw.get("ignore_case")),
+        exit_codes=exit_codes,
+        downstream=bool(raw.get("downstream")),
+        noise=bool(raw.get("noise")),
         suppressed_by=list(raw.get("suppressed_by", [])),
-        requires_failure=bool(raw.get("requires_failure")), pack=pack,
+        requires_failure=bool(raw.get("requires_failure")),
+        pack=pack,
     )
 
 
@@ -231,8 +241,15 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
         for c in sym.get("causes", []):
             if c.get("category") not in CATEGORIES:
                 raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
-            causes.append(SymptomCause(c["category"], float(c.get("prior", 0.1)), str(c.get("summary", "")),
-                                       [str(h) for h in c.get("fix_hints", [])], [str(x) for x in c.get("checks", [])]))
+            causes.append(
+                SymptomCause(
+                    c["category"],
+                    float(c.get("prior", 0.1)),
+                    str(c.get("summary", "")),
+                    [str(h) for h in c.get("fix_hints", [])],
+                    [str(x) for x in c.get("checks", [])],
+                )
+            )
         out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
     for fs in data.get("frame_stage", []):
         if fs.get("stage") not in STAGES:

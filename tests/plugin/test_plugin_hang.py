@@ -51,7 +51,8 @@ def test_a_hung_test_is_failed_with_its_stuck_line_and_the_session_goes_on(pytes
 
 
 def test_a_thread_deadlock_is_interrupted_too(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_lock="""
+    pytester.makepyfile(
+        test_lock="""
         import threading
 
         def test_deadlock():
@@ -61,7 +62,8 @@ def test_a_thread_deadlock_is_interrupted_too(pytester: pytest.Pytester) -> None
 
         def test_next():
             pass
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("--faildiag", "--faildiag-timeout", "1", "-p", "no:timeout", timeout=120)
     result.assert_outcomes(passed=1, failed=1)
     entry = entry_for(session_index(pytester.path), "test_deadlock")
@@ -77,8 +79,9 @@ def test_a_fast_suite_is_not_disturbed_by_the_watchdog(pytester: pytest.Pytester
 
 def test_with_pytest_timeout_active_its_deadline_wins_and_gets_our_stack_dump(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_hang=HUNG_SUITE)
-    result = pytester.runpytest_subprocess("--faildiag", "--faildiag-timeout", "30", "--timeout", "1.5",
-                                           "--timeout-method", "signal", timeout=120)
+    result = pytester.runpytest_subprocess(
+        "--faildiag", "--faildiag-timeout", "30", "--timeout", "1.5", "--timeout-method", "signal", timeout=120
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*Timeout*1.5*"])
     assert "faildiag: hang detected" not in result.stdout.str()  # pytest-timeout fired, not our watchdog
@@ -89,7 +92,8 @@ def test_with_pytest_timeout_active_its_deadline_wins_and_gets_our_stack_dump(py
 
 
 def test_a_marker_sets_the_timeout_of_one_test_without_a_session_timeout(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_m="""
+    pytester.makepyfile(
+        test_m="""
         import time
         import pytest
 
@@ -100,7 +104,8 @@ def test_a_marker_sets_the_timeout_of_one_test_without_a_session_timeout(pyteste
 
         def test_unmarked_is_not_timed():
             time.sleep(1.5)
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:timeout", "--strict-markers", timeout=120)
     result.assert_outcomes(passed=1, failed=1)
     entry = entry_for(session_index(pytester.path), "test_polls_forever")
@@ -112,7 +117,8 @@ def test_pytest_timeouts_thread_method_kills_the_process_and_recover_names_the_h
     import subprocess
     import sys
 
-    pytester.makepyfile(test_t="""
+    pytester.makepyfile(
+        test_t="""
         import time
 
         def wait_forever():
@@ -124,13 +130,18 @@ def test_pytest_timeouts_thread_method_kills_the_process_and_recover_names_the_h
 
         def test_stuck():
             wait_forever()
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("--faildiag", "--timeout", "1.5", "--timeout-method", "thread", timeout=120)
     assert "+++ Timeout +++" in result.stdout.str() + result.stderr.str()
     out = pytester.path / "faildiag-out"
     assert not (out / "session.json").exists()  # pytest-timeout ended the process (os._exit): no session end
-    proc = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     [killed] = json.loads(proc.stdout)["killed"]
     assert killed["nodeid"] == "test_t.py::test_stuck" and killed["type"] == "hang"
@@ -158,10 +169,28 @@ def test_no_hang_verdict_while_pdb_holds_the_test(pytester: pytest.Pytester) -> 
     import time
 
     pytester.makepyfile(test_debugged=DEBUGGED)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--faildiag", "--faildiag-rerun", "0", "-p", "no:timeout",
-                             "-p", "no:cacheprovider", "-p", "no:xdist", "test_debugged.py"],
-                            cwd=pytester.path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--faildiag",
+            "--faildiag-rerun",
+            "0",
+            "-p",
+            "no:timeout",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "test_debugged.py",
+        ],
+        cwd=pytester.path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     time.sleep(3)
     out, _ = proc.communicate(b"continue\n", timeout=120)
     text = out.decode("utf-8", "replace")

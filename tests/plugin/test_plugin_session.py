@@ -11,12 +11,26 @@ from .conftest import entry_for, session_index
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
-SESSION_KEYS = {"nodeid", "slug", "when", "outcome", "category", "type", "summary", "confidence", "cause_id",
-                "file", "line", "fix_hints", "snapshot"}
+SESSION_KEYS = {
+    "nodeid",
+    "slug",
+    "when",
+    "outcome",
+    "category",
+    "type",
+    "summary",
+    "confidence",
+    "cause_id",
+    "file",
+    "line",
+    "fix_hints",
+    "snapshot",
+}
 
 
 def test_it_attaches_a_section_properties_and_a_snapshot_to_a_failed_test(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import json
 
         def test_parse():
@@ -25,7 +39,8 @@ def test_it_attaches_a_section_properties_and_a_snapshot_to_a_failed_test(pytest
 
         def test_fine():
             pass
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*- faildiag -*", "faildiag: *", "*snapshot: *faildiag-out*"])
@@ -76,14 +91,16 @@ def test_it_turns_on_from_the_ini_file_and_p_no_faildiag_turns_it_off(pytester: 
 
 
 def test_junitxml_carries_the_diagnosis_properties(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         def test_div():
             total, count = 10, 0
             assert total / count > 1
 
         def test_ok():
             pass
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag", "--junitxml=junit.xml")
     result.assert_outcomes(failed=1, passed=1)
     tree = ET.parse(pytester.path / "junit.xml")
@@ -97,7 +114,8 @@ def test_junitxml_carries_the_diagnosis_properties(pytester: pytest.Pytester) ->
 
 
 def test_it_diagnoses_setup_and_teardown_errors_in_their_own_folders(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
 
         @pytest.fixture
@@ -114,7 +132,8 @@ def test_it_diagnoses_setup_and_teardown_errors_in_their_own_folders(pytester: p
 
         def test_b(broken_teardown):
             assert 0
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(errors=2, failed=1)
     index = session_index(pytester.path)
@@ -128,17 +147,20 @@ def test_it_diagnoses_setup_and_teardown_errors_in_their_own_folders(pytester: p
 
 
 def test_it_points_at_the_users_frame_not_the_library(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(helpers="""
+    pytester.makepyfile(
+        helpers="""
         import json
 
         def load(text):
             return json.loads(text)
-    """, test_a="""
+    """,
+        test_a="""
         from helpers import load
 
         def test_load():
             load("not json")
-    """)
+    """,
+    )
     pytester.syspathinsert()
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(failed=1)
@@ -147,7 +169,8 @@ def test_it_points_at_the_users_frame_not_the_library(pytester: pytest.Pytester)
 
 
 def test_the_summary_groups_failures_by_root_cause(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
 
         @pytest.mark.parametrize("n", [0, 0, 0])
@@ -156,7 +179,8 @@ def test_the_summary_groups_failures_by_root_cause(pytester: pytest.Pytester) ->
 
         def test_shape():
             assert [1, 2] == [1, 2, 3]
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(["*= faildiag =*", "4 failures, 2 causes:", "*: 3 test(s)", "*: 1 test(s)"])
@@ -165,7 +189,8 @@ def test_the_summary_groups_failures_by_root_cause(pytester: pytest.Pytester) ->
 
 
 def test_outcomes_are_the_same_with_and_without_faildiag(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
 
         def test_pass(): pass
@@ -178,7 +203,8 @@ def test_outcomes_are_the_same_with_and_without_faildiag(pytester: pytest.Pytest
         @pytest.fixture
         def boom(): raise ValueError("x")
         def test_error(boom): pass
-    """)
+    """
+    )
     plain = pytester.runpytest().parseoutcomes()
     with_diag = pytester.runpytest("--faildiag").parseoutcomes()
     with_diag.pop("warnings", None)
@@ -186,8 +212,9 @@ def test_outcomes_are_the_same_with_and_without_faildiag(pytester: pytest.Pytest
     assert with_diag == plain
 
 
-def test_an_internal_error_becomes_a_warning_and_the_outcome_stands(pytester: pytest.Pytester,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_internal_error_becomes_a_warning_and_the_outcome_stands(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pytest_faildiag.engine.api as api
 
     def broken(*args, **kwargs):
@@ -213,7 +240,8 @@ def test_an_unwritable_output_folder_gives_warnings_not_failures(pytester: pytes
 
 
 def test_the_run_fixture_captures_a_command_and_feeds_its_output_to_the_diagnosis(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import sys
 
         def test_train(faildiag_run):
@@ -223,7 +251,8 @@ def test_the_run_fixture_captures_a_command_and_feeds_its_output_to_the_diagnosi
             assert "epoch 1" in r.stdout
             assert "Fatal Python error: Segmentation fault" in r.stderr
             assert r.ok, r.describe()
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(failed=1)
     entry = entry_for(session_index(pytester.path), "test_train")
@@ -235,13 +264,15 @@ def test_the_run_fixture_captures_a_command_and_feeds_its_output_to_the_diagnosi
 
 
 def test_the_run_fixture_works_without_faildiag_turned_on(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import sys
 
         def test_child(faildiag_run):
             r = faildiag_run([sys.executable, "-c", "print('ok')"], timeout=60)
             assert r.ok and r.stdout.strip() == "ok" and r.signal is None
-    """)
+    """
+    )
     pytester.runpytest().assert_outcomes(passed=1)
     assert not (pytester.path / "faildiag-out").exists()
 
@@ -253,8 +284,9 @@ def test_github_annotations_come_out_when_asked(pytester: pytest.Pytester) -> No
     assert any(line.startswith("::error") for line in result.outlines), result.stdout.str()[-2000:]
 
 
-def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(pytester: pytest.Pytester,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pytest_faildiag.ci import html
 
     def broken(out_dir, html_path):
@@ -268,8 +300,9 @@ def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(pytester: pyt
     result.stdout.fnmatch_lines(["*faildiag: warning: pytest_faildiag.ci.html.write_html failed*template missing*"])
 
 
-def test_a_renamed_html_renderer_is_reported_not_silently_skipped(pytester: pytest.Pytester,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_renamed_html_renderer_is_reported_not_silently_skipped(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pytest_faildiag.ci import html
 
     monkeypatch.delattr(html, "write_html")
@@ -282,13 +315,18 @@ def test_a_renamed_html_renderer_is_reported_not_silently_skipped(pytester: pyte
 
 
 def test_a_module_that_fails_to_import_is_diagnosed_as_a_collection_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_broken="import torchvision_that_is_not_installed\n\ndef test_x():\n    pass\n",
-                        test_fine="def test_ok():\n    pass\n")
+    pytester.makepyfile(
+        test_broken="import torchvision_that_is_not_installed\n\ndef test_x():\n    pass\n",
+        test_fine="def test_ok():\n    pass\n",
+    )
     result = pytester.runpytest("--faildiag")
     result.assert_outcomes(errors=1)
     entry = entry_for(session_index(pytester.path), "test_broken.py")
     assert entry["when"] == "collect" and entry["file"] == "test_broken.py"
-    assert "ModuleNotFoundError" in (pytester.path / "faildiag-out" / entry["slug"] / "evidence" / "longrepr.txt").read_text()
+    assert (
+        "ModuleNotFoundError"
+        in (pytester.path / "faildiag-out" / entry["slug"] / "evidence" / "longrepr.txt").read_text()
+    )
 
 
 QUIET = """
@@ -313,8 +351,9 @@ def test_quiet_modes_get_one_faildiag_line(pytester: pytest.Pytester, flag: str)
     assert session_index(pytester.path)["tests"][0]["rerun"]["verdict"] == "deterministic"  # the work is done
 
 
-def test_under_github_actions_pytests_final_line_stays_the_last(pytester: pytest.Pytester,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_under_github_actions_pytests_final_line_stays_the_last(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_q=QUIET)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     result = pytester.runpytest_subprocess("--faildiag", "--faildiag-rerun", "1", "-p", "no:cacheprovider")
@@ -333,7 +372,8 @@ def test_under_github_actions_pytests_final_line_stays_the_last(pytester: pytest
 def test_a_plain_python_unit_test_gets_no_rank_advice(pytester: pytest.Pytester) -> None:
     """A single-process unit test of plain Python: the next actions speak of the run and the code under test,
     never of ranks or layers (the run:single_process fact and the pytest stack pick them)."""
-    pytester.makepyfile(test_plain="""
+    pytester.makepyfile(
+        test_plain="""
         def chunked(items, n):
             return [items[i:i + n + 1] for i in range(0, len(items), n)]  # off by one
 
@@ -342,16 +382,29 @@ def test_a_plain_python_unit_test_gets_no_rank_advice(pytester: pytest.Pytester)
 
         def test_lookup():
             raise KeyError("missing column label")
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0")
     result.assert_outcomes(failed=2)
     for name in ("test_chunked", "test_lookup"):
-        report = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), name)["slug"]
-                             / "report.json").read_text())
+        report = json.loads(
+            (
+                pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), name)["slug"] / "report.json"
+            ).read_text()
+        )
         text = (" ".join(report["next_actions"]) + " " + json.dumps(report["root_causes"])).replace(
-            str(pytester.path), "<dir>")  # this test's own folder name says "rank"
+            str(pytester.path), "<dir>"
+        )  # this test's own folder name says "rank"
         assert "rank" not in text and "layer" not in text and "model code" not in text, report["next_actions"]
-    lookup = json.loads((pytester.path / "faildiag-out" / entry_for(session_index(pytester.path), "test_lookup")["slug"]
-                         / "report.json").read_text())
-    assert "reduce to a small repro: call the code under test with the failing input from the evidence" in \
-        lookup["next_actions"], lookup["next_actions"]
+    lookup = json.loads(
+        (
+            pytester.path
+            / "faildiag-out"
+            / entry_for(session_index(pytester.path), "test_lookup")["slug"]
+            / "report.json"
+        ).read_text()
+    )
+    assert (
+        "reduce to a small repro: call the code under test with the failing input from the evidence"
+        in lookup["next_actions"]
+    ), lookup["next_actions"]

@@ -33,13 +33,15 @@ KILLER = """
 
 
 def test_workers_send_their_diagnoses_to_one_session_index(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import pytest
 
         @pytest.mark.parametrize("i", range(6))
         def test_many(i):
             assert i % 2 == 0, f"odd {i}"
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("--faildiag", "-n", "2", "--junitxml=junit.xml", timeout=180)
     result.assert_outcomes(passed=3, failed=3)
     index = session_index(pytester.path)
@@ -74,9 +76,23 @@ def test_a_killed_session_is_named_by_recover_and_by_the_next_run(pytester: pyte
 
     # pytester ran the session with --basetemp=<its folder>/runpytest-0 (and HOME set to its folder, so it is
     # no "project"): the folder holding the journaled output files is named, as a user with --basetemp does
-    proc = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format",
-                           "json", "--root", str(pytester.path / "runpytest-0")], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_faildiag.cli",
+            "recover",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--root",
+            str(pytester.path / "runpytest-0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     killed = json.loads(proc.stdout)["killed"]
     assert [k["nodeid"] for k in killed] == ["test_k.py::test_killed"]
@@ -93,8 +109,12 @@ def test_a_killed_session_is_named_by_recover_and_by_the_next_run(pytester: pyte
 
 
 def test_recover_without_a_journal_is_a_one_line_usage_error(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(tmp_path / "none")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no journal.jsonl" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -110,8 +130,9 @@ def _junit_props(junit, test_name: str) -> list[tuple[str, str]]:
 
 def test_a_crashed_workers_junit_testcase_carries_the_properties_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_k=KILLER)
-    result = pytester.runpytest_subprocess("--faildiag", "-n", "2", "--junitxml=junit.xml", "--faildiag-rerun", "0",
-                                           timeout=180)
+    result = pytester.runpytest_subprocess(
+        "--faildiag", "-n", "2", "--junitxml=junit.xml", "--faildiag-rerun", "0", timeout=180
+    )
     result.assert_outcomes(passed=2, failed=1)
     props = _junit_props(pytester.path / "junit.xml", "test_killed")
     names = [n for n, _ in props]
@@ -188,13 +209,15 @@ def test_with_pytest_rerunfailures_only_the_final_failure_carries_properties(pyt
 def test_each_failing_subtest_gets_its_own_snapshot(pytester: pytest.Pytester) -> None:
     if not hasattr(pytest, "Subtests"):
         pytest.skip("this pytest has no built-in subtests (pytest 9+)")
-    pytester.makepyfile(test_sub="""
+    pytester.makepyfile(
+        test_sub="""
         def test_shapes(subtests):
             for width in (3, 4, 5):
                 with subtests.test(msg="width", width=width):
                     print(f"checking width {width}")
                     assert width == 4, f"width {width} is not 4"
-    """)
+    """
+    )
     result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0", "-p", "no:xdist")
     assert result.ret == 1
     entries = [t for t in session_index(pytester.path)["tests"] if t["nodeid"].endswith("test_shapes")]
