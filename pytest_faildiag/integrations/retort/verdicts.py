@@ -629,28 +629,16 @@ def _killed(rec: RunRecord, claims: list[Claim], inv: Inventory, opts: Options, 
                 tc,
                 tr,
             )
-        return _done(
-            rec,
-            claims,
-            _Verdict(
-                "genuine",
-                "non_termination",
-                "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
-                "budget and re-run",
-            ),
-            tc,
-            tr,
-        )
-    return _done(
-        rec,
-        claims,
-        _Verdict(
-            "genuine",
-            "non_termination",
-            "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
-            "budget and re-run",
-        ),
-        tc,
+        return _done(rec, claims, _non_termination(), tc, tr)
+    return _done(rec, claims, _non_termination(), tc)
+
+
+def _non_termination() -> _Verdict:
+    return _Verdict(
+        "genuine",
+        "non_termination",
+        "count as a genuine non-termination; if the code already passes its tests, consider a larger turn/time "
+        "budget and re-run",
     )
 
 
