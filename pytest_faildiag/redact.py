@@ -206,9 +206,13 @@ def redact_text(text: str) -> str:
     return _redact_line(text)
 
 
+# The triggers as one alternation: a single C-speed search instead of one `in` per trigger (this runs once
+# per test id in every pytest session, passing tests included).
+_TRIGGER_RE = re.compile("|".join(re.escape(t) for t in sorted(_TRIGGERS, key=len, reverse=True)))
+
+
 def _may_hold_secret(text: str) -> bool:
-    low = text.lower()
-    return any(word in low for word in _TRIGGERS) or _AWS_SECRET.search(text) is not None
+    return _TRIGGER_RE.search(text.lower()) is not None or _AWS_SECRET.search(text) is not None
 
 
 def _redact_bulk(text: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from .conftest import entry_for, session_index
@@ -10,7 +12,11 @@ pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("isolated")]
 
 
 def test_torch_failures_get_their_own_causes_and_point_at_the_model_code(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("torch")
+    # Looked up, not imported: pytester drops the modules imported while it runs, and torch's C extension
+    # cannot be imported a second time in one process (a later `import torch` in this worker would then
+    # fail with "bad call flags" or crash it). The session below runs in its own process for the same reason.
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
     pytester.makepyfile(
         model="""
         import torch
@@ -37,8 +43,7 @@ def test_torch_failures_get_their_own_causes_and_point_at_the_model_code(pyteste
             Net().load_state_dict(torch.load(tmp_path / "ckpt.pt"))
     """,
     )
-    pytester.syspathinsert()
-    result = pytester.runpytest("--faildiag")
+    result = pytester.runpytest_subprocess("--faildiag", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=2)
     index = session_index(pytester.path)
     shape = entry_for(index, "test_wrong_input_width")
