@@ -14,7 +14,7 @@ from ..model import Evidence, RootCause, ValidationCheck
 from .validate import CheckContext, CheckFn
 
 _SIZE = r"([\d.]+)\s*([KMGT]?i?B|bytes)"
-_UNITS = {
+GIB_PER_UNIT = {  # a size in these units times this is GiB (the memory checks' common unit)
     "B": 1 / 2**30,
     "BYTES": 1 / 2**30,
     "KB": 1 / 2**20,
@@ -29,7 +29,7 @@ _UNITS = {
 
 
 def _gib(value: str, unit: str) -> float:
-    return float(value) * _UNITS.get(unit.upper(), 1.0)
+    return float(value) * GIB_PER_UNIT.get(unit.upper(), 1.0)
 
 
 def oom_numbers(text: str) -> dict[str, float]:

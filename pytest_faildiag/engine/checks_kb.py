@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ..model import RootCause, ValidationCheck
+from .checks import GIB_PER_UNIT
 from .validate import CheckContext, CheckFn
 
 _GIB = float(2**30)
@@ -58,17 +59,6 @@ def _ms_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -
 
 
 _BUFFER_TOTAL = re.compile(r"total allocation:\s*([\d.]+)\s*([KMGT]i?B|B)")
-_UNIT = {
-    "B": 1 / _GIB,
-    "KIB": 1 / 2**20,
-    "KB": 1 / 2**20,
-    "MIB": 1 / 2**10,
-    "MB": 1 / 2**10,
-    "GIB": 1.0,
-    "GB": 1.0,
-    "TIB": 1024.0,
-    "TB": 1024.0,
-}
 
 
 def _xla_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
@@ -85,7 +75,7 @@ def _xla_oom_size(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
         for line in info.tail:
             m = _BUFFER_TOTAL.search(line)
             if m:
-                total = float(m.group(1)) * _UNIT.get(m.group(2).upper(), 1.0)
+                total = float(m.group(1)) * GIB_PER_UNIT.get(m.group(2).upper(), 1.0)
     detail = f"XLA asked for {req:.2f} GiB in one allocation"
     if total is not None:
         detail += f"; the program's buffers total {total:.2f} GiB"

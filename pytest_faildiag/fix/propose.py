@@ -239,6 +239,22 @@ def _breaks_python(path: Path, old_text: str, new_text: str) -> bool:
     return False
 
 
+def _config_value_change(ctx: FixContext, path: Path, text: str, key: str, span: Any, new_value: str) -> Change:
+    """One value of a config file replaced in place (its span), as a proposed file change."""
+    return _file_change(
+        ctx,
+        "config",
+        path,
+        text,
+        replace_span(text, span, new_value),
+        span.line,
+        f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}",
+        key=key,
+        old=span.value,
+        new=new_value,
+    )
+
+
 def _file_change(
     ctx: FixContext,
     kind: str,
@@ -427,19 +443,7 @@ def _class_count(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) ->
         return None
     path, text, key, span = hits[0]
     new_value = str(target + 1)
-    new_text = replace_span(text, span, new_value)
-    change = _file_change(
-        ctx,
-        "config",
-        path,
-        text,
-        new_text,
-        span.line,
-        f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}",
-        key=key,
-        old=span.value,
-        new=new_value,
-    )
+    change = _config_value_change(ctx, path, text, key, span, new_value)
     summary = f"set {key} = {new_value} in {ctx.rel(path)} (was {span.value}; the data has label {target})"
     return _finish("config", cause, summary, _impact(ctx, f"the model/loss accept labels up to {target}"), [change])
 
@@ -486,19 +490,7 @@ def _checkpoint_sizes(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any
         return None
     path, text, key, span = hits[0]
     new_value = str(mapping[int(span.value)])
-    new_text = replace_span(text, span, new_value)
-    change = _file_change(
-        ctx,
-        "config",
-        path,
-        text,
-        new_text,
-        span.line,
-        f"{ctx.rel(path)}: {key}: {span.value} -> {new_value}",
-        key=key,
-        old=span.value,
-        new=new_value,
-    )
+    change = _config_value_change(ctx, path, text, key, span, new_value)
     summary = (
         f"set {key} = {new_value} in {ctx.rel(path)} (was {span.value}; the checkpoint was trained with {new_value})"
     )

@@ -16,24 +16,16 @@ from pytest_faildiag.engine.changes import (
     record_green,
 )
 
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+from .conftest import git
 
 
 def _repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "mod.py").write_text("def f(x):\n    y = x + 1\n    return y\n\n\ndef g():\n    return 0\n")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "base")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "base")
     return root
 
 
@@ -41,10 +33,10 @@ def test_changed_lines_cover_commits_uncommitted_edits_and_new_files(tmp_path: P
     root = _repo(tmp_path)
     out = tmp_path / "out"
     green = record_green(out, root)
-    assert green == green_revision(out) == _git(root, "rev-parse", "HEAD")
+    assert green == green_revision(out) == git(root, "rev-parse", "HEAD")
     mod = root / "pkg" / "mod.py"
     mod.write_text(mod.read_text().replace("x + 1", "x + 2"))
-    _git(root, "commit", "-qam", "change")
+    git(root, "commit", "-qam", "change")
     mod.write_text(mod.read_text().replace("return 0", "return 1"))  # uncommitted
     (root / "pkg" / "new.py").write_text("A = 1\nB = 2\n")  # untracked
     changes = changed_since(root, green)
@@ -61,7 +53,7 @@ def test_each_reason_to_skip_is_said(tmp_path: Path) -> None:
     assert "no last green run" in (changed_since(root, green_revision(tmp_path / "none")).skipped or "")
     gone = changed_since(root, "0123456789abcdef0123456789abcdef01234567").skipped or ""
     assert "no longer in the history" in gone
-    assert "nothing changed" in (changed_since(root, _git(root, "rev-parse", "HEAD")).skipped or "")
+    assert "nothing changed" in (changed_since(root, git(root, "rev-parse", "HEAD")).skipped or "")
 
 
 def test_a_pure_deletion_marks_the_line_after_it() -> None:
@@ -74,7 +66,7 @@ def test_a_pure_deletion_marks_the_line_after_it() -> None:
 
 def test_the_changed_line_the_code_ran_is_ranked_from_real_coverage(tmp_path: Path) -> None:
     root = _repo(tmp_path)
-    green = _git(root, "rev-parse", "HEAD")
+    green = git(root, "rev-parse", "HEAD")
     mod = root / "pkg" / "mod.py"
     mod.write_text(mod.read_text().replace("x + 1", "x + 2").replace("return 0", "return 1"))
     data = tmp_path / "cov.data"

@@ -5,26 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from .conftest import entry_for, session_index
+from .conftest import entry_for, git, session_index
 
 pytestmark = pytest.mark.usefixtures("isolated")
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def _report(root: Path, entry: dict) -> dict:
@@ -63,15 +52,15 @@ def test_a_deterministic_regression_is_named_with_the_changed_line_it_ran(pytest
     """
     )
     (pytester.path / ".gitignore").write_text("faildiag-out/\n__pycache__/\n")
-    _git(pytester.path, "init", "-q")
-    _git(pytester.path, "add", ".")
-    _git(pytester.path, "commit", "-qm", "green")
-    green = _git(pytester.path, "rev-parse", "HEAD")
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "green")
+    green = git(pytester.path, "rev-parse", "HEAD")
     pytester.runpytest("--faildiag", "-p", "no:cacheprovider").assert_outcomes(passed=2)
     assert json.loads((pytester.path / "faildiag-out" / "last-green.git.json").read_text())["revision"] == green
 
     cart.write_text(cart.read_text().replace("price * qty for", "price * (qty + 1) for"))  # the regression
-    _git(pytester.path, "commit", "-qam", "refactor totals")
+    git(pytester.path, "commit", "-qam", "refactor totals")
     result = pytester.runpytest("--faildiag", "--junitxml=junit.xml", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, passed=1)  # the session's outcome is untouched
     assert result.ret == 1
