@@ -30,6 +30,7 @@ class RunOptions:
     grace: float = 5.0
     head_bytes: int = HEAD_BYTES
     tail_bytes: int = TAIL_BYTES
+    factory_root: Path | None = None  # the team's known-issue cards (None: the engine's own discovery)
 
 
 @dataclass

@@ -39,6 +39,7 @@ def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | 
         probe_machine=True,
         cwd=os.getcwd(),
         out_dir=opts.out,
+        factory_root=opts.factory_root,
     )
     try:
         diag = diagnose([*logs, *result.collected], **kwargs)

@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         collect=[Path(c) for c in args.collect],
         interval=args.interval,
         grace=max(0.0, args.grace),
+        factory_root=Path(args.factory_root).resolve() if args.factory_root is not None else None,
     )
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     locker = LockBuilder(out)
@@ -124,10 +125,6 @@ def run(args: argparse.Namespace) -> int:
     if result.start_error:
         locker.cancel()
         say(f"faildiag: {result.start_error}")
-    if args.factory_root is not None:  # read by the engine's factory discovery; set after the command ran
-        import os
-
-        os.environ["FAILDIAG_FACTORY_ROOT"] = str(Path(args.factory_root).resolve())
     lock = diag = None
     try:
         lock = None if result.start_error else locker.result(1.0)
