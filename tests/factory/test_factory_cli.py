@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from .conftest import OOM_LOG, QUOTA_LOG, WRONG_OOM_CARD, make_read_only, make_writable, snapshot_of, write_factory
@@ -228,3 +229,15 @@ def test_check_reports_parse_errors_duplicates_and_signatures_that_match_nothing
     clean = write_factory(tmp_path / "clean", {"a.md": QUOTA_CARD})
     ok = run_cli("card", "--check", str(clean), "--logs", str(log))
     assert ok.returncode == 0 and ok.stdout == b""
+
+
+def test_faildiag_run_hands_its_factory_root_to_the_diagnosis(run_cli, tmp_path, factory):
+    """A real command under `faildiag run --factory-root`: the card is cited in the run's own report."""
+    script = tmp_path / "job.py"
+    script.write_text(f"import sys\nsys.stderr.write({QUOTA_LOG!r})\nsys.exit(1)\n", encoding="utf-8")
+    out = tmp_path / "run-out"
+    proc = run_cli("run", "--out", str(out), "--factory-root", str(factory), "--", sys.executable, str(script))
+    assert proc.returncode == 1, proc.stderr.decode()
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["factory"] and report["factory"][0]["id"] == "slurm-qos-gres"
+    assert report["root_causes"][0]["category"] == "harness"
