@@ -14,8 +14,10 @@ import pytest
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 SCRIPTS = Path(__file__).parent / "scripts"
 
+# regression_project/ is a separate project (its own git repository in the main job: scripts/regression_demo.sh)
+collect_ignore = ["regression_project"]
 if not HAVE_TORCH:
-    collect_ignore = ["test_training_smoke.py", "test_distributed.py"]
+    collect_ignore += ["test_training_smoke.py", "test_distributed.py"]
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -1,5 +1,7 @@
-"""An intermittent failure: the cache warm-up fails one run in three (a counter file in the system's temp
-folder makes the pattern repeatable: the session's run fails, its reruns pass). faildiag reruns it alone at
+"""An intermittent failure: the cache warm-up fails one run in three (a counter file makes the pattern
+repeatable: the first run fails, the next two pass). The main job (scripts/examples.sh) points
+``$FAILDIAG_EXAMPLE_STATE`` at a fresh folder under the output folder, so the session's run is the failing
+one and its rerun passes; without it the counter lives in the system's temp folder. faildiag reruns it alone at
 the end of the session (``--faildiag-rerun``, default 2; this folder's pytest.ini says 1) and reports it
 ``intermittent`` (it passed alone; it has no predecessors, so no order replay) in the report, the JUnit property
 ``faildiag.rerun`` and the terminal's "faildiag reruns" block."""
@@ -10,7 +12,9 @@ import os
 import tempfile
 from pathlib import Path
 
-COUNTER = Path(tempfile.gettempdir()) / f"faildiag-example-warmup-{os.getuid()}.count"
+COUNTER = Path(os.environ.get("FAILDIAG_EXAMPLE_STATE") or tempfile.gettempdir()) / (
+    f"faildiag-example-warmup-{os.getuid()}.count"
+)
 
 
 def warm_up_cache() -> bool:

@@ -1,0 +1,1 @@
+"""A small warehouse library: the code under test of the regression example."""
