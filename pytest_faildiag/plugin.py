@@ -78,6 +78,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "order-dependent (default 2, 0 = off)",
     )
     group.addoption(
+        "--faildiag-cov",
+        action="store_true",
+        default=False,
+        help="measure per-test coverage and rank the lines failing tests ran by Ochiai (passing vs failing)",
+    )
+    group.addoption(
         "--faildiag-factory",
         default=None,
         metavar="DIR",

@@ -225,6 +225,51 @@ def ochiai(failed_cover: int, total_failed: int, passed_cover: int) -> float:
     return round(failed_cover / denom, 4) if denom else 0.0
 
 
+def rank_spectrum(
+    executed: Mapping[str, Mapping[int, Iterable[str]]],
+    outcomes: Mapping[str, str],
+    *,
+    root: Path,
+    exclude: Iterable[str] = (),
+    changes: ChangedLines | None = None,
+    limit: int = MAX_SUSPECTS,
+) -> list[dict[str, Any]]:
+    """Lines ranked by Ochiai over the session's passing and failing tests (per-test coverage contexts
+    ``test:<nodeid>``, ``outcomes`` nodeid → ``passed``/``failed``): a line every failing test ran and no
+    passing test ran scores 1.0. Why: with several failures, the lines they share and the passing tests
+    avoid point at the fault even without a last green run. Test files (``exclude``) are left out: a test's
+    own body is always "run only by the failing test". A changed line wins a tie (``changed``: True)."""
+    failed = {n for n, o in outcomes.items() if o == "failed"}
+    passed = {n for n, o in outcomes.items() if o == "passed"}
+    if not failed:
+        return []
+    skip = {os.path.realpath(p) for p in exclude}
+    changed = {os.path.realpath(p): ls for p, ls in changes.lines.items()} if changes and not changes.skipped else {}
+    ranked: list[tuple[float, int, bool, str, int, int]] = []
+    for path, lines in executed.items():
+        real = os.path.realpath(path)
+        if real in skip or os.path.basename(real) == "conftest.py":
+            continue
+        for n, contexts in lines.items():
+            tests = {c[len(TEST_CONTEXT_PREFIX) :] for c in contexts if c.startswith(TEST_CONTEXT_PREFIX)}
+            ef, ep = len(tests & failed), len(tests & passed)
+            if ef:
+                ranked.append((ochiai(ef, len(failed), ep), ef, n in changed.get(real, ()), real, n, ep))
+    ranked.sort(key=lambda t: (-t[0], -t[1], not t[2], t[3], t[4]))
+    return [
+        {"file": _rel(path, root), "line": n, "score": score, "failed": ef, "passed": ep, "changed": is_changed}
+        for score, ef, is_changed, path, n, ep in ranked[:limit]
+    ]
+
+
+def describe_spectrum(line: Mapping[str, Any], total_failed: int, total_passed: int) -> str:
+    changed = ", changed since the last green run" if line.get("changed") else ""
+    return (
+        f"{line['file']}:{line['line']} Ochiai {line['score']:.2f} (run by {line['failed']} of {total_failed} "
+        f"failing and {line['passed']} of {total_passed} passing tests{changed})"
+    )
+
+
 def _rel(path: str, top: Path) -> str:
     try:
         return Path(path).relative_to(top).as_posix()

@@ -489,6 +489,9 @@ class RerunPlugin:
         self.cost = 0.0
         self.changes_note = ""
         self.budget = _budget(config)
+        self.spectrum: Any = None  # a pytest_spectrum.SpectrumCollector with --faildiag-cov
+        self.spectrum_lines: list[dict[str, Any]] = []
+        self.spectrum_totals = (0, 0)
 
     # where the test ran
     @pytest.hookimpl(wrapper=True)
@@ -528,6 +531,8 @@ class RerunPlugin:
 
     def finish(self, entries: list[dict[str, Any]], exitstatus: int) -> None:
         """Session end on the controller, before the session index and JUnit file are written."""
+        if self.spectrum is not None:
+            self.spectrum.save()  # this process's own measurement ends before anything else runs
         if exitstatus == 0:
             from ..engine.changes import record_green
 
@@ -544,6 +549,10 @@ class RerunPlugin:
 
         changes = changed_since(self.config.rootpath, green_revision(self.out))
         self.changes_note = changes.skipped or ""
+        if self.spectrum is not None:
+            self._spectrum(todo, changes)
+        if self.runs <= 0:  # only --faildiag-cov asked for
+            return
         deadline = time.monotonic() + self.budget
         start = time.monotonic()
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -569,6 +578,37 @@ class RerunPlugin:
         self.results = [result for _, result in sorted(done, key=lambda d: d[0])]  # shown in session order
         self.cost = time.monotonic() - start
         amend_junit(self.config, self.results)
+
+    def _spectrum(self, todo: list[dict[str, Any]], changes: Any) -> None:
+        """``--faildiag-cov``: rank the session's lines by Ochiai over its passing and failing tests; each
+        failed test's report gets the ranked lines it ran itself."""
+        from ..engine.changes import rank_spectrum
+
+        try:
+            executed = self.spectrum.executed()
+            outcomes = self.spectrum.outcomes
+            self.spectrum_lines = rank_spectrum(
+                executed,
+                outcomes,
+                root=self.config.rootpath,
+                exclude=self.spectrum.test_files(),
+                changes=changes,
+            )
+            self.spectrum_totals = (
+                sum(o == "failed" for o in outcomes.values()),
+                sum(o == "passed" for o in outcomes.values()),
+            )
+            if not self.spectrum_lines:
+                return
+            for entry in todo:
+                ran = _lines_run_by(executed, entry["nodeid"], self.config.rootpath)
+                mine = [line for line in self.spectrum_lines if (line["file"], line["line"]) in ran]
+                if mine:
+                    apply_spectrum(self.out, entry, mine, self.spectrum_totals)
+        except Exception as exc:
+            from .pytest_warn import warn
+
+            warn(f"faildiag: --faildiag-cov ranking failed: {type(exc).__name__}: {exc}")
 
     def _cheapest_first(self, todo: list[dict[str, Any]]) -> list[int]:
         """Indexes of ``todo``, quickest test first (its duration in the session; unknown, e.g. a crashed
@@ -621,13 +661,67 @@ class RerunPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        if not self.controller or not self.results or quiet(config):
+        if not self.controller or quiet(config):
             return
         try:
-            for line in summary_lines(self.results, self.cost, self.changes_note):
+            lines = summary_lines(self.results, self.cost, self.changes_note) if self.results else []
+            if self.spectrum_lines:
+                lines += spectrum_lines(self.spectrum_lines, self.spectrum_totals)
+            for line in lines:
                 terminalreporter.write_line(line)
         except Exception as exc:
             terminalreporter.write_line(f"faildiag: warning: rerun summary failed: {exc}")
+
+
+SPECTRUM_SHOWN = 5
+
+
+def spectrum_lines(ranked: list[dict[str, Any]], totals: tuple[int, int]) -> list[str]:
+    from ..engine.changes import describe_spectrum
+
+    lines = [f"faildiag suspicious lines (Ochiai over {totals[0]} failing and {totals[1]} passing tests):"]
+    lines += [f"  {describe_spectrum(line, *totals)}" for line in ranked[:SPECTRUM_SHOWN]]
+    return lines
+
+
+def _lines_run_by(executed: dict[str, dict[int, set[str]]], nodeid: str, root: Path) -> set[tuple[str, int]]:
+    from ..engine.changes import TEST_CONTEXT_PREFIX, _rel
+
+    ctx = f"{TEST_CONTEXT_PREFIX}{nodeid}"
+    return {(_rel(path, root), n) for path, lines in executed.items() for n, c in lines.items() if ctx in c}
+
+
+def apply_spectrum(out: Path, entry: dict[str, Any], ranked: list[dict[str, Any]], totals: tuple[int, int]) -> None:
+    """The ranked lines this failed test ran: ``"spectrum"`` in its session entry and ``report.json``, and
+    the best one as hypothesis evidence of its top cause (a statistical hint, not a proof)."""
+    from ..engine.changes import describe_spectrum
+
+    entry["spectrum"] = ranked
+    slug = entry.get("snapshot")
+    path = out / slug / "report.json" if slug else None
+    if path is None or not path.is_file():
+        return
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return
+    report["spectrum"] = ranked
+    causes = report.get("root_causes") or []
+    if causes:
+        causes[0].setdefault("evidence", []).append(
+            {
+                "kind": "hypothesis",
+                "source": f"Ochiai over {totals[0]} failing and {totals[1]} passing tests (--faildiag-cov)",
+                "excerpt": describe_spectrum(ranked[0], *totals),
+            }
+        )
+    from ..engine.snapshot import dump_json
+    from ..fsio import atomic_write
+    from ..redact import redact_obj
+
+    report = redact_obj(report)
+    atomic_write(out / slug / "meta" / "root-causes.json", dump_json(report.get("root_causes", [])))
+    atomic_write(path, dump_json(report))
 
 
 def summary_lines(
@@ -816,9 +910,15 @@ def register(
     config: pytest.Config, out: Path, controller: bool, timeout: Callable[[pytest.Item], float | None]
 ) -> RerunPlugin | None:
     """Called by the session when ``--faildiag`` is on; nothing is registered with reruns off."""
+    from .pytest_spectrum import register as register_spectrum
+
     runs = rerun_count(config)
-    if runs <= 0:
+    workerinput = getattr(config, "workerinput", None)
+    worker = workerinput.get("workerid") if isinstance(workerinput, dict) else None
+    spectrum = register_spectrum(config, out, None if controller else str(worker or "worker"))
+    if runs <= 0 and spectrum is None:
         return None
     plugin = RerunPlugin(config, runs, out, controller, timeout)
+    plugin.spectrum = spectrum
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     return plugin
