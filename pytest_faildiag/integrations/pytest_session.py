@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from ..store import entry_key, group_entries, read_last_green, write_session
+from .pytest_fixtures import fixture_frame
 from .pytest_hang import timeout_option
 from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
 from .pytest_rerun import quiet, test_timeout
@@ -263,6 +264,10 @@ class FaildiagSession:
                     texts[r.stdout_path.name] = read_tail(r.stdout_path, EVIDENCE_TAIL)
                     texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
         file, line = _user_frame(excinfo, rep, self.config.rootpath)
+        fixture = fixture_frame(item, excinfo, is_library_path, _rel, self.config.rootpath)
+        if fixture is not None and rep.when != "call":  # a fixture error: point at the user's fixture line
+            file, line = fixture[0], fixture[1]
+            texts["fixture.txt"] = f"error in fixture '{fixture[2]}' at {file}:{line} ({rep.when} of {item.nodeid})\n"
         subtest = self._subtest_id(item, call)
         entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang, slug_of=subtest)
         if subtest is not None:
