@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -317,3 +318,100 @@ def timeout_option(config: pytest.Config) -> float | None:
             warn(f"faildiag: ini faildiag_timeout={raw!r} is not a number; ignored")
             value = None
     return value if value and value > 0 else None
+
+
+INTERRUPT_HANG_AFTER = 2.0  # a test interrupted after running this long is reported as hung, not just stopped
+INTERRUPT_PLUGIN = "faildiag-interrupt"
+
+
+def interrupted_stacks(tb: Any) -> str:
+    """Every thread's stack at a Ctrl-C, in faulthandler's layout (the engine parses that): the main thread's
+    from the ``KeyboardInterrupt``'s traceback (where the test waited: the handler runs after the unwinding),
+    the other threads' as they are now (they were not unwound)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    main = threading.main_thread().ident
+    out = [f"Current thread 0x{main or 0:016x} [MainThread] (most recent call first):"]
+    for fs in reversed(traceback.extract_tb(tb)):
+        out.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
+    out.append("")
+    for ident, frame in sys._current_frames().items():
+        if ident == main:
+            continue
+        out.append(f"Thread 0x{ident:016x} [{names.get(ident, '?')}] (most recent call first):")
+        for fs in reversed(traceback.extract_stack(frame)):
+            out.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
+        out.append("")
+    return "\n".join(out)
+
+
+class InterruptWatch:
+    """A Ctrl-C (SIGINT: a CI cancel, a person giving up on a stuck run) while a test runs: pytest stops the
+    session and makes no report for that test, so without this the hang it interrupted leaves no trace.
+    Where tests run (not in a pytest-xdist controller), it remembers the running test and, in pytest's
+    ``pytest_keyboard_interrupt`` hook, diagnoses it (``when = "interrupted"``) with every thread's stack,
+    the process tree and the other threads' exceptions: a snapshot, an entry in ``session.json`` and a line
+    in the terminal. The session's outcome (interrupted, exit status 2) is pytest's."""
+
+    def __init__(self, session: Any, is_library: Callable[[str], bool], rel: Callable[[str, Path], str]) -> None:
+        self.session = session  # the FaildiagSession: its engine call, entries and thread evidence
+        self.is_library, self.rel = is_library, rel  # the session's notion of user code (no import back)
+        self.nodeid: str | None = None
+        self.phase = ""
+        self.started = 0.0
+        self.active = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.active = not session.config.pluginmanager.hasplugin("dsession")  # workers report their own
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.nodeid, self.phase, self.started = nodeid, "setup", time.monotonic()
+
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        self.phase = "call"
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        self.phase = "teardown"
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self.nodeid = None
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        if not self.active or self.nodeid is None:
+            return
+        try:
+            self._record(excinfo)
+        except Exception as exc:  # the interrupt must go on: a missing trace is a warning
+            print(
+                f"faildiag: no trace of the interrupted test {self.nodeid}: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
+
+    def _record(self, excinfo: Any) -> None:
+        nodeid, elapsed = self.nodeid or "", time.monotonic() - self.started
+        hung = elapsed >= INTERRUPT_HANG_AFTER
+        what = f"interrupted (SIGINT) while {nodeid} was in its {self.phase} for {elapsed:.1f}s"
+        head = f"{HANG_MARK}: {what}" if hung else f"faildiag: {what}"
+        texts = {
+            "interrupted.txt": head + "\n" + "".join(traceback.format_exception(excinfo.value)),
+            "hang-stacks.txt": interrupted_stacks(excinfo.tb),
+            "processes.txt": process_tree_text(),
+        }
+        texts.update(self.session.threads.texts_for(nodeid))
+        file, line = nodeid.split("::")[0] or None, None
+        for fs in reversed(traceback.extract_tb(excinfo.tb)):
+            if not self.is_library(fs.filename):
+                file, line = self.rel(fs.filename, self.session.config.rootpath), fs.lineno
+                break
+        entry = self.session._run_engine(nodeid, "interrupted", texts, [], file=file, line=line, hang=hung)
+        entry.pop("_text", None)
+        entry["outcome"] = "interrupted"
+        entry["interrupted_after"] = round(elapsed, 1)
+        if self.session.controller:
+            self.session.entries.append(entry)
+        tr = self.session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            where = f" at {file}:{line}" if line else ""
+            tr.write_line(f"faildiag: {what}{where}: {entry['summary']}", red=True)
+            if entry.get("snapshot"):
+                tr.write_line(f"faildiag: its stacks and diagnosis: {self.session.out / entry['snapshot']}")

@@ -102,6 +102,9 @@ class FaildiagSession:
                 config.pluginmanager.register(HangWatch(self.dumper, timeout), HANG_PLUGIN)
             if config.pluginmanager.hasplugin("timeout"):
                 config.pluginmanager.register(PytestTimeoutBridge(self.dumper), "faildiag-timeout-bridge")
+        from .pytest_hang import INTERRUPT_PLUGIN, InterruptWatch  # a Ctrl-C during a test leaves its trace
+
+        config.pluginmanager.register(InterruptWatch(self, is_library_path, _rel), INTERRUPT_PLUGIN)
         self._gh_emitted = False
         if self._github():
             config.pluginmanager.register(_GithubTail(self), "faildiag-github-tail")
