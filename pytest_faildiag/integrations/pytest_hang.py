@@ -2,18 +2,19 @@
 
 How it works, per test phase (setup, call, teardown each get the full ``--faildiag-timeout``):
 
-* ``faulthandler.dump_traceback_later(T, file=<out>/.stacks-<pid>.txt)`` is armed. faulthandler writes
-  from its own C thread, so the stacks are dumped even when native code holds the GIL.
-* On the main thread (always so under plain pytest and pytest-xdist workers) ``SIGALRM`` fires a moment
-  later; its handler records the process tree (psutil) and calls ``pytest.fail`` where the test was
-  waiting, so the test fails with the stuck line in its traceback and the
-  session goes on. Off the main thread a watchdog thread raises it asynchronously in the test's thread.
-* Native code that holds the GIL and never returns cannot be interrupted from Python: its stacks are
-  still on disk, and the journal lets ``faildiag recover`` name the test once CI kills the run.
+* On the main thread (always so under plain pytest and pytest-xdist workers) ``SIGALRM`` fires at T; its
+  handler reads every thread's stack (with the GIL), records the process tree (psutil) and calls
+  ``pytest.fail`` where the test was waiting, so the test fails with the stuck line in its traceback and
+  the session goes on. Off the main thread a watchdog thread raises it asynchronously in the test's thread.
+* ``faulthandler.dump_traceback_later(T + NATIVE_GRACE, file=<out>/.stacks-<pid>.txt)`` is the fallback:
+  its C thread dumps the stacks even when native code holds the GIL (the handler cannot run then, and the
+  frames stand still); native code that never returns cannot be interrupted from Python, but its stacks
+  are on disk, and the journal lets ``faildiag recover`` name the test once CI kills the run.
 
 When pytest-timeout is active for a test we do not arm our timer; through its ``pytest_timeout_set_timer``
-/ ``pytest_timeout_cancel_timer`` hooks we arm only the faulthandler dump, just before its deadline, so its
-timeout failure (or its ``os._exit`` with the thread method) comes with a stack dump file we can read.
+/ ``pytest_timeout_cancel_timer`` hooks we arm only a Python timer thread that writes the stack dump just
+before its deadline (never faulthandler: see ``NATIVE_GRACE``), so its timeout failure (or its
+``os._exit`` with the thread method) comes with a stack dump file we can read.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ from .pytest_warn import warn
 HANG_MARK = "faildiag: hang detected"
 # where the trace function of a debugger lives (pdb: bdb; PyCharm and VS Code: pydevd, debugpy's copy of it)
 DEBUGGER_MODULES = ("bdb", "pdb", "pydevd", "_pydevd_bundle", "_pydevd_frame_eval", "pydevd_frame_evaluator", "debugpy")
-FIRE_DELAY = 0.2  # SIGALRM after faulthandler, so its dump is on disk when the handler reads it
+# faulthandler's dump runs in its own C thread and walks every thread's frames without the GIL: safe only
+# while they do not move. So the Python-level dump (the SIGALRM handler, or a timer thread holding the GIL)
+# comes first, at the deadline; faulthandler dumps only if that could not run this long after it (native
+# code holding the GIL, whose frames then stand still). Dumping a busy thread's frames from the C thread
+# crashed pytest-xdist workers at pytest-timeout deadlines (issue 21).
+NATIVE_GRACE = 2.0
 
 
 class FaildiagHang(pytest.fail.Exception):  # type: ignore[misc,name-defined]
@@ -52,12 +58,17 @@ HANG_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
 TIMEOUT_PLUGIN_KEY: pytest.StashKey[float] = pytest.StashKey()
 
 
-def format_current_stacks() -> str:
-    """All threads' stacks in faulthandler's layout (the engine parses that), innermost first."""
+def format_current_stacks(main_frame: Any = None) -> str:
+    """All threads' stacks in faulthandler's layout (the engine parses that), innermost first. Holds the GIL
+    (``sys._current_frames``): never races a running thread. ``main_frame``: the frame a signal interrupted,
+    for the main thread (so the signal handler's own frames are not on top of the stuck line)."""
     names = {t.ident: t.name for t in threading.enumerate()}
     me = threading.get_ident()
+    main = threading.main_thread().ident
     out = []
     for ident, frame in sys._current_frames().items():
+        if ident == main and main_frame is not None:
+            frame = main_frame
         head = "Current thread" if ident == me else "Thread"
         out.append(f"{head} 0x{ident:016x} [{names.get(ident, '?')}] (most recent call first):")
         for fs in reversed(traceback.extract_stack(frame)):
@@ -111,7 +122,9 @@ def debugger_holding() -> str | None:
 
 
 class StackDumper:
-    """One dump file per process, re-armed per test: faulthandler writes every thread's stack into it.
+    """One dump file per process, re-armed per test: every thread's stack is written into it, by a Python
+    timer thread (``arm_python``: safe at any time) or by faulthandler (``arm``: the fallback for native code
+    that holds the GIL, see ``NATIVE_GRACE``).
 
     The file is created new in the checked output folder (``O_EXCL | O_NOFOLLOW``, after removing whatever
     is at its name) and read back through its own descriptor: a ``.stacks-<pid>.txt`` symlink planted in
@@ -121,24 +134,60 @@ class StackDumper:
         self.out_dir = out_dir
         self._file: IO[str] | None = None
         self._dumped_for: str | None = None
+        self._timer: threading.Timer | None = None
+        self._generation = 0  # a timer that fires after its test was disarmed writes nothing
+        self._lock = threading.Lock()
         self.journal: Any = None  # set by the session: deadlines are journaled for `faildiag recover`
 
     @property
     def dump_path(self) -> Path:
         return stacks_file(self.out_dir, os.getpid())
 
-    def arm(self, seconds: float, nodeid: str) -> None:
+    def _reset(self, nodeid: str) -> IO[str]:
         if self._file is None:
             ensure_output_root(self.out_dir)
             self._file = open_output_file(self.dump_path, "w+", encoding="utf-8")  # lives for the session
         self._file.seek(0)
         self._file.truncate()
         self._dumped_for = nodeid
-        faulthandler.dump_traceback_later(max(seconds, 0.01), repeat=False, file=self._file, exit=False)
+        return self._file
 
-    @staticmethod
-    def cancel() -> None:
+    def arm(self, seconds: float, nodeid: str) -> None:
+        """faulthandler's C-thread dump after ``seconds``: reaches a process whose GIL native code holds."""
+        faulthandler.dump_traceback_later(max(seconds, 0.01), repeat=False, file=self._reset(nodeid), exit=False)
+
+    def arm_python(self, seconds: float, nodeid: str) -> None:
+        """A daemon timer thread writes every thread's stack after ``seconds`` (with the GIL: a busy test's
+        frames are read safely). Used before pytest-timeout's deadline, whose thread method then ends the
+        process: the file is what ``faildiag recover`` reads."""
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            self._reset(nodeid)
+        self._timer = threading.Timer(max(seconds, 0.01), self._dump_python, args=(generation,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _dump_python(self, generation: int) -> None:
+        text = format_current_stacks()
+        with self._lock:
+            if generation != self._generation or self._file is None:
+                return
+            try:
+                self._file.seek(0)
+                self._file.truncate()
+                self._file.write(text)
+                self._file.flush()
+            except (OSError, ValueError):
+                pass
+
+    def cancel(self) -> None:
         faulthandler.cancel_dump_traceback_later()
+        with self._lock:
+            self._generation += 1
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def read(self, nodeid: str) -> str:
         """The stacks faulthandler dumped for ``nodeid`` (empty when none were dumped for it)."""
@@ -154,7 +203,7 @@ class StackDumper:
 
     def close(self) -> None:
         try:
-            faulthandler.cancel_dump_traceback_later()
+            self.cancel()
         except Exception:
             pass
         if self._file is not None:
@@ -220,13 +269,13 @@ class HangWatch:
 
     def _arm(self, item: pytest.Item, phase: str, seconds: float) -> None:
         self._item, self._phase, self._seconds = item, phase, seconds
-        self.dumper.arm(seconds, item.nodeid)
+        self.dumper.arm(seconds + NATIVE_GRACE, item.nodeid)  # only if the Python-level handler cannot run
         if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGALRM"):
             self._prev_handler = signal.signal(signal.SIGALRM, self._on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, seconds + FIRE_DELAY)
+            signal.setitimer(signal.ITIMER_REAL, seconds)
         else:
             target = threading.get_ident()
-            self._timer = threading.Timer(seconds + FIRE_DELAY, self._fire_async, args=(target,))
+            self._timer = threading.Timer(seconds, self._fire_async, args=(target,))
             self._timer.daemon = True
             self._timer.start()
 
@@ -243,14 +292,16 @@ class HangWatch:
         self.dumper.cancel()
         self._item = None
 
-    def _record(self) -> str:
+    def _record(self, main_frame: Any = None) -> str:
+        """Keep the hang's evidence on the item: faulthandler's dump when it had to fire (native code held
+        the GIL past the grace), else every thread's stack read now with the GIL."""
         item = self._item
         msg = f"{HANG_MARK}: {self._phase} of the test exceeded its faildiag timeout of {self._seconds:g}s"
         if item is None:
             return msg
         stacks = self.dumper.read(item.nodeid)
         if "(most recent call first)" not in stacks:
-            stacks = format_current_stacks()
+            stacks = format_current_stacks(main_frame)
         item.stash[HANG_KEY] = {
             "phase": self._phase,
             "seconds": self._seconds,
@@ -264,7 +315,7 @@ class HangWatch:
         __tracebackhide__ = True  # the failure points at the test's stuck line, not at this handler
         if debugger_holding():  # e.g. breakpoint() in the test: the person at the prompt is not a hang
             return
-        msg = self._record()
+        msg = self._record(frame)
         pytest.fail(msg, pytrace=True)  # plain ``Failed``: the summary line reads "Failed: faildiag: hang detected ..."
 
     def _fire_async(self, thread_id: int) -> None:
@@ -278,7 +329,9 @@ class HangWatch:
 
 class PytestTimeoutBridge:
     """Registered when pytest-timeout is installed: it owns the deadline, we only dump the stacks just before
-    it. The hooks return None, so pytest-timeout's own implementation still runs."""
+    it. The hooks return None, so pytest-timeout's own implementation still runs. The dump is a Python timer
+    thread's (``arm_python``), never faulthandler's: its C thread reading a busy worker's frames while they
+    change crashed the worker at the deadline."""
 
     def __init__(self, dumper: StackDumper) -> None:
         self.dumper = dumper
@@ -294,7 +347,7 @@ class PytestTimeoutBridge:
         if self.dumper.journal is not None:
             self.dumper.journal.write("deadline", nodeid=item.nodeid, seconds=float(seconds), by="pytest-timeout")
         try:
-            self.dumper.arm(max(seconds - min(0.5, seconds * 0.1), 0.01), item.nodeid)
+            self.dumper.arm_python(max(seconds - min(0.5, seconds * 0.1), 0.01), item.nodeid)
         except Exception as exc:
             warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
         return None
