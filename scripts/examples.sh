@@ -13,7 +13,8 @@ done
 [ -n "$OUT" ] || { echo "examples.sh: empty --faildiag-out" >&2; exit 2; }
 FAILDIAG_PYTHON="$PY" bash scripts/regression_demo.sh "$OUT/regression-demo"
 # test_cache_warmup.py fails one run in three: a fresh counter here makes the session's run the failing one
+# (absolute: the reruns run in the examples' rootdir)
 STATE="$OUT/example-state"
-rm -rf "$STATE" && mkdir -p "$STATE"
+rm -rf "$STATE" && mkdir -p "$STATE" && STATE=$(cd "$STATE" && pwd) || exit 1
 FAILDIAG_EXAMPLE_STATE="$STATE" "$PY" -m pytest --faildiag -p no:cacheprovider --faildiag-out="$OUT" \
   conftest_examples/ "$@"
