@@ -58,10 +58,11 @@ HANG_KEY: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
 TIMEOUT_PLUGIN_KEY: pytest.StashKey[float] = pytest.StashKey()
 
 
-def format_current_stacks(main_frame: Any = None) -> str:
+def format_current_stacks(main_frame: Any = None, *, skip_current: bool = False) -> str:
     """All threads' stacks in faulthandler's layout (the engine parses that), innermost first. Holds the GIL
     (``sys._current_frames``): never races a running thread. ``main_frame``: the frame a signal interrupted,
-    for the main thread (so the signal handler's own frames are not on top of the stuck line)."""
+    for the main thread (so the signal handler's own frames are not on top of the stuck line);
+    ``skip_current``: leave out the calling thread (a watchdog timer thread is not part of the test)."""
     names = {t.ident: t.name for t in threading.enumerate()}
     me = threading.get_ident()
     main = threading.main_thread().ident
@@ -69,6 +70,8 @@ def format_current_stacks(main_frame: Any = None) -> str:
     for ident, frame in sys._current_frames().items():
         if ident == main and main_frame is not None:
             frame = main_frame
+        if skip_current and ident == me:
+            continue
         head = "Current thread" if ident == me else "Thread"
         out.append(f"{head} 0x{ident:016x} [{names.get(ident, '?')}] (most recent call first):")
         for fs in reversed(traceback.extract_stack(frame)):
@@ -169,7 +172,7 @@ class StackDumper:
         self._timer.start()
 
     def _dump_python(self, generation: int) -> None:
-        text = format_current_stacks()
+        text = format_current_stacks(skip_current=True)
         with self._lock:
             if generation != self._generation or self._file is None:
                 return
@@ -180,6 +183,13 @@ class StackDumper:
                 self._file.flush()
             except (OSError, ValueError):
                 pass
+
+    def write(self, nodeid: str, text: str) -> None:
+        """Stacks taken another way (after the fact) for ``nodeid``, where ``read`` finds them."""
+        with self._lock:
+            self._generation += 1
+            self._reset(nodeid).write(text)
+            self._file.flush()  # type: ignore[union-attr]
 
     def cancel(self) -> None:
         faulthandler.cancel_dump_traceback_later()
@@ -352,6 +362,21 @@ class PytestTimeoutBridge:
             warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
         return None
 
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Inside the session's own wrapper, so before its diagnosis: a ``Timeout`` raised in the test (the
+        signal method) gets the stacks from its traceback (the main thread, where it waited) and the other
+        threads as they are, whatever the timer dump holds (on a loaded machine the timer thread runs late,
+        or is cut off mid-write by the deadline). The timer dump serves the thread method's ``os._exit``."""
+        rep = yield
+        try:
+            exc = call.excinfo.value if call.excinfo is not None else None
+            if rep.failed and TIMEOUT_PLUGIN_KEY in item.stash and "Timeout" in str(exc or ""):
+                self.dumper.write(item.nodeid, unwound_stacks(call.excinfo.tb))  # type: ignore[union-attr]
+        except Exception as exc_:
+            warn(f"faildiag: no stacks for the timeout of {item.nodeid}: {exc_}")
+        return rep
+
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_timeout_cancel_timer(self, item: pytest.Item) -> None:
         if TIMEOUT_PLUGIN_KEY in item.stash:
@@ -377,10 +402,10 @@ INTERRUPT_HANG_AFTER = 2.0  # a test interrupted after running this long is repo
 INTERRUPT_PLUGIN = "faildiag-interrupt"
 
 
-def interrupted_stacks(tb: Any) -> str:
-    """Every thread's stack at a Ctrl-C, in faulthandler's layout (the engine parses that): the main thread's
-    from the ``KeyboardInterrupt``'s traceback (where the test waited: the handler runs after the unwinding),
-    the other threads' as they are now (they were not unwound)."""
+def unwound_stacks(tb: Any) -> str:
+    """Every thread's stack after an exception unwound the main thread (a Ctrl-C's ``KeyboardInterrupt``,
+    pytest-timeout's ``Timeout``), in faulthandler's layout (the engine parses that): the main thread's from
+    the exception's traceback (where the test waited), the other threads' as they are now (not unwound)."""
     names = {t.ident: t.name for t in threading.enumerate()}
     main = threading.main_thread().ident
     out = [f"Current thread 0x{main or 0:016x} [MainThread] (most recent call first):"]
@@ -447,7 +472,7 @@ class InterruptWatch:
         head = f"{HANG_MARK}: {what}" if hung else f"faildiag: {what}"
         texts = {
             "interrupted.txt": head + "\n" + "".join(traceback.format_exception(excinfo.value)),
-            "hang-stacks.txt": interrupted_stacks(excinfo.tb),
+            "hang-stacks.txt": unwound_stacks(excinfo.tb),
             "processes.txt": process_tree_text(),
         }
         texts.update(self.session.threads.texts_for(nodeid))

@@ -60,4 +60,4 @@ def test_busy_workers_reach_the_pytest_timeout_deadline_with_a_python_stack_dump
     for entry in tests:
         stacks = (pytester.path / "faildiag-out" / entry["slug"] / "evidence" / "hang-stacks.txt").read_text()
         assert "[feeder]" in stacks  # the Python dump names every thread; faulthandler's names none
-        assert "in spin" in stacks and "in test_busy" in stacks
+        assert "in test_busy" in stacks and "format_current_stacks" not in stacks  # not the dumping thread
