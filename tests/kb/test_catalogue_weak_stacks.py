@@ -38,7 +38,12 @@ NEW_RULES = {
         "cann.kernel_assert",
     },
     "60-mindspore.toml": {"ms.dataset.no_valid_data"},
-    "70-jax.toml": {"flax.scope_param_shape", "flax.scope_param_rank_change", "xla.gpu_execution_illegal_address"},
+    "70-jax.toml": {
+        "flax.scope_param_shape",
+        "flax.scope_param_rank_change",
+        "flax.apply_misuse",
+        "xla.gpu_execution_illegal_address",
+    },
     "72-xla-mindspore-catalogue.toml": {"orbax.array_metadata_missing", "xla.tpu_x64_rewrite_unimplemented"},
 }
 
@@ -82,6 +87,17 @@ def test_a_catalogue_rule_explains_a_real_train_log(name: str, rule: str, catego
     assert diag.profile.type == label["type"]
     assert diag.root_causes[0].category == category, [(c.rule, c.category) for c in diag.root_causes[:3]]
     assert diag.root_causes[0].fix_hints
+
+
+KB = Path(__file__).resolve().parents[1] / "data/kb/weak_stacks_catalogue"
+
+
+def test_a_flax_rng_stream_missing_from_apply_is_the_calling_code() -> None:
+    # a public thread's log (mlcommons/algorithmic-efficiency#664, fixed in the workload's own code)
+    diag = diagnose([str(KB / "flax_dropout_needs_prng.log")], exit_code=1)
+    assert any(c.rule == "flax.apply_misuse" for c in diag.root_causes)
+    assert diag.root_causes[0].category == "model"
+    assert diag.profile.type == "runtime_error"
 
 
 def test_an_assertion_inside_an_ascendc_kernel_is_a_crash_about_its_inputs() -> None:
