@@ -148,3 +148,16 @@ def test_an_agent_stopped_at_its_turn_cap_with_working_code_was_cut_off_by_the_h
 def test_the_turn_budget_is_read_from_workspace_yaml(tmp_path: Path) -> None:
     (tmp_path / "workspace.yaml").write_text("playpen:\n  timeout_minutes: 60\n  stall_minutes: 25\n  max_turns: 150\n")
     assert rt.environment.experiment_limits(tmp_path) == {"timeout_s": 3600.0, "stall_s": 1500.0, "max_turns": 150.0}
+
+
+LOGS = Path(__file__).parent / "logs"
+
+
+def test_a_native_addon_that_could_not_download_its_headers_is_not_a_compile_error() -> None:
+    """Captured from a real ``npm install`` of a run that depends on better-sqlite3, on a machine that reaches the
+    npm registry but not the hosts prebuild-install and node-gyp download from: the build never started."""
+    out = (LOGS / "npm-install-gyp-headers-unreachable.log").read_text()
+    res = rt.groundtruth.npm_install_failure(out)
+    assert res.status == "deps_unavailable"
+    assert res.excerpt.startswith("a native addon's build could not download")
+    assert not res.conclusive

@@ -4,9 +4,10 @@ Why metadata: the public archive keeps no agent logs, yet the DB still says how 
 tokens it used. A run that spent no tokens did no model work at all — whatever stopped it (no login, a quota or
 usage-limit window, a model server that was down) was outside the model. Several such runs of one experiment
 within minutes of each other point at an outage rather than at any one cell. A run that ended at the
-experiment's configured wall clock was stopped by the harness, and that limit is read from ``workspace.yaml``.
+experiment's configured wall clock, or used every turn of its ``max_turns`` budget, was stopped by the harness;
+both limits are read from ``workspace.yaml``.
 
-Reads only the experiment's own files; no YAML library (a dependency the project does not take): the two keys
+Reads only the experiment's own files; no YAML library (a dependency the project does not take): the three keys
 needed are plain ``key: number`` lines.
 """
 
