@@ -40,7 +40,7 @@ from typing import Any
 
 from .fsio import safe_atomic_write
 from .model import CATEGORIES, STACKS, TYPES, Evidence, RootCause
-from .rules import CauseSpec, Rule, RuleSet, _trie
+from .rules import KW_ANY, CauseSpec, Rule, RuleSet, _trie, keep_cache
 
 ENV_VAR = "FAILDIAG_FACTORY_ROOT"
 DEFAULT_ROOT = Path(".faildiag") / "factory"
@@ -734,6 +734,20 @@ class CardKeywords:
             self._pattern = b"|".join(parts)
         return self._pattern
 
+    def hit_keywords(self) -> list[tuple[bytes, bool, int]] | None:
+        """The built-in keywords (see ``KeywordRegex.hit_keywords``) and the cards': at a position, the
+        longest of the built-in choice and every card keyword there is the hit (as ``search`` finds it).
+        A folded card keyword is looked for case-folded; one without an anchor word by its exact bytes."""
+        base = self.base.hit_keywords() if self.base is not None and hasattr(self.base, "hit_keywords") else []
+        if base is None or (self.base is not None and not hasattr(self.base, "hit_keywords")):
+            return None
+        cards = [(kw, False, KW_ANY) for kws in self.anchors.values() for kw in kws]
+        cards += [(kw, True, KW_ANY) for kws in self.folded.values() for kw in kws]
+        cards += [(kw, False, KW_ANY) for kw in self.tables.partial]
+        if any(not kw for kw, _, _ in cards):
+            return None
+        return base + cards
+
     def search(self, raw: bytes, pos: int = 0) -> _Hit | None:
         last = self._last
         hits = last[1] if last is not None and last[0] is raw else self._hits(raw)
@@ -1014,6 +1028,7 @@ def attach(
     """The rule set to scan with, the factory found (or None) and problems to note (one line each).
     ``root`` None = the variable, then ``./.faildiag/factory/``. Never raises for a bad card."""
     found, problem = resolve_root(root, cwd=cwd)
+    keep_cache(base, allowed=found is None or index_path(found) is not None)  # never into the cards' folder
     if found is None:
         if problem:
             _warn_line(f"faildiag: {problem}; no team cards used")
