@@ -30,7 +30,6 @@ import json
 import os
 import re
 import stat
-import tomllib
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -40,7 +39,7 @@ from typing import Any
 
 from .fsio import safe_atomic_write
 from .model import CATEGORIES, STACKS, TYPES, Evidence, RootCause
-from .rules import KW_ANY, CauseSpec, Rule, RuleSet, _trie, keep_cache
+from .rules import KW_ANY, CauseSpec, LazyRegex, Rule, RuleSet, _trie, keep_cache
 
 ENV_VAR = "FAILDIAG_FACTORY_ROOT"
 DEFAULT_ROOT = Path(".faildiag") / "factory"
@@ -55,7 +54,9 @@ MIN_KEYWORD = 4  # a signature needs this much literal text: shorter keywords hi
 MAX_KEYWORD = 16  # the prefilter needs a selective prefix, not the whole text: short keywords keep it small
 MAX_FRONT_MATTER = 64 * 1024
 MAX_FACTORY_ENTRIES = 4  # combined rule sets kept per process (one per factory state in practice)
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The regexes below are compiled on first use (``LazyRegex``): most processes have no factory, and
+# compiling them at import cost every CLI call ~10 ms.
+_ID = LazyRegex(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class FactoryWarning(UserWarning):
@@ -230,6 +231,8 @@ def load_toml(text: str) -> dict[str, Any]:
     fast = _simple_toml(text)
     if fast is not None:
         return fast
+    import tomllib  # only for a card the subset parser does not read
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -243,12 +246,12 @@ _LITERAL = rf"'[^'{_CTRL}]*'"
 _COMMENT = rf"#[^{_CTRL}]*"
 _STRING = rf"(?:{_BASIC}|{_LITERAL})"
 _GAP = rf"(?:[ \t\r\n]|{_COMMENT})*"
-_LINE = re.compile(
+_LINE = LazyRegex(
     rf"[ \t]*(?:(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>{_STRING}|\[{_GAP}(?:{_STRING}{_GAP},{_GAP})*"
     rf"(?:{_STRING}{_GAP})?\])[ \t]*)?(?:{_COMMENT})?\r?(?:\n|\Z)"
 )
-_ITEM = re.compile(rf"{_STRING}")
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
+_ITEM = LazyRegex(rf"{_STRING}")
+_ESCAPE = LazyRegex(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 
 
@@ -326,7 +329,7 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
 # signatures: the literal text a regex requires (the prefilter keyword), and compiling on first use
 # ----------------------------------------------------------------------------------------------------
 
-_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+_FLAGS = LazyRegex(r"^\(\?([aiLmsux]+)\)")
 
 
 @dataclass(frozen=True)
@@ -364,7 +367,7 @@ def signature_keywords(pattern: str) -> Keywords:
     return Keywords(tuple(w.lower() if ci else w for w in words), ci)
 
 
-_STR_WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+_STR_WORD = LazyRegex(r"[A-Za-z0-9_]{3,}")
 
 
 def _keyword_of(run: str) -> str:
@@ -378,7 +381,7 @@ def _keyword_of(run: str) -> str:
 
 
 # one regex atom per token, so a signature costs a few tokens rather than a Python step per character
-_TOKEN = re.compile(
+_TOKEN = LazyRegex(
     r"""
  (?P<lit>(?:[^\\.^$*+?{\[\]()|]|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
 |(?P<esc>\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-9]{1,3}|.))
@@ -392,7 +395,7 @@ _TOKEN = re.compile(
 """,
     re.X | re.S,
 )
-_UNESCAPE = re.compile(r"\\(.)", re.S)
+_UNESCAPE = LazyRegex(r"\\(.)", re.S)
 
 
 def _required_runs(body: str, pattern: str) -> list[list[str]]:
@@ -633,7 +636,7 @@ def with_cards(base: RuleSet, rules: list[Rule], tables: KeywordTables | None = 
     return replace(base, rules=[*base.rules, *rules], keyword_index=index, keyword_regex=matcher)  # type: ignore[arg-type]
 
 
-_WORD = re.compile(rb"[A-Za-z0-9_]+")
+_WORD = LazyRegex(rb"[A-Za-z0-9_]+")
 _COMMON = frozenset(
     b"""error errors failed failure fatal warning warn info debug exception the and for with from not
 this that was were has have rank node step loss epoch time timeout data file line process python torch cuda true

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -215,6 +214,8 @@ def cache_dir() -> Path:
 
 
 def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any) -> str:
+    import platform  # only when a database is looked up: importing it costs every CLI call otherwise
+
     h = hashlib.sha256(_CACHE_FORMAT)
     h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + platform.machine().encode() + b"\0")
     for e, f in zip(exprs, flags, strict=True):

@@ -222,7 +222,7 @@ class _Scanner:
         it (else Python's re looks for them)."""
         rank = None
         body = text
-        m = _RANK_PREFIX.match(text)
+        m = _RANK_PREFIX.match(text) if text[:1] == "[" else None
         if m:
             rank = m["rank"]
             body = text[m.end() :]
@@ -287,7 +287,7 @@ class _Scanner:
             self.open_tb[rank] = opened
             self._keep_tb(opened)
             return
-        if any(c in body for c in _CHAIN):
+        if _CHAIN[0] in body or _CHAIN[1] in body:
             self.pending_chain[rank] = True
             return
         tb = self.open_tb.get(rank)
@@ -297,7 +297,7 @@ class _Scanner:
                 if bare:
                     self._bare_exception(number, *bare, rank)
                     return
-            if _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
+            if 'File "' in body and _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
                 tb = Traceback(
                     self.source,
                     number,
@@ -310,12 +310,12 @@ class _Scanner:
                 self._keep_tb(tb)
                 self._frame(tb, body)
                 return
-            pm = _PYTEST_E.match(body)
+            pm = _PYTEST_E.match(body) if body[:4] == "E   " else None
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            lm = _PYTEST_LOC.match(stripped)
+            lm = _PYTEST_LOC.match(stripped) if ".py:" in stripped else None
             if lm:
                 kind = lm["type"]
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
@@ -797,7 +797,7 @@ def _process(sc: _Scanner, number: int, raw: bytes, seen: _Seen | None = None) -
         if seen is not None:
             seen.line = raw
     text = _visible(raw.decode("utf-8", "replace"))
-    if not text.strip():
+    if not text or text.isspace():
         if sc.dump is not None:
             sc.dump = None
         return

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +65,15 @@ class LazyRegex:
 
     def match(self, string: Any, *args: Any) -> re.Match[Any] | None:
         return (self._re or self.compiled()).match(string, *args)
+
+    def finditer(self, string: Any, *args: Any) -> Any:
+        return (self._re or self.compiled()).finditer(string, *args)
+
+    def findall(self, string: Any, *args: Any) -> list[Any]:
+        return (self._re or self.compiled()).findall(string, *args)
+
+    def sub(self, repl: Any, string: Any, count: int = 0) -> Any:
+        return (self._re or self.compiled()).sub(repl, string, count)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -278,6 +286,8 @@ def _str(value: Any) -> str:
 
 def parse_pack(text: str, name: str) -> tuple[list[Rule], dict[str, Any]]:
     """Parse one TOML pack; returns its rules and its other tables (stuck frames, fallback, …)."""
+    import tomllib  # here, not at the top: a process that finds the packs in the cache never needs it
+
     return pack_rules(tomllib.loads(text), name)
 
 
@@ -325,6 +335,8 @@ _Parsed = tuple[str, "dict[str, Any] | None", str]  # (pack name, its TOML data 
 
 def _parse(name: str, text: str) -> _Parsed:
     """One pack parsed and checked (every regex compiled): its data, or why it is refused."""
+    import tomllib  # see parse_pack
+
     try:
         data = tomllib.loads(text)
         pack_rules(data, name)
