@@ -228,7 +228,9 @@ def load_toml(text: str) -> dict[str, Any]:
     """The front matter as a dict: the plain ``key = "string"`` / ``key = ['a', "b"]`` shape every card
     uses is read by one regex (a factory of thousands of cards loads in a fraction of a second); anything
     else goes to ``tomllib``, which also words the error of a broken card."""
-    fast = _simple_toml(text)
+    fast = _plain_toml(text)
+    if fast is None:
+        fast = _simple_toml(text)
     if fast is not None:
         return fast
     import tomllib  # only for a card the subset parser does not read
@@ -253,6 +255,48 @@ _LINE = LazyRegex(
 _ITEM = LazyRegex(rf"{_STRING}")
 _ESCAPE = LazyRegex(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+_BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _plain_toml(text: str) -> dict[str, Any] | None:
+    """The commonest front matter, read by the C JSON scanner: one ``key = value`` per line, each value a
+    basic string or a one-line array of them, holding printable text and no comment, literal string or
+    escape that TOML and JSON read differently (``\\/``, ``\\u``, ``\\U``). Where TOML and JSON agree, the
+    JSON reading is the TOML one; anything else is None (``_simple_toml`` reads it, or words its error)."""
+    keys: list[str] = []
+    values: list[str] = []
+    for line in text.split("\n"):
+        line = (line[:-1] if line.endswith("\r") else line).strip(" \t")
+        if not line:
+            continue
+        key, eq, value = line.partition("=")
+        key, value = key.rstrip(" \t"), value.lstrip(" \t")
+        if not eq or not key or not _BARE_KEY.issuperset(key) or key in keys or value[:1] not in ('"', "["):
+            return None
+        if "#" in value or "'" in value or not value.isprintable():
+            return None
+        if "\\" in value and ("\\/" in value or "\\u" in value or "\\U" in value):
+            return None
+        keys.append(key)
+        values.append(value)
+    try:  # one JSON array of the values: one call into the C scanner per card
+        parsed = _JSON.decode("[" + ",".join(values) + "]")
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or len(parsed) != len(keys):
+        return None  # a value that was more than one JSON value ("a", "b")
+    for value in parsed:
+        if isinstance(value, list):
+            if not all(isinstance(x, str) for x in value):
+                return None
+        elif not isinstance(value, str):
+            return None
+    return dict(zip(keys, parsed, strict=True))
+
+
+_JSON = json.JSONDecoder()
 
 
 def _simple_toml(text: str) -> dict[str, Any] | None:
@@ -922,7 +966,7 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         "anchors": {_s(k): [_s(x) for x in v] for k, v in t.anchors.items()},
         "folded": {_s(k): [_s(x) for x in v] for k, v in t.folded.items()},
         "partial": [_s(x) for x in t.partial],
-        "pattern": _s(t.card_pattern()),
+        "pattern": None if t.pattern is None else _s(t.pattern),  # built only when Python's re searched
     }
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
@@ -964,7 +1008,7 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
             {_b(k): [_b(x) for x in v] for k, v in data["anchors"].items()},
             {_b(k): [_b(x) for x in v] for k, v in data["folded"].items()},
             [_b(x) for x in data["partial"]],
-            _b(data["pattern"]),
+            None if data["pattern"] is None else _b(data["pattern"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

@@ -27,6 +27,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,17 @@ class Patterns:
 
     structural: tuple[bytes, ...]
     keywords: tuple[tuple[str, bool], ...]
-    combined: bytes
+    combined_of: Callable[[], bytes] | bytes
     hits: tuple[tuple[bytes, bool, int], ...] | None = None
     """The keyword search's own keywords ((literal, case-folded, ``rules.KW_*`` role), see
     ``KeywordRegex.hit_keywords``): reported with their positions so the scanner needs no regex to find
     a line's keywords. Only their lines that also hold a candidate pattern are candidates."""
+
+    @cached_property
+    def combined(self) -> bytes:
+        """The whole search as one alternation (RE2 and Python's re run it; Hyperscan does not need it):
+        made on first use, since with thousands of team cards it takes a while to build."""
+        return self.combined_of if isinstance(self.combined_of, bytes) else self.combined_of()
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,9 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
     hs = _module("hyperscan")
     if hs is None:
         return None
-    exprs, flags = _expressions(patterns, hs)
+    ents = entries(patterns)
+    exprs = [e.expr for e in ents]
+    flags = [hs.HS_FLAG_CASELESS if e.caseless else 0 for e in ents]
     if not exprs:
         return None
     key = _cache_key(exprs, flags, hs)
@@ -149,7 +158,7 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
         _store_cached(key, hs.dumpb(db))
-    return _HyperscanLines(db, hs, entries(patterns))
+    return _HyperscanLines(db, hs, ents)
 
 
 Occurrences = dict[int, list[tuple[int, int]]]

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, BinaryIO
 
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, Rule, RuleSet, keep_cache
@@ -217,9 +217,9 @@ class _Scanner:
     def in_block(self) -> bool:
         return bool(self.open_tb) or self.dump is not None or self.elastic is not None
 
-    def feed_line(self, number: int, text: str, seen: _Seen | None = None) -> None:
+    def feed_line(self, number: int, text: str, seen: _Seen | bytes | bytearray | None = None) -> None:
         """One line Python must see; ``seen``: where the engine found the keyword search's literals in
-        it (else Python's re looks for them)."""
+        it, or the line's bytes when it found none there (else Python's re looks for them)."""
         rank = None
         body = text
         m = _RANK_PREFIX.match(text) if text[:1] == "[" else None
@@ -387,13 +387,19 @@ class _Scanner:
             self.elastic = None
 
     # -- keyword hits ---------------------------------------------------------------------------
-    def _keywords(self, number: int, text: str, body: str, rank: str | None, seen: _Seen | None = None) -> None:
+    def _keywords(
+        self, number: int, text: str, body: str, rank: str | None, seen: _Seen | bytes | bytearray | None = None
+    ) -> None:
         c = self.compiled
         regex, within, order = c.keyword_regex, c.within, c.order
         if regex is None:
             return
         raw = text.encode("utf-8", "replace")
-        hits = seen.hits(raw) if seen is not None else None
+        hits: set[str] | frozenset[str] | None = None
+        if isinstance(seen, _Seen):
+            hits = seen.hits(raw)
+        elif seen is not None:  # the line's bytes, in which the engine saw no keyword
+            hits = _NO_HITS if raw == (seen[:-1] if seen[-1:] == b"\n" else seen) else None
         if hits is None:
             hits = set()
             m = regex.search(raw)
@@ -493,6 +499,9 @@ class _Scanner:
         if len(tbs) > MAX_TRACEBACKS:
             # keep the first few (the first failure) and the latest (the end of the story)
             del tbs[4]
+
+
+_NO_HITS: frozenset[str] = frozenset()
 
 
 class _Seen:
@@ -621,7 +630,7 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
         within=_Within(list(ruleset.keyword_index)),
         order={id(r): i for i, r in enumerate(ruleset.rules)},
         patterns=mpscan.Patterns(
-            tuple(_STRUCTURAL), keywords, _candidate_pattern(ruleset), None if hits is None else tuple(hits)
+            tuple(_STRUCTURAL), keywords, partial(_candidate_pattern, ruleset), None if hits is None else tuple(hits)
         ),
     )
     ruleset.scanner = built
@@ -756,14 +765,13 @@ def _scan_chunk(
     occurrences per line start (a line without an entry holds none), when it reported them."""
     pos = 0
     n = len(buf) if n is None else n
-    none: list[tuple[int, int]] = []
     while pos < n:
         if sc.in_block:
             end = buf.find(b"\n", pos, n)
             end = n if end < 0 else end + 1
             line_no += 1
             raw = buf[pos:end]
-            _process(sc, line_no, raw, None if occ is None or table is None else _Seen(raw, pos, occ.get(pos, none), table))
+            _process(sc, line_no, raw, _seen(raw, pos, occ, table))
             pos = end
             continue
         m = find(pos)
@@ -777,9 +785,7 @@ def _scan_chunk(
         end = n if end < 0 else end + 1
         line_no += 1
         raw = buf[start:end]
-        _process(
-            sc, line_no, raw, None if occ is None or table is None else _Seen(raw, start, occ.get(start, none), table)
-        )
+        _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
     # tail: the last lines of this chunk replace older ones
     last = buf[max(0, n - 64 * 1024) : n].decode("utf-8", "replace").splitlines()
@@ -790,12 +796,25 @@ def _scan_chunk(
     return line_no
 
 
-def _process(sc: _Scanner, number: int, raw: bytes, seen: _Seen | None = None) -> None:
+def _seen(
+    raw: bytes | bytearray, start: int, occ: mpscan.Occurrences | None, table: list[tuple[int, int]] | None
+) -> _Seen | bytes | bytearray | None:
+    """What the engine saw of the keywords in the line ``raw`` at ``start`` (see ``feed_line``): no object
+    is made for the usual line without any (objects made per line cost the garbage collector too)."""
+    if occ is None or table is None:
+        return None
+    found = occ.get(start)
+    return _Seen(raw, start, found, table) if found else raw
+
+
+def _process(sc: _Scanner, number: int, raw: bytes, seen: _Seen | bytes | bytearray | None = None) -> None:
     if len(raw) > MAX_LINE:
         raw = raw[:MAX_LINE]
         sc.info.truncated_lines += 1
-        if seen is not None:
+        if isinstance(seen, _Seen):
             seen.line = raw
+        elif seen is not None:
+            seen = raw
     text = _visible(raw.decode("utf-8", "replace"))
     if not text or text.isspace():
         if sc.dump is not None:
