@@ -394,18 +394,7 @@ class _Scanner:
         regex, within, order = c.keyword_regex, c.within, c.order
         if regex is None:
             return
-        raw = text.encode("utf-8", "replace")
-        hits: set[str] | frozenset[str] | None = None
-        if isinstance(seen, _Seen):
-            hits = seen.hits(raw)
-        elif seen is not None:  # the line's bytes, in which the engine saw no keyword
-            hits = _NO_HITS if raw == (seen[:-1] if seen[-1:] == b"\n" else seen) else None
-        if hits is None:
-            hits = set()
-            m = regex.search(raw)
-            while m is not None:  # overlapping: a keyword may start inside the previous hit
-                hits.add(m.group(0).decode("utf-8", "replace"))
-                m = regex.search(raw, m.start() + 1)
+        hits = line_hits(regex, text.encode("utf-8", "replace"), seen)
         if not hits:
             return
         # the alternation reports the longest keyword at each position; shorter ones inside it come from
@@ -502,6 +491,25 @@ class _Scanner:
 
 
 _NO_HITS: frozenset[str] = frozenset()
+
+
+def line_hits(regex: Any, raw: bytes, seen: _Seen | bytes | bytearray | None = None) -> set[str] | frozenset[str]:
+    """The keywords ``regex.search`` finds in the line ``raw`` (its text's bytes), overlapping, the longest
+    at each position; ``seen``: what the engine reported for the line (see ``_Seen``), which gives the same
+    answer without the regex whenever the line's text is its bytes."""
+    hits: set[str] | frozenset[str] | None = None
+    if isinstance(seen, _Seen):
+        hits = seen.hits(raw)
+    elif seen is not None:  # the line's bytes, in which the engine saw no keyword
+        hits = _NO_HITS if raw == (seen[:-1] if seen[-1:] == b"\n" else seen) else None
+    if hits is None:
+        found: set[str] = set()
+        m = regex.search(raw)
+        while m is not None:  # overlapping: a keyword may start inside the previous hit
+            found.add(m.group(0).decode("utf-8", "replace"))
+            m = regex.search(raw, m.start() + 1)
+        hits = found
+    return hits
 
 
 class _Seen:
