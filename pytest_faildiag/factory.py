@@ -940,7 +940,7 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         return
     cards = []
     for card, rule in zip(fac.cards, fac.rules, strict=True):
-        sigs = [lp.pattern for lp in rule.patterns]  # the usable ones
+        sigs = _signatures(rule)  # the usable ones
         cards.append(
             [
                 card.rel,
@@ -972,6 +972,15 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
     except (OSError, ValueError):
         pass
+
+
+def _signatures(rule: Rule) -> list[str]:
+    """A card rule's usable signatures, read without making its patterns (thousands of objects for
+    nothing when the index is written)."""
+    card = rule.__dict__.get("_card")
+    if card is not None and "patterns" not in rule.__dict__:
+        return list(card[2])
+    return [lp.pattern for lp in rule.patterns]
 
 
 def _s(b: bytes) -> str:
