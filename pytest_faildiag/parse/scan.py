@@ -663,9 +663,9 @@ def scan_stream(
     # One buffer for the whole stream, read into in place: a partial line carried over to the next chunk
     # is moved to its front, and the engines and finders work on ``buf[:cut]`` by offsets, so a chunk is
     # never copied (copying 8 MiB twice per chunk cost more than finding its candidate lines).
-    buf = bytearray(2 * CHUNK + MAX_LINE)
-    view = memoryview(buf)
     readinto = stream.readinto if isinstance(stream, io.FileIO | io.BytesIO) else None
+    buf = bytearray(_capacity(stream) if readinto is not None else 2 * CHUNK + MAX_LINE)
+    view = memoryview(buf)
     carry = 0  # bytes of a partial line at the front of ``buf``
     total = 0
     fast: mpscan.LineStarts | None = None
@@ -679,7 +679,13 @@ def scan_stream(
                     carry = 0
                     stream.readline(MAX_LINE)  # the line the jump landed in is partial
             if readinto is not None:
-                got = readinto(view[carry : carry + CHUNK]) or 0
+                if len(buf) - carry < CHUNK:  # a buffer sized for a small input: never read into nothing
+                    view, buf = _grown(view, buf, carry + 1)
+                room = min(CHUNK, len(buf) - carry)
+                got = readinto(view[carry : carry + room]) or 0
+                if got == room < CHUNK:  # more than the input's size said (it grows): the rest of a chunk
+                    view, buf = _grown(view, buf, carry + CHUNK)
+                    got += readinto(view[carry + got : carry + CHUNK]) or 0
             else:  # a pipe or another reader: read as asked, then copy in (its reads may come short)
                 data = stream.read(CHUNK)
                 got = len(data)
@@ -713,6 +719,31 @@ def scan_stream(
     sc.info.tail = list(tail)
     # a traceback whose exception line never came (log cut mid-traceback) is still evidence
     sc.open_tb.clear()
+
+
+def _capacity(stream: BinaryIO) -> int:
+    """The buffer a stream needs: a whole chunk plus a carried line, or less for an input known to be
+    smaller (a small log or text needs no 16 MiB buffer); ``scan_stream`` grows it if the input grows."""
+    full = 2 * CHUNK + MAX_LINE
+    try:
+        if isinstance(stream, io.BytesIO):
+            with stream.getbuffer() as data:
+                left = data.nbytes - stream.tell()
+        else:
+            left = os.fstat(stream.fileno()).st_size - stream.tell()
+    except (OSError, ValueError, AttributeError):
+        return full
+    return max(1, min(full, left + 1))
+
+
+def _grown(view: memoryview, buf: bytearray, size: int) -> tuple[memoryview, bytearray]:
+    """``buf`` grown to at least ``size`` bytes, with a new view of it (a bytearray cannot grow while
+    viewed)."""
+    if len(buf) >= size:
+        return view, buf
+    view.release()
+    buf.extend(bytes(size - len(buf)))
+    return memoryview(buf), buf
 
 
 def _scan_block(

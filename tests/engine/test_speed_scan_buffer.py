@@ -89,3 +89,14 @@ def test_an_empty_stream_and_invalid_utf8_are_read(tmp_path):
     result = _scan(b"\xff\xfe bad bytes\n" + FAILURE.encode() + b"\n", "stream", tmp_path)
     assert result.sources["log"].lines == 2
     assert any(FAILURE[:12] in f.text for f in result.findings)
+
+
+def test_a_buffer_sized_too_small_grows_with_the_same_result(tmp_path, monkeypatch):
+    """A small input gets a small buffer; an input that turns out larger than its size said (a log
+    written while it is read) grows it, and reads the same chunks as a full-size buffer would."""
+    monkeypatch.setattr(scan, "CHUNK", 4096)
+    monkeypatch.setattr(scan, "MAX_LINE", 1024)
+    data, _ = _log(8, long_line=3 * 4096 + 100)
+    expected = _summary(_scan(data, "file", tmp_path))
+    monkeypatch.setattr(scan, "_capacity", lambda stream: 7)
+    assert _summary(_scan(data, "file", tmp_path)) == expected
