@@ -158,7 +158,7 @@ def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
 # a test runner's own words: unittest's and pytest's reports, pytest's fixture errors
 _TEST_RUN = re.compile(
     r"\b(?:ERROR|FAIL)(?: at (?:setup|teardown) of|:) \S*test|\bfixture '\w+' not found|\bRan \d+ tests? in "
-    r"|test session starts|short test summary|\bpy\.?test\b|\bunittest\b"
+    r"|test session starts|short test summary|\bpy\.?test\b|\bunittest\b|\btest (?:file|module)s? we want to collect"
 )
 
 
@@ -168,10 +168,13 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str])
     is not a candidate (a bare ``AssertionError`` in a script is the script's or a library's)."""
     if analysis.profile.stack == "pytest" or scan.pytest_locations or scan.pytest_errors:
         return True
+    if any(f.rule.stack == "pytest" for f in analysis.findings):  # a rule that knows a pytest-only message
+        return True
     for tb in scan.tracebacks:
         if any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
             return True
-    return any(_TEST_RUN.search(text) for _src, _ln, text in scan.error_lines[:200])
+    texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]]
+    return any(_TEST_RUN.search(text) for text in texts)
 
 
 def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
@@ -323,6 +326,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append(f"raiser:{facts.raiser}")
     elif facts.raiser in ("library", "stdlib"):
         act.append("raiser:library_only" if facts.library_only else "raiser:library")
+    elif facts.exc_type:
+        act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
     if facts.stage:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
