@@ -38,6 +38,7 @@ MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
 REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
+MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 
 
@@ -170,7 +171,8 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str])
         return True
     if any(f.rule.stack == "pytest" for f in analysis.findings):  # a rule that knows a pytest-only message
         return True
-    for tb in scan.tracebacks:
+    tbs = scan.tracebacks
+    for tb in tbs[:MAX_TB_SEEN] + tbs[-MAX_TB_SEEN:] if len(tbs) > 2 * MAX_TB_SEEN else tbs:
         if any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
             return True
     texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]]
