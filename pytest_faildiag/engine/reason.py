@@ -273,6 +273,9 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
     if not frames:
         return
     owners = [frame_owner(fr, reasoning.libraries) for fr in frames]
+    if len(frames) > 1 and frames[-1].func == "__getattr__" and owners[-1][0] == "library":
+        # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
+        frames, owners = frames[:-1], owners[:-1]
     facts.raise_frame = frames[-1]
     kind, pkg = owners[-1]
     own = [i for i, (k, _) in enumerate(owners) if k in ("user", "test")]

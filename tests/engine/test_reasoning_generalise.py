@@ -147,3 +147,33 @@ def test_an_exception_without_frames_does_not_default_to_the_programs_code():
     assert diag.root_causes[0].category == label["category"] == "environment"
     model = next(c for c in diag.root_causes if c.category == "model")
     assert _check(model, "context:raiser:unseen") == ["failed"]
+
+
+def test_a_name_a_modules_getattr_refuses_is_the_callers_code(tmp_path):
+    """A library's module ``__getattr__`` (PEP 562, as numpy does for the removed ``np.float``) raises for
+    the name its caller asked for: the caller, the program's own frame, is the raiser, so the program's
+    code and the installed version are the hypotheses, a library bug comes after them."""
+    pkg = tmp_path / "lib" / "python3.11" / "site-packages" / "oldlib"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "def __getattr__(name):\n    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')\n"
+    )
+    script = f"import sys\nsys.path.insert(0, {str(pkg.parent)!r})\nimport oldlib\n\nscale = oldlib.float(2.0)\n"
+    err, rc = _run(tmp_path, script)
+    assert "__getattr__" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    cats = [c.category for c in diag.root_causes]
+    model = next(c for c in diag.root_causes if c.category == "model")
+    library = next(c for c in diag.root_causes if c.category == "library")
+    assert _check(model, "context:raiser:user") == ["passed"]
+    assert _check(library, "context:raiser:user") == ["failed"]
+    assert cats[:2] in (["environment", "model"], ["model", "environment"]), cats  # the installed API, or the code
+    assert cats.index("library") > 1, cats
+
+
+def test_a_tokenizer_that_cannot_be_resolved_is_the_installation_or_the_name():
+    """transformers' "Can't load tokenizer for" (train log): its message names the hub/installation and the
+    name or local folder, not a library bug."""
+    diag, label = _train_log("environment/hf_cant_load_tokenizer_hub_unreachable")
+    cats = [c.category for c in diag.root_causes]
+    assert cats[:2] == [label["category"], "config"] == ["environment", "config"]
