@@ -177,3 +177,58 @@ def test_a_tokenizer_that_cannot_be_resolved_is_the_installation_or_the_name():
     diag, label = _train_log("environment/hf_cant_load_tokenizer_hub_unreachable")
     cats = [c.category for c in diag.root_causes]
     assert cats[:2] == [label["category"], "config"] == ["environment", "config"]
+
+
+def test_fp16_gradients_under_a_grad_scaler_offer_who_made_them_fp16(tmp_path):
+    """torch's GradScaler refusing fp16 gradients (a real CPU run): the load configuration, the installed
+    adapter library and the program's own cast are three distinct hypotheses, not three autograd variants."""
+    pytest.importorskip("torch")
+    err, rc = _run(
+        tmp_path,
+        """
+        import torch
+        net = torch.nn.Linear(4, 1).half()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cpu")
+        loss = net(torch.randn(8, 4).half()).float().pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        """,
+    )
+    assert "Attempting to unscale FP16 gradients" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert {c.category for c in diag.root_causes[:3]} == {"config", "environment", "model"}
+    assert diag.root_causes[0].rule == "torch.unscale_fp16_grads"
+
+
+def test_too_many_open_files_offers_the_limit_and_a_leak(tmp_path):
+    """EMFILE from a real process that opens files without closing them under a low descriptor limit: the
+    limit (resource) and a leak in the program (model) are both offered, not the limit alone."""
+    err, rc = _run(
+        tmp_path,
+        """
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        handles = [open(__file__) for _ in range(200)]
+        """,
+    )
+    assert "Too many open files" in err
+    cats = [c.category for c in diagnose(texts={"stderr": err}, exit_code=rc).root_causes]
+    assert cats[:2] == ["resource", "model"], cats
+
+
+def test_an_unknown_choice_offers_the_installed_release_beside_a_typo(tmp_path):
+    """argparse rejecting a choice (a real run): a wrong value (config) and a release of the program or its
+    plugin that lacks the choice (environment) are distinct hypotheses in the top 3."""
+    script = tmp_path / "serve.py"
+    script.write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--quantization', choices=['awq', 'gptq'])\n"
+        "p.parse_args()\n"
+    )
+    p = subprocess.run([sys.executable, str(script), "--quantization", "ascend"], capture_output=True, text=True)
+    assert p.returncode == 2 and "invalid choice" in p.stderr
+    cats = [c.category for c in diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode).root_causes]
+    assert cats[0] == "config", cats
+    assert "environment" in cats[:3], cats
