@@ -511,8 +511,8 @@ class RerunPlugin:
 
     # on the controller
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.controller:
-            return
+        if not self.controller or (report.when != "setup" and report.outcome != "failed"):
+            return  # the order is known from each test's setup report; a passing call or teardown adds nothing
         worker = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None) or "main")
         if report.nodeid not in self.position:
             seq = self.order.setdefault(worker, [])
