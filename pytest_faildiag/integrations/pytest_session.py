@@ -251,6 +251,8 @@ class FaildiagSession:
                     del item.stash[key]
         if rep.outcome == "failed":  # ``rep.failed`` without its property call: this runs 3 times per test
             self._stashed = True
+            if self.rerun is not None:
+                self.rerun.note_failed(item, rep)  # its rerun settings travel with the report
             try:
                 self._diagnose_item(item, call, rep)
             except Exception as exc:
@@ -322,7 +324,9 @@ class FaildiagSession:
     # ------------------------------------------------------------------ per report, on the controller
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not report.failed or not self.controller:
+        if self.rerun is not None:
+            self.rerun.note_report(report)  # the order tests ran in (one hook call per report, not two)
+        if report.outcome != "failed" or not self.controller:
             return
         try:
             entry = getattr(report, "faildiag", None)
