@@ -8,7 +8,8 @@ Three kinds of labelled evidence are read:
   {type, stage, category, exit_code, source_url}; the rules were tuned on these (train).
 * ``tests/data/corpus/threads/<family>/<name>.log``: real logs from public threads gathered for the honest
   protocol, each assigned once to ``train`` or the frozen ``dev`` set by ``bench/split_corpus.py``
-  (``split.json``). Dev logs are never used to write or tune a rule.
+  (``split.json``). Dev logs are never used to write or tune a rule; neither are ``calib`` logs, which only
+  fit the confidence calibration (``bench/calibrate.py``).
 
 For each one the engine is run on the evidence only (never the label, never the failing script), and the
 report's profile type and ranked causes are compared with the label. Printed: one row per miss (every row
@@ -19,8 +20,10 @@ rule was changed for them), per split and per family/stack of the thread corpus,
 
     .venv/bin/python bench/accuracy.py [--verbose] [--log-only] [--split dev|train] [ROOT ...]
 
-``--verbose`` prints every case; misses of dev logs are printed only as counts unless ``--show-dev`` is
-given, so that reading the output does not turn dev logs into training material.
+``--verbose`` prints every case; misses of dev and calib logs are printed only as counts unless
+``--show-dev`` is given, so that reading the output does not turn them into training material. Logs whose
+label says when they were ``gathered`` are also totalled per batch (``batch:<date>``): scored before any rule
+saw them, that row is the figure on logs the project had never held.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 EVIDENCE_SUFFIXES = (".pkl",)
 EVIDENCE_NAMES = {"stdout.txt", "stderr.txt", "junit.xml"}
 BAR_TOP3, BAR_TOP1 = 0.90, 0.70
+FROZEN = ("dev", "calib")  # splits no rule is written or tuned for
 THREADS = REPO / "tests/data/corpus/threads"
 
 
@@ -176,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="hand the engine the logs alone (no exit status, no command), as a JSONL scorer does",
     )
-    ap.add_argument("--split", choices=["dev", "train"], help="score only this split of the thread corpus")
-    ap.add_argument("--show-dev", action="store_true", help="also print dev misses (do not tune on them)")
+    ap.add_argument("--split", choices=["dev", "train", "calib"], help="score only this split of the thread corpus")
+    ap.add_argument("--show-dev", action="store_true", help="also print dev and calib misses (do not tune on them)")
     ap.add_argument(
         "--without",
         action="append",
@@ -204,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
             keys += [f"{split}:family:{case.label.get('family')}", f"{split}:stack:{case.label.get('stack')}"]
             if split == "dev" and not case.label.get("contaminated"):
                 keys.append("dev:uncontaminated")
+            if case.label.get("gathered"):
+                keys.append(f"batch:{case.label['gathered']}")
         for key in keys:
             t = totals.setdefault(key, [0, 0, 0, 0, 0])
             t[0] += 1
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         group = split if case.source == "threads" else "tuned (in-sample)"
         calib.setdefault(group, []).append((r["conf"], r["top1"]))
         miss = not (r["type_ok"] and r["top1"])
-        if (a.verbose or miss) and (split != "dev" or a.show_dev):
+        if (a.verbose or miss) and (split not in FROZEN or a.show_dev):
             mark = "  " if not miss else "✗ "
             print(f"{mark}{case.source:7} {case.name:52} got {r['got']:58} want {r['want']}")
     print()

@@ -1,6 +1,6 @@
 """`faildiag diagnose` on a big training log, side by side with the grep a user would type.
 
-    python bench/bench_big_log_grep.py [--mb 300] [--small-mb 10] [--repeat 3] [--dir DIR]
+    python bench/bench_big_log_grep.py [--mb 300] [--small-mb 10] [--repeat 3] [--dir DIR] [--baseline DIR]
 
 The log is written the way an 8-rank job writes one (torchrun ``--tee``: every line ``[rankN]:``-prefixed,
 the ranks interleaved): a step line per iteration and rank (loss, lr, grad_norm, tokens/s), NCCL_DEBUG=INFO
@@ -124,12 +124,18 @@ def _grep(log: Path) -> tuple[float, str]:
     return time.perf_counter() - t, p.stdout.strip()
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _diagnose(log: Path, out: Path, env: dict[str, str]) -> tuple[float, dict]:
     t = time.perf_counter()
     p = subprocess.run(
         [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(log), "--format", "json", "--out", str(out)],
         capture_output=True,
         env=env,
+        cwd=out.parent,  # not a checkout: ``python -m`` imports the code of the current folder first
     )
     took = time.perf_counter() - t
     if p.returncode != 0:
@@ -142,28 +148,38 @@ def _found_oom(report: dict) -> bool:
     return "OutOfMemoryError" in text or "out of memory" in text.lower()
 
 
-def compare(log: Path, tmp: Path, repeat: int, label: str) -> tuple[list[float], list[float], float]:
-    """grep vs a fresh ``faildiag diagnose``, ``repeat`` times; run 1 with an empty database cache."""
-    cache = tmp / f"cache-{label}"
-    shutil.rmtree(cache, ignore_errors=True)
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+def compare(
+    log: Path, tmp: Path, repeat: int, label: str, baseline: Path | None = None
+) -> tuple[list[float], list[float], float]:
+    """grep vs a fresh ``faildiag diagnose``, ``repeat`` times; run 1 with an empty cache folder (cold).
+    With ``baseline`` (a checkout of other code, e.g. main), each repetition also runs its CLI right after
+    ours (own cache folder, cold on run 1 too), so both see the same load; its times are printed beside."""
+    here = Path(__file__).resolve().parent.parent
+    sides = [("this", here)] + ([("baseline", baseline)] if baseline else [])
+    envs = {}
+    for side, root in sides:
+        cache = tmp / f"cache-{label}-{side}"
+        shutil.rmtree(cache, ignore_errors=True)
+        envs[side] = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(root))
     grep_t, diag_t = [], []
     peak = 0.0
     for i in range(repeat):
         g, count = _grep(log)
-        d, report = _diagnose(log, tmp / f"out-{label}-{i}", env)
-        peak = _child_peak_mb()
         grep_t.append(g)
-        diag_t.append(d)
-        ok = _found_oom(report)
-        print(
-            f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s ({count} lines)   "
-            f"faildiag {d:.2f} s   ratio {d / g:.2f}x   peak child RSS so far {peak:.0f} MB   "
-            f"real error found: {ok}",
-            flush=True,
-        )
-        if not ok:
-            raise SystemExit(f"the OOM was not found: {report.get('summary')}")
+        line = f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s ({count} lines)"
+        for side, _ in sides:
+            cpu0 = _children_cpu()
+            d, report = _diagnose(log, tmp / f"out-{label}-{side}-{i}", envs[side])
+            cpu = _children_cpu() - cpu0
+            peak = max(peak, _child_peak_mb()) if side == "this" else peak
+            if side == "this":
+                diag_t.append(d)
+            ok = _found_oom(report)
+            line += f"   {side} faildiag {d:.2f} s (cpu {cpu:.2f} s) = {d / g:.2f}x grep, real error found: {ok}"
+            if not ok:
+                raise SystemExit(f"the OOM was not found by {side}: {report.get('summary')}")
+        whose = " (largest child so far, baseline included)" if baseline else " so far"
+        print(line + f"   peak child RSS{whose} {peak:.0f} MB", flush=True)
     return grep_t, diag_t, peak
 
 
@@ -173,7 +189,9 @@ def main() -> int:
     ap.add_argument("--small-mb", type=float, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--baseline", default=None, help="a checkout of other code (e.g. main) run side by side")
     a = ap.parse_args()
+    baseline = Path(a.baseline).resolve() if a.baseline else None
     tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="faildiag-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}   cpus: {os.cpu_count()}")
@@ -190,7 +208,7 @@ def main() -> int:
             write_log(log, mb)
             print(f"wrote {log.name}: {log.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t:.1f} s")
         print(f"{log.name} ({log.stat().st_size / 2**20:.0f} MiB):")
-        grep_t, diag_t, peak = compare(log, tmp, a.repeat, label)
+        grep_t, diag_t, peak = compare(log, tmp, a.repeat, label, baseline)
         warm = diag_t[1:] or diag_t
         print(
             f"  median warm: faildiag {statistics.median(warm):.2f} s vs grep {statistics.median(grep_t):.2f} s = "

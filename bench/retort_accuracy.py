@@ -6,7 +6,10 @@ here may be tuned on it. A group agrees when most of its labelled runs get an ac
 documented subtype, where one is given); a labelled run with no verdict entry counts against it, because a
 run the operator asks about and gets nothing for is the failure this bench exists to catch.
 
-    python bench/retort_accuracy.py --archive RETORT_CHECKOUT [--out DIR] [--no-run-tests] [--jobs 2]
+    python bench/retort_accuracy.py --archive RETORT_CHECKOUT [--out DIR] [--no-run-tests] [--install-deps] [--jobs 2]
+
+A second pass with the same ``--out`` reuses the first pass's reruns (``OUT/.rerun-cache``, keyed by folder
+content and options), so only the first pass pays for them.
     python bench/retort_accuracy.py --diagnosis OUT/retort-diagnosis.json [--root-prefix adrianco/]
 """
 
@@ -104,7 +107,9 @@ def _load_runs(path: Path) -> list[dict[str, Any]]:
     return data["runs"] if isinstance(data, dict) else data
 
 
-def _run_cli(archive: Path, out: Path, no_tests: bool, jobs: int, timeout: float) -> tuple[list[dict[str, Any]], float]:
+def _run_cli(
+    archive: Path, out: Path, no_tests: bool, jobs: int, timeout: float, install_deps: bool = False
+) -> tuple[list[dict[str, Any]], float]:
     root = archive / "experiments" if (archive / "experiments").is_dir() else archive
     cmd = [
         sys.executable,
@@ -125,6 +130,8 @@ def _run_cli(archive: Path, out: Path, no_tests: bool, jobs: int, timeout: float
     ]
     if no_tests:
         cmd.append("--no-run-tests")
+    if install_deps:
+        cmd.append("--install-deps")
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
     wall = time.monotonic() - t0
@@ -163,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archive", help="a checkout of adrianco/retort: run the diagnosis now")
     ap.add_argument("--out", default="faildiag-out/retort-bench")
     ap.add_argument("--no-run-tests", action="store_true")
+    ap.add_argument("--install-deps", action="store_true", help="let reruns install declared deps (network)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--test-timeout", type=float, default=60.0)
     args = ap.parse_args(argv)
@@ -170,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.diagnosis:
         print(report(score(_load_runs(Path(path)), groups), path))
     if args.archive:
-        runs, wall = _run_cli(Path(args.archive), Path(args.out), args.no_run_tests, args.jobs, args.test_timeout)
+        runs, wall = _run_cli(
+            Path(args.archive), Path(args.out), args.no_run_tests, args.jobs, args.test_timeout, args.install_deps
+        )
         print(report(score(runs, groups), f"this checkout ({len(runs)} verdict entries, wall {wall:.0f}s)"))
     if not args.diagnosis and not args.archive:
         ap.error("give --diagnosis FILE and/or --archive DIR")

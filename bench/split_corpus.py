@@ -7,7 +7,12 @@ adding logs later never moves an old one. Dev logs are never used to write or tu
 must-pass tests: ``bench/accuracy.py`` scores them, and each knowledge change's commit message carries the
 dev figure before and after.
 
-    .venv/bin/python bench/split_corpus.py [--dry-run]
+``--rest calib`` sends a batch's non-dev logs to a third split, ``calib``, instead of ``train``: logs that no
+rule is ever written or tuned for either, scored only to fit the confidence calibration
+(``bench/calibrate.py``). A curve fitted on train is fitted where the rules were tuned and is over-confident
+on anything new; one fitted on logs the rules never saw is not.
+
+    .venv/bin/python bench/split_corpus.py [--dry-run] [--rest train|calib]
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ def gathered(root: Path = THREADS) -> dict[str, list[str]]:
     return out
 
 
-def assign(families: dict[str, list[str]], manifest: dict[str, str]) -> dict[str, str]:
-    """New ids get a split; existing ones keep theirs. Per family, dev is topped up to its share."""
+def assign(families: dict[str, list[str]], manifest: dict[str, str], rest: str = "train") -> dict[str, str]:
+    """New ids get a split; existing ones keep theirs. Per family, dev is topped up to its share, the others
+    go to ``rest`` (``train`` or ``calib``)."""
     out = dict(manifest)
     for _family, ids in families.items():
         new = sorted((i for i in ids if i not in out), key=_key)
@@ -54,25 +60,26 @@ def assign(families: dict[str, list[str]], manifest: dict[str, str]) -> dict[str
                 out[i] = "dev"
                 have_dev += 1
             else:
-                out[i] = "train"
+                out[i] = rest
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--rest", choices=["train", "calib"], default="train", help="where a new batch's non-dev logs go")
     a = ap.parse_args(argv)
     manifest = json.loads(MANIFEST.read_text())["split"] if MANIFEST.is_file() else {}
-    split = assign(gathered(), manifest)
+    split = assign(gathered(), manifest, a.rest)
     added = {k: v for k, v in split.items() if k not in manifest}
     for k in sorted(added):
         print(f"{added[k]:5} {k}")
-    fams: dict[str, list[int]] = {}
+    fams: dict[str, dict[str, int]] = {}
     for k, v in split.items():
-        t = fams.setdefault(k.split("/")[0], [0, 0])
-        t[v == "dev"] += 1
-    for f, (tr, dv) in sorted(fams.items()):
-        print(f"{f:16} train {tr:3}  dev {dv:3}")
+        t = fams.setdefault(k.split("/")[0], {"train": 0, "dev": 0, "calib": 0})
+        t[v] += 1
+    for f, t in sorted(fams.items()):
+        print(f"{f:16} train {t['train']:3}  dev {t['dev']:3}  calib {t['calib']:3}")
     if not a.dry_run:
         MANIFEST.write_text(
             json.dumps(

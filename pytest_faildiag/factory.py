@@ -30,7 +30,6 @@ import json
 import os
 import re
 import stat
-import tomllib
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -40,7 +39,7 @@ from typing import Any
 
 from .fsio import safe_atomic_write
 from .model import CATEGORIES, STACKS, TYPES, Evidence, RootCause
-from .rules import CauseSpec, Rule, RuleSet, _trie
+from .rules import KW_ANY, CauseSpec, LazyRegex, Rule, RuleSet, _trie, keep_cache
 
 ENV_VAR = "FAILDIAG_FACTORY_ROOT"
 DEFAULT_ROOT = Path(".faildiag") / "factory"
@@ -55,7 +54,9 @@ MIN_KEYWORD = 4  # a signature needs this much literal text: shorter keywords hi
 MAX_KEYWORD = 16  # the prefilter needs a selective prefix, not the whole text: short keywords keep it small
 MAX_FRONT_MATTER = 64 * 1024
 MAX_FACTORY_ENTRIES = 4  # combined rule sets kept per process (one per factory state in practice)
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The regexes below are compiled on first use (``LazyRegex``): most processes have no factory, and
+# compiling them at import cost every CLI call ~10 ms.
+_ID = LazyRegex(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class FactoryWarning(UserWarning):
@@ -227,9 +228,13 @@ def load_toml(text: str) -> dict[str, Any]:
     """The front matter as a dict: the plain ``key = "string"`` / ``key = ['a', "b"]`` shape every card
     uses is read by one regex (a factory of thousands of cards loads in a fraction of a second); anything
     else goes to ``tomllib``, which also words the error of a broken card."""
-    fast = _simple_toml(text)
+    fast = _plain_toml(text)
+    if fast is None:
+        fast = _simple_toml(text)
     if fast is not None:
         return fast
+    import tomllib  # only for a card the subset parser does not read
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -243,13 +248,55 @@ _LITERAL = rf"'[^'{_CTRL}]*'"
 _COMMENT = rf"#[^{_CTRL}]*"
 _STRING = rf"(?:{_BASIC}|{_LITERAL})"
 _GAP = rf"(?:[ \t\r\n]|{_COMMENT})*"
-_LINE = re.compile(
+_LINE = LazyRegex(
     rf"[ \t]*(?:(?P<key>[A-Za-z0-9_-]+)[ \t]*=[ \t]*(?P<value>{_STRING}|\[{_GAP}(?:{_STRING}{_GAP},{_GAP})*"
     rf"(?:{_STRING}{_GAP})?\])[ \t]*)?(?:{_COMMENT})?\r?(?:\n|\Z)"
 )
-_ITEM = re.compile(rf"{_STRING}")
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
+_ITEM = LazyRegex(rf"{_STRING}")
+_ESCAPE = LazyRegex(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+_BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _plain_toml(text: str) -> dict[str, Any] | None:
+    """The commonest front matter, read by the C JSON scanner: one ``key = value`` per line, each value a
+    basic string or a one-line array of them, holding printable text and no comment, literal string or
+    escape that TOML and JSON read differently (``\\/``, ``\\u``, ``\\U``). Where TOML and JSON agree, the
+    JSON reading is the TOML one; anything else is None (``_simple_toml`` reads it, or words its error)."""
+    keys: list[str] = []
+    values: list[str] = []
+    for line in text.split("\n"):
+        line = (line[:-1] if line.endswith("\r") else line).strip(" \t")
+        if not line:
+            continue
+        key, eq, value = line.partition("=")
+        key, value = key.rstrip(" \t"), value.lstrip(" \t")
+        if not eq or not key or not _BARE_KEY.issuperset(key) or key in keys or value[:1] not in ('"', "["):
+            return None
+        if "#" in value or "'" in value or not value.isprintable():
+            return None
+        if "\\" in value and ("\\/" in value or "\\u" in value or "\\U" in value):
+            return None
+        keys.append(key)
+        values.append(value)
+    try:  # one JSON array of the values: one call into the C scanner per card
+        parsed = _JSON.decode("[" + ",".join(values) + "]")
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or len(parsed) != len(keys):
+        return None  # a value that was more than one JSON value ("a", "b")
+    for value in parsed:
+        if isinstance(value, list):
+            if not all(isinstance(x, str) for x in value):
+                return None
+        elif not isinstance(value, str):
+            return None
+    return dict(zip(keys, parsed, strict=True))
+
+
+_JSON = json.JSONDecoder()
 
 
 def _simple_toml(text: str) -> dict[str, Any] | None:
@@ -326,7 +373,7 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
 # signatures: the literal text a regex requires (the prefilter keyword), and compiling on first use
 # ----------------------------------------------------------------------------------------------------
 
-_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+_FLAGS = LazyRegex(r"^\(\?([aiLmsux]+)\)")
 
 
 @dataclass(frozen=True)
@@ -364,7 +411,7 @@ def signature_keywords(pattern: str) -> Keywords:
     return Keywords(tuple(w.lower() if ci else w for w in words), ci)
 
 
-_STR_WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+_STR_WORD = LazyRegex(r"[A-Za-z0-9_]{3,}")
 
 
 def _keyword_of(run: str) -> str:
@@ -378,7 +425,7 @@ def _keyword_of(run: str) -> str:
 
 
 # one regex atom per token, so a signature costs a few tokens rather than a Python step per character
-_TOKEN = re.compile(
+_TOKEN = LazyRegex(
     r"""
  (?P<lit>(?:[^\\.^$*+?{\[\]()|]|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
 |(?P<esc>\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-9]{1,3}|.))
@@ -392,7 +439,7 @@ _TOKEN = re.compile(
 """,
     re.X | re.S,
 )
-_UNESCAPE = re.compile(r"\\(.)", re.S)
+_UNESCAPE = LazyRegex(r"\\(.)", re.S)
 
 
 def _required_runs(body: str, pattern: str) -> list[list[str]]:
@@ -633,7 +680,7 @@ def with_cards(base: RuleSet, rules: list[Rule], tables: KeywordTables | None = 
     return replace(base, rules=[*base.rules, *rules], keyword_index=index, keyword_regex=matcher)  # type: ignore[arg-type]
 
 
-_WORD = re.compile(rb"[A-Za-z0-9_]+")
+_WORD = LazyRegex(rb"[A-Za-z0-9_]+")
 _COMMON = frozenset(
     b"""error errors failed failure fatal warning warn info debug exception the and for with from not
 this that was were has have rank node step loss epoch time timeout data file line process python torch cuda true
@@ -733,6 +780,20 @@ class CardKeywords:
                 parts.append(cards)
             self._pattern = b"|".join(parts)
         return self._pattern
+
+    def hit_keywords(self) -> list[tuple[bytes, bool, int]] | None:
+        """The built-in keywords (see ``KeywordRegex.hit_keywords``) and the cards': at a position, the
+        longest of the built-in choice and every card keyword there is the hit (as ``search`` finds it).
+        A folded card keyword is looked for case-folded; one without an anchor word by its exact bytes."""
+        base = self.base.hit_keywords() if self.base is not None and hasattr(self.base, "hit_keywords") else []
+        if base is None or (self.base is not None and not hasattr(self.base, "hit_keywords")):
+            return None
+        cards = [(kw, False, KW_ANY) for kws in self.anchors.values() for kw in kws]
+        cards += [(kw, True, KW_ANY) for kws in self.folded.values() for kw in kws]
+        cards += [(kw, False, KW_ANY) for kw in self.tables.partial]
+        if any(not kw for kw, _, _ in cards):
+            return None
+        return base + cards
 
     def search(self, raw: bytes, pos: int = 0) -> _Hit | None:
         last = self._last
@@ -879,7 +940,7 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         return
     cards = []
     for card, rule in zip(fac.cards, fac.rules, strict=True):
-        sigs = [lp.pattern for lp in rule.patterns]  # the usable ones
+        sigs = _signatures(rule)  # the usable ones
         cards.append(
             [
                 card.rel,
@@ -905,12 +966,21 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         "anchors": {_s(k): [_s(x) for x in v] for k, v in t.anchors.items()},
         "folded": {_s(k): [_s(x) for x in v] for k, v in t.folded.items()},
         "partial": [_s(x) for x in t.partial],
-        "pattern": _s(t.card_pattern()),
+        "pattern": None if t.pattern is None else _s(t.pattern),  # built only when Python's re searched
     }
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
     except (OSError, ValueError):
         pass
+
+
+def _signatures(rule: Rule) -> list[str]:
+    """A card rule's usable signatures, read without making its patterns (thousands of objects for
+    nothing when the index is written)."""
+    card = rule.__dict__.get("_card")
+    if card is not None and "patterns" not in rule.__dict__:
+        return list(card[2])
+    return [lp.pattern for lp in rule.patterns]
 
 
 def _s(b: bytes) -> str:
@@ -947,7 +1017,7 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
             {_b(k): [_b(x) for x in v] for k, v in data["anchors"].items()},
             {_b(k): [_b(x) for x in v] for k, v in data["folded"].items()},
             [_b(x) for x in data["partial"]],
-            _b(data["pattern"]),
+            None if data["pattern"] is None else _b(data["pattern"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
@@ -1014,6 +1084,7 @@ def attach(
     """The rule set to scan with, the factory found (or None) and problems to note (one line each).
     ``root`` None = the variable, then ``./.faildiag/factory/``. Never raises for a bad card."""
     found, problem = resolve_root(root, cwd=cwd)
+    keep_cache(base, allowed=found is None or index_path(found) is not None)  # never into the cards' folder
     if found is None:
         if problem:
             _warn_line(f"faildiag: {problem}; no team cards used")

@@ -14,100 +14,118 @@ from typing import Any
 
 MASK = "***REDACTED***"
 
+
+class _lazy:  # noqa: N801 - used where ``re.compile`` was
+    """A pattern compiled on its first use. Why: this module is imported by every ``pytest --faildiag``
+    session (test ids, the session index), and compiling all of its patterns costs more than a passing
+    session's whole per-test journal; most texts are cleared by the trigger check alone (``_may_hold_secret``)
+    and never reach them. After the first use the compiled pattern's methods sit on the instance, so a
+    pattern in use is called as directly as a compiled one."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(self.pattern, self.flags)
+        for method in ("search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split"):
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
 # Variable names whose value is a secret whatever it looks like. ML vocabulary that merely contains a
 # secret word is carved out: ``tokenizer``, ``max_tokens``, ``pad_token``, ``token_ids``, ``author``,
 # ``bypass``/``passes``, ``keyboard`` are everyday config keys, and masking them makes excerpts useless.
-_SECRET_NAME = re.compile(
+_SECRET_NAME = _lazy(
     r"(?i)(pass(word|wd|phrase)?(?![a-z])|secret|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key"
     r"|[_-]pwd(?![a-z])|credential|auth(?!or(?!i[sz]))|cookie|session[_-]?(id|key|token)|signature|bearer|_pat$|^pat_"
     r"|dsn|webhook"
     r"|(?<![a-z])token(?![a-z])|(?-i:[a-z]Token)(?![a-z]))"
 )
 # Names that contain a secret word but hold ordinary values.
-_HARMLESS_NAME = re.compile(
+_HARMLESS_NAME = _lazy(
     r"(?i)(tokeni[sz]|(pad|bos|eos|unk|sep|cls|mask|start|end|special|image|audio|video|vision|boi|eoi)_token"
     r"|token[_-](ids?|type|types|count|len|length|budget|limit|num|index|dim|embed\w*|level\w*)$|num_?tokens?"
     r"|max_?(new_)?tokens?"
     r"|author(?!i[sz])|auth_type|auth_mode|passes|bypass|compass|passthrough)"
 )
 # An env-style name ending in KEY (STRIPE_KEY, LICENSE_KEY): upper case only, so ``sort_key`` stays.
-_UPPER_KEY = re.compile(r"^[A-Z0-9_]*(^|_)KEY$")
+_UPPER_KEY = _lazy(r"^[A-Z0-9_]*(^|_)KEY$")
 
 # A token that starts a word; "_" counts as a separator too, so a token inside a slug or an identifier
 # (``test_param_ghp_...``, the folder name of a parametrised test) is still found.
 _W = r"(?<![A-Za-z0-9])"
 # Value shapes that are secrets wherever they appear.
 _VALUE_PATTERNS = [
-    re.compile(_W + r"(gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),  # GitHub
-    re.compile(_W + r"gl(?:pat|dt|rt|ptt|soat|ft|cbt|imt|oas|agent)-[A-Za-z0-9_\-]{20,}"),  # GitLab token family
-    re.compile(r"\bGR1348941[A-Za-z0-9_\-]{20,}"),  # GitLab runner registration token
-    re.compile(_W + r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
-    re.compile(_W + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
-    re.compile(_W + r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face
-    re.compile(_W + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),  # Slack bot/user/app/refresh tokens
-    re.compile(_W + r"(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),  # AWS access key id
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),  # Google API key
-    re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"),  # Google OAuth access token
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
-    re.compile(_W + r"npm_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"),
-    re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
-    re.compile(
+    _lazy(_W + r"(gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),  # GitHub
+    _lazy(_W + r"gl(?:pat|dt|rt|ptt|soat|ft|cbt|imt|oas|agent)-[A-Za-z0-9_\-]{20,}"),  # GitLab token family
+    _lazy(r"\bGR1348941[A-Za-z0-9_\-]{20,}"),  # GitLab runner registration token
+    _lazy(_W + r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic style
+    _lazy(_W + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+    _lazy(_W + r"hf_[A-Za-z0-9]{20,}"),  # Hugging Face
+    _lazy(_W + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}"),  # Slack bot/user/app/refresh tokens
+    _lazy(_W + r"(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),  # AWS access key id
+    _lazy(r"\bAIza[0-9A-Za-z_\-]{35}"),  # Google API key
+    _lazy(r"\bya29\.[0-9A-Za-z_\-]{20,}"),  # Google OAuth access token
+    _lazy(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWT
+    _lazy(_W + r"npm_[A-Za-z0-9]{30,}"),
+    _lazy(r"\bpypi-[A-Za-z0-9_\-]{40,}"),
+    _lazy(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),  # SendGrid
+    _lazy(
         _W + r"(?:dckr_pat_|do[opr]_v1_|dapi|gsk_|shp(?:at|ss|ca|pa)_)[A-Za-z0-9_\-]{20,}"
     ),  # Docker, DO, Databricks, Groq, Shopify
-    re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{32,}"),  # Telegram bot token
-    re.compile(r"https://(?:hooks\.slack\.com/services|(?:\w+\.)?discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"),
-    re.compile(r"\b(?:AccountKey|SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{20,}"),  # Azure storage
+    _lazy(r"\b\d{8,10}:AA[A-Za-z0-9_\-]{32,}"),  # Telegram bot token
+    _lazy(r"https://(?:hooks\.slack\.com/services|(?:\w+\.)?discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"),
+    _lazy(r"\b(?:AccountKey|SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{20,}"),  # Azure storage
 ]
 # PEM and PGP private keys: the one shape that spans lines (masked before any per-line pass).
-PRIVATE_KEY_BLOCK = re.compile(
+PRIVATE_KEY_BLOCK = _lazy(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)"
 )
 # A bare AWS secret access key (40 base64 characters; in an assertion diff or a pasted config line without
 # its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
-_BEARER = re.compile(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
+_BEARER = _lazy(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # user:password@host in URLs. The password may hold "/" or "@" (written unencoded, as people do): it runs to
 # the last "@" that is followed by a host and the end of the authority (greedy: in ``u:pw@host/x@v1`` the
 # host goes too, rather than part of a password). ``host:8080/path@ref`` is a port, not a password.
-_URL_CREDS = re.compile(
+_URL_CREDS = _lazy(
     r"(?P<scheme>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,31}://)(?P<user>[^\s:/@]*):(?P<pw>[^\s\"'<>`]{1,256})"
     r"@(?=[A-Za-z0-9.\-_~%]*(?::\d+)?(?:[/?#\s\"'<>),;`]|$))"
 )
-_PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
+_PORT_AND_PATH = _lazy(r"\d{1,5}(?:/|$)")
 # NAME=value / NAME: value / "name": "value" where NAME looks secret. No bare-whitespace separator: prose
 # such as "Token indices sequence length is longer ..." (a transformers warning) must stay readable.
-_ASSIGN = re.compile(
+_ASSIGN = _lazy(
     r"""(?<![A-Za-z0-9_.\-])(?P<key>["']?[A-Za-z_][A-Za-z0-9_.\-]{0,127}["']?)(?P<sep>\s*[=:]\s*)(?P<q>["']?)(?P<val>[^\s"',;&]{1,})(?P=q)"""
 )
 # --password hunter2 / --api-key=sk-... / '--password', 'hunter2' (an argv printed as a Python list). A value
 # that starts with "-" is taken after "=" always, after a space only when it cannot be another option
 # (``_dash_value_is_secret``); one that starts with "--" is the next option, so the pattern does not take it.
-_FLAG = re.compile(
+_FLAG = _lazy(
     r"""(?<![A-Za-z0-9_\-])(?P<flag>--[A-Za-z][A-Za-z0-9_\-]{0,127})(?P<sep>=|\s+|["'],\s*["'])(?P<val>(?!--)[^\s"',]+)"""
 )
 # curl/wget-style credentials: -u user:password, --user user:password, -U/--proxy-user user:password.
-_USER_PASS = re.compile(r"""(?<![A-Za-z0-9_\-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:(?P<pw>[^\s"']+)""")
+_USER_PASS = _lazy(r"""(?<![A-Za-z0-9_\-])(?:-u|-U|--user|--proxy-user)(?:\s+|=)["']?[^\s:"']*:(?P<pw>[^\s"']+)""")
 # The tools whose short option is the password: mysql's family takes it attached (-pSECRET; "-p SECRET"
 # prompts and SECRET is the database), sshpass -p, docker/podman login -p, redis-cli -a. Elsewhere -p is a
 # port, a path or a flag and is left alone.
 _PW_ARG = r"""(?P<q>["'])?(?P<pw>(?(q)[^"'\n]+|[^\s"'-][^\s"']*))"""  # 'quoted words' or one word
 _TOOL_PASSWORDS = [
-    re.compile(r"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p""" + _PW_ARG),
-    re.compile(r"""\bsshpass\b[^\n|;&]{0,400}?\s-p\s*""" + _PW_ARG),
-    re.compile(r"""\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n|;&]{0,400}?\s-p\s+""" + _PW_ARG),
-    re.compile(r"""\bredis-cli\b[^\n|;&]{0,400}?\s-a\s+""" + _PW_ARG),
+    _lazy(r"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p""" + _PW_ARG),
+    _lazy(r"""\bsshpass\b[^\n|;&]{0,400}?\s-p\s*""" + _PW_ARG),
+    _lazy(r"""\b(?:docker|podman|nerdctl|buildah)\s+login\b[^\n|;&]{0,400}?\s-p\s+""" + _PW_ARG),
+    _lazy(r"""\bredis-cli\b[^\n|;&]{0,400}?\s-a\s+""" + _PW_ARG),
 ]
 # netrc: "machine HOST login USER password SECRET"
-_NETRC = re.compile(r"(?i)\b(machine\s+\S{1,255}.{0,400}?\bpassword\s+)(\S+)")
+_NETRC = _lazy(r"(?i)\b(machine\s+\S{1,255}.{0,400}?\bpassword\s+)(\S+)")
 
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = _lazy(
     r"(?i)\b(authorization|x-api-key|api-key)(\s*[:=]\s*)(bearer\s+|basic\s+|token\s+)?([^\s\"',]{4,})"
 )
 # Cookie: a=b; c=d ... carries sessions in every pair: the whole header value goes.
-_COOKIE_HEADER = re.compile(r"(?i)\b((?:set-)?cookie\s*:\s*)(?!\*\*\*)([^\r\n]+)")
-_QUERY = re.compile(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret)=)([^&\s\"']+)")
+_COOKIE_HEADER = _lazy(r"(?i)\b((?:set-)?cookie\s*:\s*)(?!\*\*\*)([^\r\n]+)")
+_QUERY = _lazy(r"(?i)([?&](?:access_token|token|api_key|apikey|key|sig|signature|password|secret)=)([^&\s\"']+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -304,7 +322,7 @@ def _mask_assignment(m: re.Match[str], depth: int = 0) -> str:
 
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})
 # A source or log file's name before ":": a location (``test_auth.py:12``), not a key.
-_FILE_NAME = re.compile(
+_FILE_NAME = _lazy(
     r"(?i)\.(py[iwx]?|ipynb|c|cc|cpp|cxx|h|hpp|cu|cuh|rs|go|java|kt|scala|rb|php|js|mjs|cjs|ts|tsx"
     r"|jsx|swift|cs|sh|bash|txt|log|out|err|json|jsonl|ya?ml|toml|ini|cfg|md|rst|xml|html?)$"
 )

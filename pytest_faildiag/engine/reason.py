@@ -38,6 +38,8 @@ MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
 REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
+MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
+LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 
 
 @dataclass
@@ -62,6 +64,8 @@ class Facts:
     cued: set[str] = field(default_factory=set)  # the facts that hold because the message's words match
     cut: bool = False  # the frames come from a traceback the log cut before its exception line
     distributed: bool = False  # the evidence shows several ranks or a collective backend
+    lead: str = ""  # the first error lines of the log: the head of a cascade names its cause
+    tests_seen: bool = False  # a test's frame or a test runner's report is in the evidence
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -72,7 +76,8 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
         return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
     m = _SITE.search(f)
     if m:
-        return "library", m["pkg"].split(".")[0].split("-")[0]
+        # a library's own test suite run from its install (``numpy/core/tests/test_x.py``): the test's code
+        return ("test", None) if _TEST_FILE.search(f[m.end() :]) else ("library", m["pkg"].split(".")[0].split("-")[0])
     if _STDLIB.search(f):
         return "stdlib", None
     parts = [p for p in f.split("/") if p]
@@ -151,6 +156,29 @@ def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
     return any(tb.rank is not None for tb in scan.tracebacks) or any(d.rank is not None for d in scan.dumps)
 
 
+# a test runner's own words: unittest's and pytest's reports, pytest's fixture errors
+_TEST_RUN = re.compile(
+    r"\b(?:ERROR|FAIL)(?: at (?:setup|teardown) of|:) \S*test|\bfixture '\w+' not found|\bRan \d+ tests? in "
+    r"|test session starts|short test summary|\bpy\.?test\b|\bunittest\b|\btest (?:file|module)s? we want to collect"
+)
+
+
+def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str]) -> bool:
+    """Whether the failure happened while tests ran: a pytest run, a test's frame in any traceback, or
+    unittest's report lines. Without any of them no test's code was on the way, so a cause in the tests
+    is not a candidate (a bare ``AssertionError`` in a script is the script's or a library's)."""
+    if analysis.profile.stack == "pytest" or scan.pytest_locations or scan.pytest_errors:
+        return True
+    if any(f.rule.stack == "pytest" for f in analysis.findings):  # a rule that knows a pytest-only message
+        return True
+    tbs = scan.tracebacks
+    for tb in tbs[:MAX_TB_SEEN] + tbs[-MAX_TB_SEEN:] if len(tbs) > 2 * MAX_TB_SEEN else tbs:
+        if any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
+            return True
+    texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]]
+    return any(_TEST_RUN.search(text) for text in texts)
+
+
 def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
     """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
     ``E   `` lines before it."""
@@ -186,6 +214,10 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         frames = _cut_traceback_frames(scan, tb)
         facts.cut = bool(frames)
     facts.distributed = _distributed(scan, analysis)
+    if not any(f.rule.causes and not f.rule.downstream for f in analysis.findings):
+        # nothing a rule knows: the first error lines say what failed first (a cascade's head)
+        facts.lead = "\n".join(text for _src, _ln, text in scan.error_lines[:LEAD_LINES])
+    facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
@@ -241,6 +273,9 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
     if not frames:
         return
     owners = [frame_owner(fr, reasoning.libraries) for fr in frames]
+    if len(frames) > 1 and frames[-1].func == "__getattr__" and owners[-1][0] == "library":
+        # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
+        frames, owners = frames[:-1], owners[:-1]
     facts.raise_frame = frames[-1]
     kind, pkg = owners[-1]
     own = [i for i, (k, _) in enumerate(owners) if k in ("user", "test")]
@@ -296,6 +331,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append(f"raiser:{facts.raiser}")
     elif facts.raiser in ("library", "stdlib"):
         act.append("raiser:library_only" if facts.library_only else "raiser:library")
+    elif facts.exc_type:
+        act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
     if facts.stage:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
@@ -307,10 +344,16 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
             act.append("import:own_test_module")  # a test helper or conftest imported as a module
     if not facts.distributed:
         act.append("run:single_process")
+    elif facts.family in ("runtime", "value_error", "type_error", "timeout"):
+        act.append("run:distributed")  # a generic error of a multi-process run: a peer is a suspect too
+    if not facts.tests_seen:
+        act.append("run:no_tests")
 
 
 def _message_text(facts: Facts, analysis: Analysis) -> str:
-    parts = [facts.message]
+    # without an exception the first error lines are the message (the failure point is often the last
+    # line of a cascade); with one they would only add the words of unrelated earlier errors
+    parts = [facts.message or facts.lead]
     fp = analysis.profile.first_failure
     if fp is not None:
         parts.append(fp.excerpt)

@@ -27,7 +27,16 @@ from ..fsio import check_regular, open_regular, project_root, read_allowed, read
 from ..store import JOURNAL, open_journal
 from ..store import PREVIOUS_JOURNAL as PREVIOUS
 
-__all__ = ["JOURNAL", "PREVIOUS", "Journal", "read_events", "dead_tests", "dead_test_texts", "slugify"]
+__all__ = [
+    "JOURNAL",
+    "PREVIOUS",
+    "Journal",
+    "read_events",
+    "dead_tests",
+    "dead_test_texts",
+    "ended_cleanly",
+    "slugify",
+]
 
 MAX_LINE = 64 * 1024
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024  # ~2 million tests; only the end of a longer journal is read
@@ -51,6 +60,23 @@ class Journal:
         self.pid = os.getpid()
         self.error: OSError | None = None
         self._fd: int | None = open_journal(path.parent)
+        self._clean: frozenset[str] = frozenset()
+
+    def expect(self, nodeids: Iterable[str]) -> None:
+        """The ids of the tests about to run, redacted in one pass over all of them instead of one per
+        ``mark``: ``redact_text`` treats a text of more than ``BULK_LINES`` lines line by line, so a line it
+        leaves unchanged is an id that needs no masking. Those ids are written as they are; any other id
+        (one that holds a secret, one collected later, any id when the lines do not line up) still goes
+        through ``_redacted_id``, so every event carries the same redacted id as before."""
+        from ..redact import BULK_LINES, redact_text
+
+        ids = [n for n in nodeids if "\n" not in n and "\r" not in n]
+        if len(ids) <= BULK_LINES + 1:
+            return  # a short text is redacted as a whole, not line by line: one redact_text per id then
+        joined = "\n".join(ids)
+        lines = redact_text(joined).split("\n")
+        if len(lines) == len(ids):
+            self._clean = frozenset(a for a, b in zip(ids, lines, strict=True) if a == b)
 
     def write(self, event: str, **fields: Any) -> None:
         if self._fd is None:
@@ -75,10 +101,8 @@ class Journal:
         if self._fd is None:
             return
         worker = f', "worker": "{self.worker}"' if self.worker else ""
-        line = (
-            f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, '
-            f'"nodeid": {json.dumps(_redacted_id(nodeid))}}}\n'
-        )
+        safe = nodeid if nodeid in self._clean else _redacted_id(nodeid)
+        line = f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, "nodeid": {json.dumps(safe)}}}\n'
         try:
             os.write(self._fd, line.encode("utf-8", errors="replace"))
         except OSError as exc:
@@ -129,6 +153,29 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if isinstance(rec, dict) and "e" in rec:
                 yield rec
+
+
+def ended_cleanly(path: Path) -> bool:
+    """True when the journal's last line is a ``session_end``: the last session ended, so ``dead_tests`` can
+    only find tests of workers that died before it (``session_ended``), which the controller diagnosed then.
+    Reads the last few KiB instead of replaying the whole journal (a line per test) at every session start.
+    A torn last line, a journal that is not a regular file or any other doubt answers False: replay it."""
+    try:
+        f = open_regular(path)
+    except OSError:
+        return False
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - 4096))
+        tail = f.read(4096)
+    if not tail.endswith(b"\n"):
+        return False
+    last = tail[:-1].rsplit(b"\n", 1)[-1]
+    try:
+        rec = json.loads(last)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(rec, dict) and rec.get("e") == "session_end"
 
 
 @dataclass

@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -493,10 +493,11 @@ class RerunPlugin:
         self.spectrum_lines: list[dict[str, Any]] = []
         self.spectrum_totals = (0, 0)
 
-    # where the test ran
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-        rep = yield
+    # where the test ran. Both of these are called by the session's own hooks (pytest_session), not
+    # registered as hooks of their own: two more hook calls per report cost a passing suite more than
+    # everything else faildiag does per test (bench/bench_plugin_overhead.py)
+    def note_failed(self, item: pytest.Item, rep: pytest.TestReport) -> None:
+        """A failed report where the test ran: mark it with the test's rerun settings (marker, deadline)."""
         if rep.failed:
             try:
                 setattr(
@@ -510,12 +511,11 @@ class RerunPlugin:
                 )
             except Exception:
                 pass
-        return rep
 
-    # on the controller
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.controller:
-            return
+    def note_report(self, report: pytest.TestReport) -> None:
+        """Every report, on the controller: the order tests ran in per worker, the failures' settings."""
+        if not self.controller or (report.when != "setup" and report.outcome != "failed"):
+            return  # the order is known from each test's setup report; a passing call or teardown adds nothing
         worker = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None) or "main")
         if report.nodeid not in self.position:
             seq = self.order.setdefault(worker, [])

@@ -8,34 +8,43 @@ environment lock (built once, on the first failure); run the engine; attach a ``
 reports); write ``<out>/<slug>/``. The controller (the only process without ``workerinput``) collects the
 dicts, diagnoses crashed xdist workers, writes ``<out>/session.json`` and the terminal summary.
 
-Passing tests cost one journal line and a few attribute checks: no lock, no engine. Every hook body is
+Passing tests cost one journal line and a few attribute checks: no lock, no engine, and none of the
+modules only a failure needs (the store, the engine, redaction's full pattern set) is imported before one
+happens: ``bench/bench_plugin_overhead.py`` holds a passing suite to 1.03x plain pytest. Every hook body is
 wrapped: an internal error becomes a ``PytestFaildiagWarning`` and the session goes on. Outcomes are never
 changed (the hang watchdog fails a hung test only because the user asked for ``--faildiag-timeout``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import shlex
 import sys
 import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..store import entry_key, group_entries, read_last_green, write_session
 from .pytest_fixtures import fixture_frame
 from .pytest_hang import timeout_option
-from .pytest_journal import JOURNAL, PREVIOUS, Journal, dead_test_texts, dead_tests, read_events, slugify
+from .pytest_journal import (
+    JOURNAL,
+    PREVIOUS,
+    Journal,
+    dead_test_texts,
+    dead_tests,
+    ended_cleanly,
+    read_events,
+    slugify,
+)
 from .pytest_rerun import quiet, test_timeout
 from .pytest_rerun import register as register_rerun
 from .pytest_threads import ThreadEvidence, name_dead_thread
 from .pytest_warn import PytestFaildiagWarning, warn
 
-__all__ = ["FaildiagSession", "PytestFaildiagWarning", "RUNS_KEY", "group_entries", "warn"]
+__all__ = ["FaildiagSession", "PytestFaildiagWarning", "RUNS_KEY", "warn"]
 
 HANG_PLUGIN = "faildiag-hang"
 STACK_WORDS = ("torch", "mindspore", "jax", "tensorflow")
@@ -47,20 +56,19 @@ RUNS_KEY: pytest.StashKey[list[Any]] = pytest.StashKey()
 """The ``CapturedRun`` results of the ``faildiag_run`` fixture (``plugin.py``) for a test: their output is evidence."""
 PROPS_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 """The JUnit properties of the current attempt's first failure: put on its teardown report, the one pytest's
-JUnit writer reads them from; reset at each attempt's setup, so a rerun (pytest-rerunfailures) leaves one set,
-on the final outcome, and none when the test passed."""
-CALLING_KEY: pytest.StashKey[int] = pytest.StashKey()
-"""Set while the test function runs: a report made then is a subtest's (pytest's ``subtests`` fixture), and
-the count numbers its snapshot folder."""
+JUnit writer reads them from; created by a failure only and dropped at each attempt's setup, so a rerun
+(pytest-rerunfailures) leaves one set, on the final outcome, and none when the test passed."""
+SUBTESTS_KEY: pytest.StashKey[int] = pytest.StashKey()
+"""How many of the test's subtests (pytest's ``subtests`` fixture) failed so far: the count numbers their
+snapshot folders. Set on the first failing one (``_subtest_id``), so a passing test never touches it."""
 
 
+@functools.cache
 def _lib_roots() -> tuple[str, ...]:
+    """Computed on the first failure, not at import: a passing session never needs it (it resolves paths)."""
     here = str(Path(__file__).resolve().parents[1])
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, here, str(Path(pytest.__file__).resolve().parents[1])}
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
-
-
-LIB_ROOTS = _lib_roots()
 
 
 def is_library_path(path: str) -> bool:
@@ -68,7 +76,24 @@ def is_library_path(path: str) -> bool:
     p = os.path.realpath(path)
     if "site-packages" in p or "dist-packages" in p or p.startswith("<"):
         return True
-    return p.startswith(LIB_ROOTS)
+    return p.startswith(_lib_roots())
+
+
+def _inside_test_call(item: pytest.Item) -> bool:
+    """True while pytest is still running ``item``'s test function: a report made then is a subtest's
+    (pytest's ``subtests`` fixture makes its reports from inside the test), not the call phase's own, which
+    pytest makes after its ``pytest_runtest_call`` returned. Looked up on the stack (pytest's frame running
+    this very item: a test that runs pytest in-process has an outer one), and only for a failed report, so
+    that passing tests pay nothing for it (a hook wrapper around every call phase did, on every test)."""
+    from _pytest.runner import pytest_runtest_call as runner_call
+
+    code = runner_call.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code and frame.f_locals.get("item") is item:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class FaildiagSession:
@@ -89,6 +114,7 @@ class FaildiagSession:
         self.entries: list[dict[str, Any]] = []
         self.recovered: list[dict[str, Any]] = []
         self.journal: Journal | None = None
+        self._stashed = False  # set by the first failure: only then can a test carry PROPS_KEY/SUBTESTS_KEY
         self._lock: Any = _UNSET
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
@@ -201,11 +227,17 @@ class FaildiagSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Without a session-wide timeout, arm the watchdog only if some test asks for one by marker."""
+        """Without a session-wide timeout, arm the watchdog only if some test asks for one by marker. The
+        journal redacts the ids of the tests to run here, all at once (``Journal.expect``)."""
+        if self.journal is not None and not self.distributed:
+            try:
+                self.journal.expect(item.nodeid for item in items)
+            except Exception as exc:  # each id is then redacted as it is written
+                warn(f"faildiag: test ids not pre-redacted: {type(exc).__name__}: {exc}")
         if config.pluginmanager.has_plugin(HANG_PLUGIN):
             return
         try:
-            if any(item.get_closest_marker("faildiag_timeout") is not None for item in items):
+            if _any_marked(items, "faildiag_timeout"):
                 from .pytest_hang import HangWatch, StackDumper
 
                 self.dumper = self.dumper or StackDumper(self.out)
@@ -215,35 +247,34 @@ class FaildiagSession:
 
     # ------------------------------------------------------------------ per failure, where the test ran
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
-        item.stash[CALLING_KEY] = 0
-        try:
-            return (yield)
-        finally:
-            del item.stash[CALLING_KEY]
-
-    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
         rep = yield
-        if rep.when == "setup":
-            item.stash[PROPS_KEY] = []  # a new attempt (a rerun starts at its setup again)
-        if rep.failed:
+        if self._stashed and rep.when == "setup":  # a new attempt (a rerun starts at its setup again)
+            for key in (PROPS_KEY, SUBTESTS_KEY):
+                if key in item.stash:
+                    del item.stash[key]
+        if rep.outcome == "failed":  # ``rep.failed`` without its property call: this runs 3 times per test
+            self._stashed = True
+            if self.rerun is not None:
+                self.rerun.note_failed(item, rep)  # its rerun settings travel with the report
             try:
                 self._diagnose_item(item, call, rep)
             except Exception as exc:
                 warn(f"faildiag: no diagnosis for {item.nodeid} ({rep.when}): {type(exc).__name__}: {exc}")
-        if rep.when == "teardown":
-            rep.user_properties.extend(item.stash.get(PROPS_KEY, []))
+        if self._stashed and rep.when == "teardown" and PROPS_KEY in item.stash:
+            rep.user_properties.extend(item.stash[PROPS_KEY])
         return rep
 
     def _subtest_id(self, item: pytest.Item, call: pytest.CallInfo[None]) -> str | None:
         """``<nodeid> subtest N`` for the Nth failing subtest, whose report is made while the test still runs."""
-        if call.when != "call" or CALLING_KEY not in item.stash:
+        if call.when != "call" or not _inside_test_call(item):
             return None
-        item.stash[CALLING_KEY] += 1
-        return f"{item.nodeid} subtest {item.stash[CALLING_KEY]}"
+        item.stash[SUBTESTS_KEY] = item.stash.get(SUBTESTS_KEY, 0) + 1
+        return f"{item.nodeid} subtest {item.stash[SUBTESTS_KEY]}"
 
     def _diagnose_item(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
+        import traceback
+
         texts = _report_texts(rep)
         texts.update(self.threads.texts_for(item.nodeid))
         excinfo = call.excinfo
@@ -274,7 +305,7 @@ class FaildiagSession:
         subtest = self._subtest_id(item, call)
         entry = self._run_engine(item.nodeid, rep.when, texts, paths, file=file, line=line, hang=hang, slug_of=subtest)
         if subtest is not None:
-            entry["subtest"] = item.stash[CALLING_KEY]
+            entry["subtest"] = item.stash[SUBTESTS_KEY]
         self._attach(rep, entry)
         props = item.stash.setdefault(PROPS_KEY, [])
         if not props:  # one set per attempt: its first failure (a teardown error after it adds none)
@@ -301,7 +332,9 @@ class FaildiagSession:
     # ------------------------------------------------------------------ per report, on the controller
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not report.failed or not self.controller:
+        if self.rerun is not None:
+            self.rerun.note_report(report)  # the order tests ran in (one hook call per report, not two)
+        if report.outcome != "failed" or not self.controller:
             return
         try:
             entry = getattr(report, "faildiag", None)
@@ -360,9 +393,12 @@ class FaildiagSession:
         hang: bool,
         slug_of: str | None = None,
     ) -> dict[str, Any]:
+        import shlex
+
         from ..engine.api import diagnose
         from ..engine.report import render_text
         from ..engine.snapshot import dump_json, write_snapshot
+        from ..store import read_last_green
 
         lock = self.lock()
         context: dict[str, Any] = {}
@@ -459,6 +495,9 @@ class FaildiagSession:
         path = self.out / JOURNAL
         if not path.exists():
             return
+        if ended_cleanly(path):  # nothing to diagnose: skip replaying a line per test of the last session
+            os.replace(path, self.out / PREVIOUS)
+            return
         events = read_events(path)
         for dead in dead_tests(events):
             if dead.session_ended:
@@ -484,6 +523,8 @@ class FaildiagSession:
             self.journal.close()
 
     def _write_session_index(self) -> None:
+        from ..store import write_session
+
         write_session(self.out, self.entries, self.recovered)  # redacted there: test ids can hold tokens
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -501,6 +542,8 @@ class FaildiagSession:
         if quiet(self.config):
             _write(tr, self._one_line())
             return
+        from ..store import entry_key, group_entries
+
         tr.write_sep("=", "faildiag")
         for e in self.recovered:
             _write(tr, f"previous session died while running {e['nodeid']}: {e['summary']}", red=True)
@@ -520,6 +563,8 @@ class FaildiagSession:
 
     def _one_line(self) -> str:
         """The whole block in one line, for ``-qq`` and ``--tb=no``: counts, rerun verdicts, where to read more."""
+        from ..store import group_entries
+
         parts = []
         if self.entries:
             n, causes = len(self.entries), len(group_entries(self.entries))
@@ -591,6 +636,21 @@ class _GithubTail:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _any_marked(items: list[pytest.Item], name: str) -> bool:
+    """``any(item.get_closest_marker(name) for item in items)``, looking at each node's own markers once:
+    the tests of a module or class share their parents, and ``get_closest_marker`` walks the whole chain of
+    parents again for every test."""
+    seen: set[int] = set()
+    for item in items:
+        node: Any = item
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            if any(mark.name == name for mark in node.own_markers):
+                return True
+            node = node.parent
+    return False
 
 
 def _write(tr: Any, text: str, **markup: bool) -> None:

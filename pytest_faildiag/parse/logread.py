@@ -26,6 +26,8 @@ def clean(text: str) -> str:
     """Strip ANSI escapes and control characters; keep the text a person would have seen."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if text.isprintable():  # no control character at all (the usual line): no regex call
+        return text
     return _CTRL.sub("", text)
 
 

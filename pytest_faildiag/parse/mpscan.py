@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,12 @@ MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re: loading an
 KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
 MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
 RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
-_CACHE_FORMAT = b"faildiag-mpscan-1"
+_CACHE_FORMAT = b"faildiag-mpscan-2"
 
-LineStarts = Callable[[bytes], list[int]]
-"""Given a block of whole lines, the sorted start offsets of the lines that hold a hit."""
+LineStarts = Any
+"""A line finder: called with a block of whole lines, the sorted start offsets of the lines that hold a
+hit; ``scan(block)`` gives them with the keyword occurrences (or None when the engine does not report
+them). ``table``: each expression id's (length, kinds), when it reports them."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,29 @@ class Patterns:
 
     structural: tuple[bytes, ...]
     keywords: tuple[tuple[str, bool], ...]
-    combined: bytes
+    combined_of: Callable[[], bytes] | bytes
+    hits: tuple[tuple[bytes, bool, int], ...] | None = None
+    """The keyword search's own keywords ((literal, case-folded, ``rules.KW_*`` role), see
+    ``KeywordRegex.hit_keywords``): reported with their positions so the scanner needs no regex to find
+    a line's keywords. Only their lines that also hold a candidate pattern are candidates."""
+
+    @cached_property
+    def combined(self) -> bytes:
+        """The whole search as one alternation (RE2 and Python's re run it; Hyperscan does not need it):
+        made on first use, since with thousands of team cards it takes a while to build."""
+        return self.combined_of if isinstance(self.combined_of, bytes) else self.combined_of()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One expression of the database: its bytes (a regex for a structural marker, else a literal), case
+    mode, whether a hit makes its line a candidate, and its keyword role (0: none) and length."""
+
+    expr: bytes
+    caseless: bool
+    candidate: bool
+    kinds: int = 0
+    length: int = 0
 
 
 def engine_name() -> str:
@@ -96,21 +120,36 @@ def build(name: str, patterns: Patterns) -> LineStarts | None:
 
 
 # ---------------------------------------------------------------------------------------------- Hyperscan
-def _expressions(patterns: Patterns, hs: Any) -> tuple[list[bytes], list[int]]:
-    exprs = list(patterns.structural)
-    flags = [0] * len(exprs)
+def entries(patterns: Patterns) -> list[Entry]:
+    """The database's expressions: the structural markers, the rule keywords (candidates) and the keyword
+    search's literals, one id per distinct literal and case mode (a case-folded literal is spelt in lower
+    case: the engine folds ASCII only, as Python's re does on bytes)."""
+    out = [Entry(e, False, True) for e in patterns.structural]
+    merged: dict[tuple[bytes, bool], list[int]] = {}  # (literal, caseless) -> [candidate, kinds]
     for kw, ignore_case in sorted(set(patterns.keywords)):
         if kw:
-            exprs.append(re.escape(kw.encode("utf-8")))
-            flags.append(hs.HS_FLAG_CASELESS if ignore_case else 0)
-    return exprs, flags
+            raw = kw.encode("utf-8")
+            merged.setdefault((raw.lower() if ignore_case else raw, ignore_case), [0, 0])[0] = 1
+    for raw, caseless, kind in patterns.hits or ():
+        if raw:
+            merged.setdefault((raw.lower() if caseless else raw, caseless), [0, 0])[1] |= kind
+    for (raw, caseless), (cand, kinds) in merged.items():
+        out.append(Entry(re.escape(raw), caseless, bool(cand), kinds, len(raw)))
+    return out
+
+
+def _expressions(patterns: Patterns, hs: Any) -> tuple[list[bytes], list[int]]:
+    ents = entries(patterns)
+    return [e.expr for e in ents], [hs.HS_FLAG_CASELESS if e.caseless else 0 for e in ents]
 
 
 def _hyperscan(patterns: Patterns) -> LineStarts | None:
     hs = _module("hyperscan")
     if hs is None:
         return None
-    exprs, flags = _expressions(patterns, hs)
+    ents = entries(patterns)
+    exprs = [e.expr for e in ents]
+    flags = [hs.HS_FLAG_CASELESS if e.caseless else 0 for e in ents]
     if not exprs:
         return None
     key = _cache_key(exprs, flags, hs)
@@ -119,34 +158,60 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
         _store_cached(key, hs.dumpb(db))
-    return _HyperscanLines(db, hs)
+    return _HyperscanLines(db, hs, ents)
+
+
+Occurrences = dict[int, list[tuple[int, int]]]
+"""Line start → the keyword-search literals in that line, as (end offset in the block, expression id)."""
 
 
 class _HyperscanLines:
-    """Scans a block with the database; each call gets its own scratch space, so threads never share one."""
+    """Scans a block with the database; each call gets its own scratch space, so threads never share one.
+    ``scan`` also reports where the keyword search's literals are (``Occurrences``); ``table`` gives each
+    expression id's (length, kinds)."""
 
-    def __init__(self, db: Any, hs: Any) -> None:
+    def __init__(self, db: Any, hs: Any, ents: list[Entry]) -> None:
         self.db = db
         self.hs = hs
+        self.candidate = [e.candidate for e in ents]
+        self.table = [(e.length, e.kinds) for e in ents]
+        self.keywords = any(e.kinds for e in ents)
 
     def __call__(self, buf: bytes) -> list[int]:
+        return self.scan(buf)[0]
+
+    def scan(
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+    ) -> tuple[list[int], Occurrences | None]:
+        """The candidate line starts of ``buf[:n]`` and the keyword occurrences per line (``view``: a
+        memoryview of ``buf``, so the block is scanned where it lies)."""
+        n = len(buf) if n is None else n
         starts: list[int] = []
-        line = [0, -1]  # the last line recorded (start, end): later hits on it are skipped in O(1)
+        occ: Occurrences = {}
+        candidate, table = self.candidate, self.table
+        line = [0, -1, 0]  # the line being reported (start, end, recorded as a candidate): O(1) per hit
+        here: list[list[tuple[int, int]]] = [[]]
 
-        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
             at = end - 1  # matches never span a newline: the byte before the end is in the hit's line
-            if line[0] <= at <= line[1]:
-                return
-            line[0] = buf.rfind(b"\n", 0, at) + 1
-            nl = buf.find(b"\n", at)
-            line[1] = len(buf) if nl < 0 else nl
-            starts.append(line[0])
+            if not line[0] <= at <= line[1]:
+                line[0] = buf.rfind(b"\n", 0, at) + 1
+                nl = buf.find(b"\n", at, n)
+                line[1] = n if nl < 0 else nl
+                line[2] = 0
+                here[0] = occ.setdefault(line[0], [])
+            if table[i][1]:
+                here[0].append((end, i))
+            if not line[2] and candidate[i]:
+                line[2] = 1
+                starts.append(line[0])
 
-        if buf:
-            self.db.scan(buf, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
+        if n:
+            block = (view if view is not None else memoryview(buf))[:n] if n < len(buf) or view is not None else buf
+            self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
         if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
             starts = sorted(set(starts))
-        return starts
+        return starts, (occ if self.keywords else None)
 
 
 def cache_dir() -> Path:
@@ -158,6 +223,8 @@ def cache_dir() -> Path:
 
 
 def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any) -> str:
+    import platform  # only when a database is looked up: importing it costs every CLI call otherwise
+
     h = hashlib.sha256(_CACHE_FORMAT)
     h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + platform.machine().encode() + b"\0")
     for e, f in zip(exprs, flags, strict=True):
@@ -210,6 +277,13 @@ class _Re2Lines:
 
     def __init__(self, regex: Any) -> None:
         self.regex = regex
+
+    def scan(
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+    ) -> tuple[list[int], None]:
+        whole = isinstance(buf, bytes) and (n is None or n == len(buf))
+        block = buf if whole else bytes((view if view is not None else memoryview(buf))[: len(buf) if n is None else n])
+        return self(block), None
 
     def __call__(self, buf: bytes) -> list[int]:
         starts: list[int] = []

@@ -17,10 +17,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, BinaryIO
 
-from ..rules import Rule, RuleSet
+from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, Rule, RuleSet, keep_cache
 from . import mpscan
 from .logread import MAX_LINE, _visible
 
@@ -55,7 +55,6 @@ _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?
 _EXC_LINE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
 )
-_PYTEST_PREFIX = re.compile(r"^E {3}")
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
 _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
@@ -218,10 +217,12 @@ class _Scanner:
     def in_block(self) -> bool:
         return bool(self.open_tb) or self.dump is not None or self.elastic is not None
 
-    def feed_line(self, number: int, text: str) -> None:
+    def feed_line(self, number: int, text: str, seen: _Seen | bytes | bytearray | None = None) -> None:
+        """One line Python must see; ``seen``: where the engine found the keyword search's literals in
+        it, or the line's bytes when it found none there (else Python's re looks for them)."""
         rank = None
         body = text
-        m = _RANK_PREFIX.match(text)
+        m = _RANK_PREFIX.match(text) if text[:1] == "[" else None
         if m:
             rank = m["rank"]
             body = text[m.end() :]
@@ -235,7 +236,7 @@ class _Scanner:
         is_code = body.startswith(">") or (rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body))
         self._structure(number, body, rank)
         if not is_code:
-            self._keywords(number, text, body, rank)
+            self._keywords(number, text, body, rank, seen)
 
     def _strip_prefix(self, body: str) -> str:
         """Loggers and wrappers put a prefix before every line (``INTERNALERROR> ``, ``(RayWorker pid=12) ``,
@@ -286,17 +287,17 @@ class _Scanner:
             self.open_tb[rank] = opened
             self._keep_tb(opened)
             return
-        if any(c in body for c in _CHAIN):
+        if _CHAIN[0] in body or _CHAIN[1] in body:
             self.pending_chain[rank] = True
             return
         tb = self.open_tb.get(rank)
         if tb is None:
             if body[:1] not in (" ", "\t"):
-                bare = exception_line(_QUOTE.sub("", stripped))
+                bare = exception_line(_QUOTE.sub("", stripped) if stripped[:1] in (">", ".") else stripped)
                 if bare:
                     self._bare_exception(number, *bare, rank)
                     return
-            if _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
+            if 'File "' in body and _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
                 tb = Traceback(
                     self.source,
                     number,
@@ -309,12 +310,12 @@ class _Scanner:
                 self._keep_tb(tb)
                 self._frame(tb, body)
                 return
-            pm = _PYTEST_E.match(body)
+            pm = _PYTEST_E.match(body) if body[:4] == "E   " else None
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            lm = _PYTEST_LOC.match(stripped)
+            lm = _PYTEST_LOC.match(stripped) if ".py:" in stripped else None
             if lm:
                 kind = lm["type"]
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
@@ -386,17 +387,14 @@ class _Scanner:
             self.elastic = None
 
     # -- keyword hits ---------------------------------------------------------------------------
-    def _keywords(self, number: int, text: str, body: str, rank: str | None) -> None:
+    def _keywords(
+        self, number: int, text: str, body: str, rank: str | None, seen: _Seen | bytes | bytearray | None = None
+    ) -> None:
         c = self.compiled
         regex, within, order = c.keyword_regex, c.within, c.order
         if regex is None:
             return
-        raw = text.encode("utf-8", "replace")
-        hits: set[str] = set()
-        m = regex.search(raw)
-        while m is not None:  # overlapping: a keyword may start inside the previous hit
-            hits.add(m.group(0).decode("utf-8", "replace"))
-            m = regex.search(raw, m.start() + 1)
+        hits = line_hits(regex, text.encode("utf-8", "replace"), seen)
         if not hits:
             return
         # the alternation reports the longest keyword at each position; shorter ones inside it come from
@@ -414,7 +412,7 @@ class _Scanner:
                     seen.add(id(r))
                     rules.append(r)
         rules.sort(key=lambda r: order.get(id(r), 0))
-        match_body = _PYTEST_PREFIX.sub("", body, count=1)
+        match_body = body[4:] if body.startswith("E   ") else body  # _PYTEST_PREFIX, without a regex call
         for r in rules:
             groups: dict[str, str] | None = None
             if not r.patterns:
@@ -465,7 +463,7 @@ class _Scanner:
             el.append((self.source, number, text.strip()[:500]))
             if len(el) > 400:
                 del el[100:200]  # keep the first 100 and the most recent ones
-        mm = _MEM.search(text)
+        mm = _MEM.search(text) if "mem" in low else None  # _MEM needs "mem" in some case
         if mm:
             unit = mm["u"][0].upper()
             gib = float(mm["v"]) * _UNIT.get(unit, 1.0)
@@ -490,6 +488,67 @@ class _Scanner:
         if len(tbs) > MAX_TRACEBACKS:
             # keep the first few (the first failure) and the latest (the end of the story)
             del tbs[4]
+
+
+_NO_HITS: frozenset[str] = frozenset()
+
+
+def line_hits(regex: Any, raw: bytes, seen: _Seen | bytes | bytearray | None = None) -> set[str] | frozenset[str]:
+    """The keywords ``regex.search`` finds in the line ``raw`` (its text's bytes), overlapping, the longest
+    at each position; ``seen``: what the engine reported for the line (see ``_Seen``), which gives the same
+    answer without the regex whenever the line's text is its bytes."""
+    hits: set[str] | frozenset[str] | None = None
+    if isinstance(seen, _Seen):
+        hits = seen.hits(raw)
+    elif seen is not None:  # the line's bytes, in which the engine saw no keyword
+        hits = _NO_HITS if raw == (seen[:-1] if seen[-1:] == b"\n" else seen) else None
+    if hits is None:
+        found: set[str] = set()
+        m = regex.search(raw)
+        while m is not None:  # overlapping: a keyword may start inside the previous hit
+            found.add(m.group(0).decode("utf-8", "replace"))
+            m = regex.search(raw, m.start() + 1)
+        hits = found
+    return hits
+
+
+class _Seen:
+    """Where the engine found the keyword search's literals in one line of a block: enough to name the hits
+    ``keyword_regex.search`` would give, without running it. At each position the alternation takes the
+    longest exact keyword, else the longest case-folded one; a team card's keyword (KW_ANY) wins over that
+    when longer (``CardKeywords.search`` sorts by length). Only for a line whose text is its bytes (valid
+    UTF-8, no control character, no ``\\r`` redraw): the engine saw the bytes, the regex sees the text."""
+
+    __slots__ = ("line", "start", "found", "table")
+
+    def __init__(self, line: bytes, start: int, found: list[tuple[int, int]], table: list[tuple[int, int]]):
+        self.line, self.start, self.found, self.table = line, start, found, table
+
+    def hits(self, text_bytes: bytes) -> set[str] | None:
+        line = self.line
+        if line[-1:] == b"\n":
+            line = line[:-1]
+        if text_bytes != line:
+            return None
+        if not self.found:
+            return set()
+        n, start, table = len(line), self.start, self.table
+        best: dict[int, list[int]] = {}  # position -> [longest exact, longest folded, longest card keyword]
+        for end, i in self.found:
+            length, kinds = table[i]
+            at = end - length - start
+            if at < 0 or at + length > n:
+                continue
+            b = best.get(at)
+            if b is None:
+                b = best[at] = [0, 0, 0]
+            if kinds & KW_EXACT and length > b[0]:
+                b[0] = length
+            if kinds & KW_FOLDED and length > b[1]:
+                b[1] = length
+            if kinds & KW_ANY and length > b[2]:
+                b[2] = length
+        return {line[at : at + max(ex or fo, card)].decode("utf-8", "replace") for at, (ex, fo, card) in best.items()}
 
 
 def exception_line(text: str) -> tuple[str, str] | None:
@@ -570,12 +629,17 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
     is correct, so the last one stored wins."""
     if isinstance(ruleset.scanner, CompiledRules):
         return ruleset.scanner
+    keep_cache(ruleset)  # the packs' parse, for the next process (when no team cards' folder forbade it)
     keywords = tuple((k, r.ignore_case) for r in ruleset.rules for k in r.keywords)
+    hit_keywords = getattr(ruleset.keyword_regex, "hit_keywords", None)
+    hits = hit_keywords() if hit_keywords is not None else None
     built = CompiledRules(
         keyword_regex=ruleset.keyword_regex,
         within=_Within(list(ruleset.keyword_index)),
         order={id(r): i for i, r in enumerate(ruleset.rules)},
-        patterns=mpscan.Patterns(tuple(_STRUCTURAL), keywords, _candidate_pattern(ruleset)),
+        patterns=mpscan.Patterns(
+            tuple(_STRUCTURAL), keywords, partial(_candidate_pattern, ruleset), None if hits is None else tuple(hits)
+        ),
     )
     ruleset.scanner = built
     return built
@@ -596,44 +660,109 @@ def scan_stream(
     sc = _Scanner(ruleset, result, source)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     line_no = 0  # lines fully consumed before ``buf``
-    carry = b""
+    # One buffer for the whole stream, read into in place: a partial line carried over to the next chunk
+    # is moved to its front, and the engines and finders work on ``buf[:cut]`` by offsets, so a chunk is
+    # never copied (copying 8 MiB twice per chunk cost more than finding its candidate lines).
+    readinto = stream.readinto if isinstance(stream, io.FileIO | io.BytesIO) else None
+    buf = bytearray(_capacity(stream) if readinto is not None else 2 * CHUNK + MAX_LINE)
+    view = memoryview(buf)
+    carry = 0  # bytes of a partial line at the front of ``buf``
     total = 0
     fast: mpscan.LineStarts | None = None
-    while True:
-        if deadline is not None and not sc.info.skipped_bytes and time.monotonic() > deadline:
-            skipped = _skip_to_tail(stream, total, tail_bytes)
-            if skipped:
-                sc.info.skipped_bytes = skipped
-                total += skipped
-                carry = b""
-                stream.readline(MAX_LINE)  # the line the jump landed in is partial
-        data = stream.read(CHUNK)
-        if total == 0 and len(data) >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
-            fast = sc.compiled.line_starts()
-        total += len(data)
-        if not data and not carry:
-            break
-        buf = carry + data
-        if data:
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0:  # no newline in a whole chunk: an over-long line; keep only its head
-                if len(buf) > MAX_LINE:
-                    sc.info.truncated_lines += 1
-                    buf = buf[:MAX_LINE]
-                carry = buf
-                continue
-            buf, carry = buf[:cut], buf[cut:]
-        else:
-            carry = b""
-        find = mpscan.next_line(fast(buf)) if fast is not None else _regex_finder(sc.compiled.candidates, buf)
-        line_no = _scan_chunk(sc, find, buf, line_no, tail)
-        if total <= PROGRESS_BYTES:
-            count_progress(result, buf)
+    try:
+        while True:
+            if deadline is not None and not sc.info.skipped_bytes and time.monotonic() > deadline:
+                skipped = _skip_to_tail(stream, total, tail_bytes)
+                if skipped:
+                    sc.info.skipped_bytes = skipped
+                    total += skipped
+                    carry = 0
+                    stream.readline(MAX_LINE)  # the line the jump landed in is partial
+            if readinto is not None:
+                if len(buf) - carry < CHUNK:  # a buffer sized for a small input: never read into nothing
+                    view, buf = _grown(view, buf, carry + 1)
+                room = min(CHUNK, len(buf) - carry)
+                got = readinto(view[carry : carry + room]) or 0
+                if got == room < CHUNK:  # more than the input's size said (it grows): the rest of a chunk
+                    view, buf = _grown(view, buf, carry + CHUNK)
+                    got += readinto(view[carry + got : carry + CHUNK]) or 0
+            else:  # a pipe or another reader: read as asked, then copy in (its reads may come short)
+                data = stream.read(CHUNK)
+                got = len(data)
+                view[carry : carry + got] = data
+            if total == 0 and got >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
+                fast = sc.compiled.line_starts()
+            total += got
+            if not got and not carry:
+                break
+            filled = carry + got
+            if got:
+                cut = buf.rfind(b"\n", 0, filled) + 1
+                if cut == 0:  # no newline in a whole chunk: an over-long line; keep only its head
+                    if filled > MAX_LINE:
+                        sc.info.truncated_lines += 1
+                        filled = MAX_LINE
+                    carry = filled
+                    continue
+            else:
+                cut = filled
+            line_no = _scan_block(sc, buf, view, cut, fast, line_no, tail)
+            if total <= PROGRESS_BYTES:
+                count_progress(result, buf, cut)
+            carry = filled - cut
+            if carry:
+                buf[:carry] = view[cut:filled]
+    finally:
+        view.release()
     sc.info.lines = line_no
     sc.info.bytes = total
     sc.info.tail = list(tail)
     # a traceback whose exception line never came (log cut mid-traceback) is still evidence
     sc.open_tb.clear()
+
+
+def _capacity(stream: BinaryIO) -> int:
+    """The buffer a stream needs: a whole chunk plus a carried line, or less for an input known to be
+    smaller (a small log or text needs no 16 MiB buffer); ``scan_stream`` grows it if the input grows."""
+    full = 2 * CHUNK + MAX_LINE
+    try:
+        if isinstance(stream, io.BytesIO):
+            with stream.getbuffer() as data:
+                left = data.nbytes - stream.tell()
+        else:
+            left = os.fstat(stream.fileno()).st_size - stream.tell()
+    except (OSError, ValueError, AttributeError):
+        return full
+    return max(1, min(full, left + 1))
+
+
+def _grown(view: memoryview, buf: bytearray, size: int) -> tuple[memoryview, bytearray]:
+    """``buf`` grown to at least ``size`` bytes, with a new view of it (a bytearray cannot grow while
+    viewed)."""
+    if len(buf) >= size:
+        return view, buf
+    view.release()
+    buf.extend(bytes(size - len(buf)))
+    return memoryview(buf), buf
+
+
+def _scan_block(
+    sc: _Scanner,
+    buf: bytearray,
+    view: memoryview,
+    n: int,
+    fast: mpscan.LineStarts | None,
+    line_no: int,
+    tail: deque[str],
+) -> int:
+    """Find the candidate lines of ``buf[:n]`` (whole lines) and feed them; the new line count."""
+    occ: mpscan.Occurrences | None = None
+    if fast is not None:
+        starts, occ = fast.scan(buf, n, view)
+        find = mpscan.next_line(starts)
+    else:
+        find = _regex_finder(sc.compiled.candidates, buf, n)
+    return _scan_chunk(sc, find, buf, line_no, tail, occ, getattr(fast, "table", None), n)
 
 
 def _skip_to_tail(stream: BinaryIO, pos: int, tail_bytes: int) -> int:
@@ -648,27 +777,40 @@ def _skip_to_tail(stream: BinaryIO, pos: int, tail_bytes: int) -> int:
     return start - pos
 
 
-def _regex_finder(big: re.Pattern[bytes], buf: bytes) -> Callable[[int], tuple[int, int] | None]:
-    """``find(pos)``: the first candidate match at or after ``pos`` as (start, end), by Python's re."""
+def _regex_finder(
+    big: re.Pattern[bytes], buf: bytes | bytearray, n: int | None = None
+) -> Callable[[int], tuple[int, int] | None]:
+    """``find(pos)``: the first candidate match in ``buf[pos:n]`` as (start, end), by Python's re."""
+    endpos = len(buf) if n is None else n
 
     def find(pos: int) -> tuple[int, int] | None:
-        m = big.search(buf, pos)
+        m = big.search(buf, pos, endpos)
         return None if m is None else m.span()
 
     return find
 
 
 def _scan_chunk(
-    sc: _Scanner, find: Callable[[int], tuple[int, int] | None], buf: bytes, line_no: int, tail: deque[str]
+    sc: _Scanner,
+    find: Callable[[int], tuple[int, int] | None],
+    buf: bytes,
+    line_no: int,
+    tail: deque[str],
+    occ: mpscan.Occurrences | None = None,
+    table: list[tuple[int, int]] | None = None,
+    n: int | None = None,
 ) -> int:
+    """Feed the lines of ``buf[:n]`` that Python must see; ``occ``/``table``: the engine's keyword
+    occurrences per line start (a line without an entry holds none), when it reported them."""
     pos = 0
-    n = len(buf)
+    n = len(buf) if n is None else n
     while pos < n:
         if sc.in_block:
-            end = buf.find(b"\n", pos)
+            end = buf.find(b"\n", pos, n)
             end = n if end < 0 else end + 1
             line_no += 1
-            _process(sc, line_no, buf[pos:end])
+            raw = buf[pos:end]
+            _process(sc, line_no, raw, _seen(raw, pos, occ, table))
             pos = end
             continue
         m = find(pos)
@@ -678,13 +820,14 @@ def _scan_chunk(
         start = buf.rfind(b"\n", pos, m[0])
         start = pos if start < 0 else start + 1
         line_no += buf.count(b"\n", pos, start)
-        end = buf.find(b"\n", m[1])
+        end = buf.find(b"\n", m[1], n)
         end = n if end < 0 else end + 1
         line_no += 1
-        _process(sc, line_no, buf[start:end])
+        raw = buf[start:end]
+        _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
     # tail: the last lines of this chunk replace older ones
-    last = buf[-64 * 1024 :].decode("utf-8", "replace").splitlines()
+    last = buf[max(0, n - 64 * 1024) : n].decode("utf-8", "replace").splitlines()
     for raw in last[-TAIL_LINES:]:
         vis = _visible(raw[:MAX_LINE])
         if vis.strip():
@@ -692,29 +835,44 @@ def _scan_chunk(
     return line_no
 
 
-def _process(sc: _Scanner, number: int, raw: bytes) -> None:
+def _seen(
+    raw: bytes | bytearray, start: int, occ: mpscan.Occurrences | None, table: list[tuple[int, int]] | None
+) -> _Seen | bytes | bytearray | None:
+    """What the engine saw of the keywords in the line ``raw`` at ``start`` (see ``feed_line``): no object
+    is made for the usual line without any (objects made per line cost the garbage collector too)."""
+    if occ is None or table is None:
+        return None
+    found = occ.get(start)
+    return _Seen(raw, start, found, table) if found else raw
+
+
+def _process(sc: _Scanner, number: int, raw: bytes, seen: _Seen | bytes | bytearray | None = None) -> None:
     if len(raw) > MAX_LINE:
         raw = raw[:MAX_LINE]
         sc.info.truncated_lines += 1
+        if isinstance(seen, _Seen):
+            seen.line = raw
+        elif seen is not None:
+            seen = raw
     text = _visible(raw.decode("utf-8", "replace"))
-    if not text.strip():
+    if not text or text.isspace():
         if sc.dump is not None:
             sc.dump = None
         return
-    sc.feed_line(number, text)
+    sc.feed_line(number, text, seen)
     sc.generic(number, text)
 
 
-def count_progress(result: ScanResult, data: bytes) -> None:
-    """Count the signs of work done in ``data`` (called per chunk; a counter's first value is kept across
-    chunks, so ``step 1`` in one chunk and ``step 2`` in the next is progress)."""
+def count_progress(result: ScanResult, data: bytes | bytearray, n: int | None = None) -> None:
+    """Count the signs of work done in ``data[:n]`` (called per chunk; a counter's first value is kept
+    across chunks, so ``step 1`` in one chunk and ``step 2`` in the next is progress)."""
     if result.progress >= PROGRESS_ENOUGH:
         return
-    for m in _PROGRESS.finditer(data):
+    for m in _PROGRESS.finditer(data, 0, len(data) if n is None else n):
         word = m["counter"]
         if word is not None:
-            key = word.lower()
-            first = result.counters.setdefault(key, m["n"])
+            key = bytes(word.lower())
+            first = result.counters.setdefault(key, bytes(m["n"]))
             if first == m["n"]:
                 continue  # the same number again (a header, a setting, or one step printed twice)
         result.progress += 1

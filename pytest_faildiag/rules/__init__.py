@@ -5,20 +5,120 @@ literal ``keywords`` into one alternation so that a log is scanned once, whateve
 only lines that hit a keyword are handed to the rules that own it. Third-party packs arrive through the
 ``pytest_faildiag_rule_packs`` hook (a conftest.py may implement it); a malformed pack is skipped with a
 warning, never fatal.
+
+Why a cache: a fresh process (every CLI call) would parse ~20 TOML files, compile ~1,100 rule regexes and
+build the keyword alternation before reading a byte of log: ~0.5 s, more than scanning 10 MB. What parsing
+and checking found depends only on the packs' bytes, so ``load_ruleset`` keeps it (the packs' parsed data,
+which packs were refused and why, the alternation's text) as JSON in the user's cache folder, keyed by a
+hash of every pack's name and bytes, this module and the vocabularies it checks against. A later process
+builds the same rule set from it with each regex compiled the first time a rule's keyword hits (``LazyRegex``).
+The cache is only read from a private folder of ours (``fsio.check_output_root``); anything unexpected in it
+(a wrong shape, a wrong key, unreadable) is a miss, never an error: the packs are then read in full.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
-import tomllib
+import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import fsio
 from ..model import CATEGORIES, STAGES, TYPES
+
+CACHE_FORMAT = 1
+KEEP_CACHES = 8  # rule-set caches kept (the built-in packs alone, with a conftest's or --rules packs, ...)
+MAX_CACHE_BYTES = 64 << 20
+
+
+class LazyRegex:
+    """A compiled regex made on first use: ``search``/``match``/... and every other attribute of
+    ``re.Pattern`` compile it then. A rule set read from the cache holds these, so a diagnosis compiles only
+    the regexes of the rules whose keywords occur in its logs. A pattern that does not compile (only a
+    damaged cache could hold one: every pattern was compiled before it was cached) never matches."""
+
+    __slots__ = ("pattern", "_flags", "_re")
+
+    def __init__(self, pattern: Any, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._flags = flags
+        self._re: re.Pattern[Any] | None = None
+
+    def compiled(self) -> re.Pattern[Any]:
+        if self._re is None:
+            try:
+                self._re = re.compile(self.pattern, self._flags)
+            except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+                self._re = re.compile(b"(?!)" if isinstance(self.pattern, bytes) else "(?!)")
+        return self._re
+
+    def search(self, string: Any, *args: Any) -> re.Match[Any] | None:
+        return (self._re or self.compiled()).search(string, *args)
+
+    def match(self, string: Any, *args: Any) -> re.Match[Any] | None:
+        return (self._re or self.compiled()).match(string, *args)
+
+    def finditer(self, string: Any, *args: Any) -> Any:
+        return (self._re or self.compiled()).finditer(string, *args)
+
+    def findall(self, string: Any, *args: Any) -> list[Any]:
+        return (self._re or self.compiled()).findall(string, *args)
+
+    def sub(self, repl: Any, string: Any, count: int = 0) -> Any:
+        return (self._re or self.compiled()).sub(repl, string, count)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyRegex):
+            return self.pattern == other.pattern and self._flags == other._flags
+        if isinstance(other, re.Pattern):
+            return self.compiled() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self._flags))
+
+    def __repr__(self) -> str:
+        return f"LazyRegex({self.pattern!r}, {self._flags})"
+
+
+# What a keyword is to the scanner's search (``hit_keywords``): at each position of a line the keyword
+# alternation reports the longest exact keyword, else the longest case-folded one; a keyword marked ANY
+# (a team card's) competes with that choice by length alone.
+KW_EXACT = 1
+KW_FOLDED = 2
+KW_ANY = 4
+
+
+class KeywordRegex(LazyRegex):
+    """``RuleSet.keyword_regex``: the keyword alternation (compiled only when Python's re searches with it)
+    and the keywords it was made of, so a multi-pattern engine can report the very hits it would find."""
+
+    __slots__ = ("exact", "folded")
+
+    def __init__(self, pattern: bytes, exact: frozenset[bytes], folded: frozenset[bytes]) -> None:
+        super().__init__(pattern)
+        self.exact = exact
+        self.folded = folded
+
+    def hit_keywords(self) -> list[tuple[bytes, bool, int]] | None:
+        """(keyword, case-folded, KW_* role) of every keyword; None when an empty keyword makes the
+        alternation match everywhere (then only Python's re gives its hits)."""
+        if b"" in self.exact or b"" in self.folded:
+            return None
+        return [(k, False, KW_EXACT) for k in sorted(self.exact)] + [(k, True, KW_FOLDED) for k in sorted(self.folded)]
 
 
 @dataclass
@@ -105,6 +205,9 @@ class RuleSet:
     """What ``parse.scan`` compiles from these rules on first use (its regexes and keyword tables). Kept
     on the rule set so it lives and dies with it and can never be handed to another rule set (not an
     init field, so ``dataclasses.replace`` starts the new rule set without it)."""
+    cache_write: Callable[[], None] | None = field(default=None, init=False, compare=False, repr=False)
+    """The on-disk cache of these packs, not written yet (see ``keep_cache``): written once the team
+    cards' folder is known, since a cache folder inside it is never written to."""
 
     def by_id(self, rule_id: str) -> Rule | None:
         for r in self.rules:
@@ -134,7 +237,7 @@ def _cause(raw: dict[str, Any], rule_id: str) -> CauseSpec:
     )
 
 
-def _rule(raw: dict[str, Any], pack: str) -> Rule:
+def _rule(raw: dict[str, Any], pack: str, lazy: bool = False) -> Rule:
     rid = raw.get("id")
     if not rid:
         raise RuleError("a rule without id")
@@ -144,7 +247,10 @@ def _rule(raw: dict[str, Any], pack: str) -> Rule:
     if not keywords and not exit_codes:
         raise RuleError(f"rule {rid}: needs keywords or exit_codes")
     try:
-        patterns = [re.compile(p, flags) for p in raw.get("patterns", [])]
+        if lazy:  # checked when the pack was cached: compiled on first use
+            patterns: list[Any] = [LazyRegex(_str(p), flags) for p in raw.get("patterns", [])]
+        else:
+            patterns = [re.compile(p, flags) for p in raw.get("patterns", [])]
     except re.error as exc:
         raise RuleError(f"rule {rid}: bad pattern: {exc}") from None
     for key, vocab in (("type", TYPES), ("stage", STAGES)):
@@ -172,10 +278,22 @@ def _rule(raw: dict[str, Any], pack: str) -> Rule:
     )
 
 
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise RuleError(f"a pattern must be a string, not {type(value).__name__}")
+    return value
+
+
 def parse_pack(text: str, name: str) -> tuple[list[Rule], dict[str, Any]]:
     """Parse one TOML pack; returns its rules and its other tables (stuck frames, fallback, …)."""
-    data = tomllib.loads(text)
-    rules = [_rule(r, name) for r in data.get("rule", [])]
+    import tomllib  # here, not at the top: a process that finds the packs in the cache never needs it
+
+    return pack_rules(tomllib.loads(text), name)
+
+
+def pack_rules(data: dict[str, Any], name: str, lazy: bool = False) -> tuple[list[Rule], dict[str, Any]]:
+    """The rules and other tables of one parsed pack (``lazy``: its regexes compiled on first use)."""
+    rules = [_rule(r, name, lazy) for r in data.get("rule", [])]
     return rules, {k: v for k, v in data.items() if k != "rule"}
 
 
@@ -187,24 +305,66 @@ def _builtin_packs() -> list[tuple[str, str]]:
     return out
 
 
-def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
+def build_ruleset(packs: list[tuple[str, str]], *, cache: bool = False) -> RuleSet:
+    """The rule set of ``packs`` ((name, TOML text) pairs, later packs replacing rules by id). A pack that
+    does not parse or check is skipped with a warning. ``cache``: read and keep what parsing found in the
+    user's cache folder (see the module's docstring); the rule set and the warnings are the same."""
+    key = _cache_key(packs) if cache else ""
+    stored = _read_cache(key) if cache else None
+    if stored is not None:
+        parsed, keyword_pattern = stored
+        return _assemble(parsed, lazy=True, keyword_pattern=keyword_pattern)
+    parsed = [_parse(name, text) for name, text in packs]
+    rs = _assemble(parsed, lazy=False)
+    if cache:
+        regex = rs.keyword_regex
+        rs.cache_write = partial(_write_cache, key, parsed, None if regex is None else regex.pattern)
+    return rs
+
+
+def keep_cache(rs: RuleSet, allowed: bool = True) -> None:
+    """Write the rule set's pending cache (once; ``allowed`` False drops it: the cache folder lies inside
+    the team's cards, which are never written to). Called by ``factory.attach`` and the scanner."""
+    write, rs.cache_write = rs.cache_write, None
+    if write is not None and allowed:
+        write()
+
+
+_Parsed = tuple[str, "dict[str, Any] | None", str]  # (pack name, its TOML data or None, why it was refused)
+
+
+def _parse(name: str, text: str) -> _Parsed:
+    """One pack parsed and checked (every regex compiled): its data, or why it is refused."""
+    import tomllib  # see parse_pack
+
+    try:
+        data = tomllib.loads(text)
+        pack_rules(data, name)
+    except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError) as exc:
+        return (name, None, str(exc))
+    return (name, data, "")
+
+
+def _assemble(parsed: list[_Parsed], *, lazy: bool, keyword_pattern: bytes | None = None) -> RuleSet:
     rules: list[Rule] = []
     stuck: list[dict[str, Any]] = []
     fallback: dict[str, Any] = {}
     actions: dict[str, list[str]] = {}
     seen: dict[str, int] = {}
     reasoning = Reasoning()
-    for name, text in packs:
+    for name, data, refused in parsed:
         try:
-            pack_rules, extra = parse_pack(text, name)
-        except (tomllib.TOMLDecodeError, RuleError, TypeError, ValueError) as exc:
-            warnings.warn(f"faildiag: rule pack {name} skipped: {exc}", stacklevel=2)
+            if data is None:
+                raise RuleError(refused)
+            pack_rules_, extra = pack_rules(data, name, lazy)
+        except (RuleError, TypeError, ValueError) as exc:
+            warnings.warn(f"faildiag: rule pack {name} skipped: {exc}", stacklevel=3)
             continue
         try:
-            _add_reasoning(reasoning, extra)
+            _add_reasoning(reasoning, extra, lazy)
         except (RuleError, TypeError, ValueError, KeyError, re.error) as exc:
-            warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=2)
-        for r in pack_rules:  # a later pack may replace a rule by id
+            warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=3)
+        for r in pack_rules_:  # a later pack may replace a rule by id
             if r.id in seen:
                 rules[seen[r.id]] = r
             else:
@@ -221,11 +381,79 @@ def build_ruleset(packs: list[tuple[str, str]]) -> RuleSet:
     for r in rules:
         for k in r.keywords:
             index.setdefault(k.lower() if r.ignore_case else k, []).append(r)
-    regex = _keyword_regex(rules)
-    return RuleSet(rules, index, regex, [r for r in rules if r.exit_codes], stuck, fallback, actions, reasoning)
+    exact, folded = _keyword_sets(rules)
+    if keyword_pattern is None:
+        keyword_pattern = keyword_alternation(rules)
+    regex = KeywordRegex(keyword_pattern, exact, folded) if keyword_pattern else None
+    return RuleSet(rules, index, regex, [r for r in rules if r.exit_codes], stuck, fallback, actions, reasoning)  # type: ignore[arg-type]
 
 
-def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
+# ---------------------------------------------------------------------------------------------- the cache
+def _cache_key(packs: list[tuple[str, str]]) -> str:
+    """What the cached data depends on: every pack's name and bytes, this module (its checks), the
+    vocabularies and the Python that parsed the TOML and compiled the regexes."""
+    h = hashlib.sha256(f"faildiag-rules-{CACHE_FORMAT}\0{sys.version}\0".encode())
+    try:
+        st = os.stat(__file__)
+        h.update(f"{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except OSError:
+        h.update(b"?\0")
+    h.update(repr((CATEGORIES, STAGES, TYPES)).encode())
+    for name, text in packs:
+        body = text.encode("utf-8", "surrogatepass")
+        h.update(f"\0{len(name)}:{name}\0{len(body)}:".encode("utf-8", "surrogatepass") + body)
+    return h.hexdigest()[:40]
+
+
+def _cache_file(key: str) -> Path:
+    from ..parse.mpscan import cache_dir
+
+    return cache_dir() / f"rules-{key}.json"
+
+
+def _read_cache(key: str) -> tuple[list[_Parsed], bytes | None] | None:
+    """The cached parse of the packs under ``key``, or None (missing, not ours, damaged, another key)."""
+    try:
+        path = _cache_file(key)
+        fsio.check_output_root(path.parent)  # a folder of ours that nobody else may write
+        data = json.loads(fsio.read_capped(path, MAX_CACHE_BYTES))
+        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return None
+        parsed: list[_Parsed] = []
+        for entry in data["packs"]:
+            name, pack, refused = entry
+            if not isinstance(name, str) or not isinstance(refused, str) or not isinstance(pack, dict | None):
+                return None
+            parsed.append((name, pack, refused))
+        pattern = data["keywords"]
+        if pattern is not None and not isinstance(pattern, str):
+            return None
+        return parsed, None if pattern is None else pattern.encode("latin-1")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, UnicodeError):
+        return None
+
+
+def _write_cache(key: str, parsed: list[_Parsed], keywords: bytes | None) -> None:
+    """Keep the parse for the next process (best effort: a read-only home or a full disk only costs it
+    the full parse). Only the newest few caches are kept: each change of a pack makes a new key."""
+    payload = {
+        "format": CACHE_FORMAT,
+        "key": key,
+        "packs": [list(p) for p in parsed],
+        "keywords": None if keywords is None else keywords.decode("latin-1"),
+    }
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=True, separators=(",", ":"))
+        path = _cache_file(key)
+        written = fsio.safe_atomic_write(path.parent, path.name, text, mode=fsio.PRIVATE_FILE_MODE)
+        old = sorted(written.parent.glob("rules-*.json"), key=lambda p: p.lstat().st_mtime, reverse=True)
+        for stale in old[KEEP_CACHES:]:
+            stale.unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError, RecursionError):  # TOML dates have no JSON form: not cached
+        pass
+
+
+def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> None:
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
     for ex in data.get("exception", []):
@@ -256,15 +484,15 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
             raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
         if not fs.get("func") and not fs.get("file"):
             raise RuleError("frame_stage: needs func or file")
-        func = re.compile(fs["func"]) if fs.get("func") else None
-        file = re.compile(fs["file"]) if fs.get("file") else None
+        func = _regex(fs["func"], lazy) if fs.get("func") else None
+        file = _regex(fs["file"], lazy) if fs.get("file") else None
         out.frame_stages.append((func, file, fs["stage"]))
     for ctx in data.get("context", []):
         factors = {str(k): float(v) for k, v in ctx.get("factors", {}).items()}
         unknown = [k for k in factors if k not in CATEGORIES]
         if unknown:
             raise RuleError(f"context {ctx.get('fact')}: unknown categories {unknown}")
-        pattern = re.compile(ctx["pattern"]) if ctx.get("pattern") else None
+        pattern = _regex(ctx["pattern"], lazy) if ctx.get("pattern") else None
         out.contexts.append(Context(str(ctx["fact"]), str(ctx.get("why", "")), factors, pattern))
     points = data.get("calibration", {}).get("points")
     if points:
@@ -277,15 +505,30 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any]) -> None:
         out.libraries = out.libraries | frozenset(str(x) for x in lib["frameworks"])
 
 
-def _keyword_regex(rules: list[Rule]) -> re.Pattern[bytes] | None:
-    exact: set[str] = set()
-    folded: set[str] = set()
+def _regex(pattern: Any, lazy: bool) -> Any:
+    return LazyRegex(_str(pattern)) if lazy else re.compile(pattern)
+
+
+def _keyword_sets(rules: list[Rule]) -> tuple[frozenset[bytes], frozenset[bytes]]:
+    """The exact keywords and the case-folded ones (lower case), as the alternation spells them."""
+    exact: set[bytes] = set()
+    folded: set[bytes] = set()
     for r in rules:
-        (folded if r.ignore_case else exact).update(r.keywords)
-    alts = [_trie(sorted(k.encode() for k in exact))] if exact else []
+        if r.ignore_case:
+            folded.update(k.lower().encode() for k in r.keywords)
+        else:
+            exact.update(k.encode() for k in r.keywords)
+    return frozenset(exact), frozenset(folded)
+
+
+def keyword_alternation(rules: list[Rule]) -> bytes:
+    """Every rule keyword in one alternation (the exact ones, then the case-folded ones): the text of
+    ``RuleSet.keyword_regex``, compiled only when Python's re searches with it."""
+    exact, folded = _keyword_sets(rules)
+    alts = [_trie(sorted(exact))] if exact else []
     if folded:
-        alts.append(b"(?i:" + _trie(sorted(k.lower().encode() for k in folded)) + b")")
-    return re.compile(b"|".join(alts)) if alts else None
+        alts.append(b"(?i:" + _trie(sorted(folded)) + b")")
+    return b"|".join(alts)
 
 
 _Trie = dict[int, "_Trie"]  # byte → subtree; key -1 marks the end of a keyword
@@ -314,7 +557,7 @@ def _trie(words: list[bytes]) -> bytes:
 
 @lru_cache(maxsize=1)
 def _default_ruleset_cached(extra_key: tuple[tuple[str, str], ...]) -> RuleSet:
-    return build_ruleset(_builtin_packs() + list(extra_key))
+    return build_ruleset(_builtin_packs() + list(extra_key), cache=True)
 
 
 def load_ruleset(extra_packs: list[tuple[str, str]] | None = None) -> RuleSet:

@@ -300,14 +300,12 @@ def test_a_failing_ci_reporter_is_a_warning_and_the_outcome_stands(
     result.stdout.fnmatch_lines(["*faildiag: warning: pytest_faildiag.ci.html.write_html failed*template missing*"])
 
 
-def test_a_renamed_html_renderer_is_reported_not_silently_skipped(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pytest_faildiag.ci import html
-
-    monkeypatch.delattr(html, "write_html")
+def test_a_renamed_html_renderer_is_reported_not_silently_skipped(pytester: pytest.Pytester) -> None:
+    # in a subprocess: in-process, an earlier pytester run can leave the package attribute and sys.modules
+    # holding two different module objects, and the patch would miss the one the plugin loads
+    pytester.makeconftest("import pytest_faildiag.ci.html as html\n\ndel html.write_html\n")
     pytester.makepyfile(test_a="def test_bad():\n    assert 0\n")
-    result = pytester.runpytest("--faildiag", "--faildiag-html", "report.html")
+    result = pytester.runpytest_subprocess("--faildiag", "--faildiag-html", "report.html")
     result.assert_outcomes(failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*faildiag: warning: pytest_faildiag.ci.html.write_html failed*has no write_html*"])

@@ -290,9 +290,43 @@ def collect_runs(exp: Path, root: Path) -> tuple[list[RunRecord], int, str | Non
         _load_folder_signals(rec)
         if db.problem:
             rec.notes.append(Claim(f"{db.problem}; diagnosed from the run folder only", "direct", "retort.db"))
+    peers = scorer_peers(db.rows, folders)
+    for rec in records:
+        rec.scorer_peers = peers.get(rec.language) if rec.language else None
     mark_clusters(records)
     total = db.total_runs or len(folders)
     return records, total, db.problem
+
+
+def scorer_peers(rows: list[dict[str, Any]], folders: dict[tuple[str, int], dict[str, Path]]) -> dict[str, str]:
+    """language -> a sentence naming the runs of this experiment whose tests retort's scorer measured (coverage>0).
+
+    Why: retort's gate says "tests did not run" both when the run's own project is broken and when the harness
+    cannot drive that language's tests (a runner format it does not parse, a toolchain it lacks). When other runs
+    of the same language in the same experiment got a non-zero test_coverage, the harness demonstrably could run
+    that language's tests there, which points the zero at the run itself. DB rows first; an archive without a DB
+    falls back to the folders' scores.json.
+    """
+    seen: dict[str, list[str]] = {}
+    for row in rows:
+        lang = str((row.get("_rc") or {}).get("language") or "").lower()
+        tc = (row.get("metrics") or {}).get("test_coverage")
+        if lang and isinstance(tc, int | float) and tc > 0:
+            seen.setdefault(lang, []).append(f"{row.get('_cell')}/rep{row.get('_rep')} ({tc:.2f})")
+    if not rows:
+        for (cell, _rep), pair in sorted(folders.items()):
+            for folder in pair.values():
+                tc = _scores_of(folder).get("test_coverage")
+                meta, _ = _read_json(folder / "_meta.json", folder)
+                rc = meta.get("run_config") if isinstance(meta, dict) else None
+                lang = str(rc.get("language") or "").lower() if isinstance(rc, dict) else ""
+                if lang and isinstance(tc, int | float) and tc > 0:
+                    seen.setdefault(lang, []).append(f"{cell}/{folder.name} ({tc:.2f})")
+    return {
+        lang: f"retort's scorer measured test_coverage>0 for {len(hits)} other {lang} run(s) of this experiment "
+        f"(e.g. {', '.join(sorted(hits)[:2])}): the harness could run {lang} tests here"
+        for lang, hits in seen.items()
+    }
 
 
 def _recorded_folder(row: dict[str, Any], pair: dict[str, Path]) -> Path | None:

@@ -4,9 +4,10 @@ Why metadata: the public archive keeps no agent logs, yet the DB still says how 
 tokens it used. A run that spent no tokens did no model work at all — whatever stopped it (no login, a quota or
 usage-limit window, a model server that was down) was outside the model. Several such runs of one experiment
 within minutes of each other point at an outage rather than at any one cell. A run that ended at the
-experiment's configured wall clock was stopped by the harness, and that limit is read from ``workspace.yaml``.
+experiment's configured wall clock, or used every turn of its ``max_turns`` budget, was stopped by the harness;
+both limits are read from ``workspace.yaml``.
 
-Reads only the experiment's own files; no YAML library (a dependency the project does not take): the two keys
+Reads only the experiment's own files; no YAML library (a dependency the project does not take): the three keys
 needed are plain ``key: number`` lines.
 """
 
@@ -31,7 +32,8 @@ _KILL = re.compile(r"^(Timeout after \d+s|Killed after \d+s)", re.I | re.M)
 
 
 def experiment_limits(exp: Path) -> dict[str, float]:
-    """``{"timeout_s": ..., "stall_s": ...}`` from the experiment's ``workspace.yaml`` (absent keys left out)."""
+    """``{"timeout_s": ..., "stall_s": ..., "max_turns": ...}`` from the experiment's ``workspace.yaml`` (absent keys
+    left out; the two clocks in seconds, the turn budget as a count)."""
     for name in ("workspace.yaml", "workspace.yml"):
         try:
             text = read_capped(exp / name, 200_000).decode("utf-8", "replace")
@@ -42,6 +44,9 @@ def experiment_limits(exp: Path) -> dict[str, float]:
             m = re.search(rf"^\s*{key}\s*:\s*(\d+(?:\.\d+)?)\b", text, re.M)
             if m:
                 out[field] = float(m.group(1)) * 60.0
+        m = re.search(r"^\s*max_turns\s*:\s*(\d+)\b", text, re.M)
+        if m:
+            out["max_turns"] = float(m.group(1))
         return out
     return {}
 
@@ -87,17 +92,31 @@ def did_no_work(rec: RunRecord) -> str | None:
     return None
 
 
+def turns(rec: RunRecord) -> float | None:
+    """Agent turns the run used, from the DB row (``_turns``) or a live capture (``num_turns``)."""
+    cap = rec.capture if rec.capture.get("origin") != "rescore" else {}
+    v = rec.metrics.get("_turns")
+    return _num(v if v is not None else cap.get("num_turns") or (cap.get("metadata") or {}).get("num_turns"))
+
+
 def at_limit(rec: RunRecord) -> str | None:
-    """A run whose duration reached the configured wall clock (within 2%), said with both numbers."""
+    """A run that used up a configured budget: its duration reached the wall clock (within 2%), or it took as many
+    turns as ``max_turns`` allows. Said with both numbers.
+
+    Why turns too: an agent CLI stopped at its turn cap exits non-zero exactly like one the clock killed; it is the
+    harness's budget that ended the run, and whether that blames the model depends on whether its code already
+    works (the caller re-runs the tests to tell).
+    """
     dur, _, _ = telemetry(rec)
     limit = rec.limits.get("timeout_s")
-    if dur is None or not limit:
-        return None
-    if dur >= 0.98 * limit:
+    if dur is not None and limit and dur >= 0.98 * limit:
         return (
             f"ran {dur:.0f}s against the experiment's configured wall clock of {limit:.0f}s "
             f"(workspace.yaml timeout_minutes: {limit / 60:g})"
         )
+    used, cap = turns(rec), rec.limits.get("max_turns")
+    if used is not None and cap and used >= cap:
+        return f"used {used:.0f} agent turns against the experiment's configured max_turns: {cap:.0f} (workspace.yaml)"
     return None
 
 

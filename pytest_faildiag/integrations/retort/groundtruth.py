@@ -520,6 +520,14 @@ _NATIVE_BUILD_FAIL = re.compile(
 )
 # The dependency fetch of each native tool (run with the network, before the tests, with --install-deps).
 _FETCH = {"cargo": ["cargo", "fetch"], "go": ["go", "mod", "download"]}
+# A native addon's build that stopped because THIS machine could not download something (the Node headers
+# node-gyp needs, after prebuild-install could not fetch a binary): says nothing about whether the project builds
+# where it ran.
+_BUILD_FETCH_FAILED = re.compile(
+    r"gyp ERR! .{0,40}(related to network connectivity|getaddrinfo|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT"
+    r"|ECONNRESET|ENETUNREACH)",
+    re.I,
+)
 _DEPS_OFFLINE = re.compile(
     r"no matching package|failed to (download|get|load source)|attempting to make an http request, but --offline"
     r"|could not resolve (dependencies|host)|cannot access central .{0,40}offline|dependency .{0,80} not found"
@@ -600,17 +608,7 @@ def _native_tests(
     if tool == "npm" and install_deps and not (root / "node_modules").exists():
         rc, out, _ = box.run(["npm", "install", "--no-audit", "--no-fund"], root, 300, env, install=True)
         if rc != 0:
-            native = _NATIVE_BUILD_FAIL.search(out)
-            if native and not _DEPS_OFFLINE.search(out):
-                # the registry answered; a native addon the project depends on does not build: the project as
-                # written does not install here (npm install is all-or-nothing, so no test can run either)
-                return TestRun(
-                    "compile_error",
-                    "npm install",
-                    excerpt=_tail(out),
-                    missing_module=native.group("pkg") if native.groupdict().get("pkg") else None,
-                )
-            return TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
+            return npm_install_failure(out)
     fetch = _FETCH.get(tool) if install_deps else None
     if fetch:
         # The test command itself never gets the network, so dependencies are fetched first, in the install step
@@ -641,6 +639,29 @@ def _native_tests(
         res.status = "deps_unavailable"
     elif _COMPILE.search(out):
         res.status = "compile_error"
+    return res
+
+
+def npm_install_failure(out: str) -> TestRun:
+    """What a failed ``npm install`` says about the project: ``compile_error`` only when the registry answered
+    and a native addon it depends on failed to BUILD; ``deps_unavailable`` when anything had to be fetched and
+    could not (the registry, a prebuilt binary, the Node headers node-gyp downloads), because that failure is
+    this machine's, not the project's."""
+    native = _NATIVE_BUILD_FAIL.search(out)
+    if native and not _DEPS_OFFLINE.search(out) and not _BUILD_FETCH_FAILED.search(out):
+        # npm install is all-or-nothing, so no test can run either
+        return TestRun(
+            "compile_error",
+            "npm install",
+            excerpt=_tail(out),
+            missing_module=native.group("pkg") if native.groupdict().get("pkg") else None,
+        )
+    res = TestRun("deps_unavailable", "npm install", excerpt=_tail(out))
+    if native and _BUILD_FETCH_FAILED.search(out):
+        res.excerpt = (
+            "a native addon's build could not download what it needs (node-gyp headers / prebuilt binary); "
+            "whether it builds where the run ran is not settled here:\n" + res.excerpt
+        )
     return res
 
 
@@ -701,7 +722,7 @@ def _cache_key(rep_dir: Path, language: str, opts: Options) -> str | None:
     return h.hexdigest()[:32]
 
 
-_CACHE_VERSION = 2  # bump when the rerun logic changes what a folder yields
+_CACHE_VERSION = 3  # bump when the rerun logic changes what a folder yields
 _CACHE_HASH_BYTES = 4 << 20
 
 

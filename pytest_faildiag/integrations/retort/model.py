@@ -88,6 +88,9 @@ class RunRecord:
     limits: dict[str, float] = field(default_factory=dict)  # the experiment's configured limits, in seconds
     cluster: str | None = None  # other no-work failures of the experiment close in time (an outage)
     cohort: str | None = None
+    # other runs of the same language in this experiment whose tests retort's scorer did measure (test_coverage>0):
+    # the harness can run that language's tests, so a zero here is the run's own (see ``discover.scorer_peers``)
+    scorer_peers: str | None = None
     notes: list[Claim] = field(default_factory=list)
 
     @property

@@ -208,6 +208,9 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
                 ),
                 tc,
             )
+        peers = _peer_measured_gate_fail(rec, tc, crashed, "its folder is not archived")
+        if peers is not None:
+            return _done(rec, claims + peers, _gate_fail_verdict("re-run the cell with archiving on"), tc)
         return _done(
             rec,
             claims,
@@ -268,6 +271,9 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         dropped = archive_drops_language(rec.rep_dir, rec.language) if rec.language else None
         if dropped is not None:
             claims.append(Claim(f"the archive cannot hold {rec.language} code: {dropped}", "direct", ".gitignore"))
+            peers = _peer_measured_gate_fail(rec, tc, crashed, "the archive cannot hold its sources")
+            if peers is not None:
+                return _done(rec, claims + peers, _gate_fail_verdict("keep the sources in the archive"), tc)
             return _done(
                 rec,
                 claims,
@@ -288,6 +294,9 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
                     f"{rec.rel}/{lost[0]}",
                 )
             )
+            peers = _peer_measured_gate_fail(rec, tc, crashed, "the archive dropped its sources")
+            if peers is not None:
+                return _done(rec, claims + peers, _gate_fail_verdict("keep the sources in the archive"), tc)
             return _done(
                 rec,
                 claims,
@@ -587,6 +596,16 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             tc,
             tr,
         )
+    if tr.status in {"deps_unavailable", "toolchain_missing", "data_missing", "not_run"}:
+        peers = _peer_measured_gate_fail(rec, tc, crashed, f"its tests could not be re-run here ({tr.status})")
+        if peers is not None:
+            return _done(
+                rec,
+                claims + peers,
+                _gate_fail_verdict("install the toolchain/dependencies (or pass --install-deps) and diagnose again"),
+                tc,
+                tr,
+            )
     settle = {
         "timeout": f"rerun with a larger --test-timeout (this one was {tr.timeout_s or opts.test_timeout:.0f}s)",
         "toolchain_missing": "install the language toolchain here and diagnose again",
@@ -603,6 +622,41 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         ),
         tc,
         tr,
+    )
+
+
+def _peer_measured_gate_fail(rec: RunRecord, tc: float | None, crashed: bool, why_unchecked: str) -> list[Claim] | None:
+    """Claims for "retort's zero stands": the gate found no test run, the harness demonstrably runs this language's
+    tests in this experiment, and nothing points at the harness; None when that evidence is not all there.
+
+    Why: when the code cannot be re-checked here (the archive does not hold it, or this machine lacks the toolchain
+    or the dependencies), the remaining question is whether the zero came from the run or from the harness. Other
+    runs of the same language measured non-zero in the same experiment answer it for the harness; a retry of the
+    same cell that completed, an agent that exited non-zero or did no model work would each point elsewhere, so any
+    of them withholds the inference.
+    """
+    if tc != 0 or crashed or rec.retry_completed or not rec.scorer_peers or rec.cohort or did_no_work(rec):
+        return None
+    _, tok, _ = telemetry(rec)
+    if tok is not None and tok <= 0:
+        return None
+    return [
+        Claim(rec.scorer_peers, "direct", "retort.db run_results"),
+        Claim(
+            f"this run's tests did not run at scoring time while the same harness ran other {rec.language} runs' "
+            f"tests; {why_unchecked}, so the zero most likely is the run's own (a project whose tests do not build "
+            "or run)",
+            "hypothesis",
+            rec.rel,
+        ),
+    ]
+
+
+def _gate_fail_verdict(what: str) -> _Verdict:
+    return _Verdict(
+        "genuine",
+        "gate_fail",
+        f"count as a genuine miss per retort's gate; {what} to confirm",
     )
 
 
@@ -625,7 +679,11 @@ def _killed(rec: RunRecord, claims: list[Claim], inv: Inventory, opts: Options, 
             return _done(
                 rec,
                 claims,
-                _Verdict("infra_false_fail", "harness_config", "raise timeout_minutes for this cell and re-run it"),
+                _Verdict(
+                    "infra_false_fail",
+                    "harness_config",
+                    "raise the budget that ended it (timeout_minutes / max_turns) for this cell and re-run it",
+                ),
                 tc,
                 tr,
             )
