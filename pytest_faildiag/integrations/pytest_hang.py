@@ -402,6 +402,9 @@ INTERRUPT_HANG_AFTER = 2.0  # a test interrupted after running this long is repo
 INTERRUPT_PLUGIN = "faildiag-interrupt"
 
 
+HANDLER_FILES = ("pytest_timeout.py", "outcomes.py", os.path.basename(__file__))
+
+
 def unwound_stacks(tb: Any) -> str:
     """Every thread's stack after an exception unwound the main thread (a Ctrl-C's ``KeyboardInterrupt``,
     pytest-timeout's ``Timeout``), in faulthandler's layout (the engine parses that): the main thread's from
@@ -409,7 +412,10 @@ def unwound_stacks(tb: Any) -> str:
     names = {t.ident: t.name for t in threading.enumerate()}
     main = threading.main_thread().ident
     out = [f"Current thread 0x{main or 0:016x} [MainThread] (most recent call first):"]
-    for fs in reversed(traceback.extract_tb(tb)):
+    frames = list(traceback.extract_tb(tb))
+    while len(frames) > 1 and os.path.basename(frames[-1].filename) in HANDLER_FILES:
+        frames.pop()  # the deadline's signal handler raising the Timeout is not where the test waited
+    for fs in reversed(frames):
         out.append(f'  File "{fs.filename}", line {fs.lineno} in {fs.name}')
     out.append("")
     for ident, frame in sys._current_frames().items():

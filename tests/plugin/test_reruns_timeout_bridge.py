@@ -61,3 +61,4 @@ def test_busy_workers_reach_the_pytest_timeout_deadline_with_a_python_stack_dump
         stacks = (pytester.path / "faildiag-out" / entry["slug"] / "evidence" / "hang-stacks.txt").read_text()
         assert "[feeder]" in stacks  # the Python dump names every thread; faulthandler's names none
         assert "in test_busy" in stacks and "format_current_stacks" not in stacks  # not the dumping thread
+        assert "timeout_sigalrm" not in stacks  # the deadline's handler is not where the test was
