@@ -1,10 +1,12 @@
-"""``engine.changes``: real git repositories and real coverage data, no pytest session."""
+"""``engine.changes``: real git repositories and real coverage data, and one real pytest session."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from pytest_faildiag.engine.changes import (
     changed_since,
@@ -84,3 +86,16 @@ def test_ochiai_prefers_lines_only_failing_tests_ran() -> None:
     assert ochiai(2, 2, 0) == 1.0
     assert ochiai(2, 2, 6) < ochiai(1, 2, 0) < 1.0
     assert ochiai(0, 2, 3) == 0.0
+
+
+def test_a_green_session_with_reruns_off_still_records_its_revision(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAILDIAG_RERUN", "0")
+    pytester.makepyfile(test_ok="def test_ok():\n    assert True\n")
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "green")
+    result = pytester.runpytest_subprocess("--faildiag")
+    assert result.ret == 0
+    assert green_revision(pytester.path / "faildiag-out") == git(pytester.path, "rev-parse", "HEAD")
