@@ -297,7 +297,8 @@ class _Scanner:
                 if bare:
                     self._bare_exception(number, *bare, rank)
                     return
-            if 'File "' in body and _PY_FRAME.match(body):  # an excerpt, a log handler or a launcher printed the frames alone
+            # an excerpt, a log handler or a launcher printed the frames alone
+            if 'File "' in body and _PY_FRAME.match(body):
                 tb = Traceback(
                     self.source,
                     number,
