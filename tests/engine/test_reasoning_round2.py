@@ -90,3 +90,26 @@ def test_the_same_assert_in_a_script_is_not_read_as_a_test(tmp_path: Path):
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
     names = {v.name for c in diag.root_causes for v in c.validation_checks}
     assert not names & {"context:raiser:test_check", "context:raiser:test_setup", "context:raiser:under_test"}
+
+
+def _frameless_runtime_error(tmp_path: Path, message: str):
+    """A real process that prints only its exception line (``sys.tracebacklimit = 0``), as launchers and
+    log excerpts often do: no frame says who raised, so the family's priors and the words decide."""
+    code = f"import sys\nsys.tracebacklimit = 0\nraise RuntimeError({message!r})\n"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.stderr.strip() == f"RuntimeError: {message}", p.stderr
+    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+
+
+def test_a_bare_runtime_error_without_version_words_is_not_read_as_the_installed_versions(tmp_path: Path):
+    """Base rate: where no rule explains a bare RuntimeError, a library's bug and the program's code are
+    its usual causes; mismatched versions stay a hypothesis but lead only when the message speaks of
+    versions (``cue:version``), and then the installed versions lead, not a library bug."""
+    plain = _cats(_frameless_runtime_error(tmp_path, "output of the fused kernel does not match its reference"))
+    assert set(plain[:2]) == {"library", "model"}, plain
+    assert "environment" in plain[:3], plain
+    versions = _frameless_runtime_error(tmp_path, "module was compiled against another version of the runtime")
+    cats = _cats(versions)
+    assert cats[0] == "environment", cats
+    env, lib = (next(c for c in versions.root_causes if c.category == k) for k in ("environment", "library"))
+    assert env.confidence > lib.confidence
