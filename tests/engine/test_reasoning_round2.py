@@ -113,3 +113,13 @@ def test_a_bare_runtime_error_without_version_words_is_not_read_as_the_installed
     assert cats[0] == "environment", cats
     env, lib = (next(c for c in versions.root_causes if c.category == k) for k in ("environment", "library"))
     assert env.confidence > lib.confidence
+
+
+def test_an_error_in_the_tests_own_body_offers_the_test_even_where_the_family_names_no_test_cause(pytester):
+    """The test's body raised (not its check, not the code under test): the key-error family lists no cause
+    in the tests, so the ``test_owned`` cause joins it, lifted by ``raiser:test``."""
+    body = "from app import total\n\ndef test_total():\n    expected = {'one': 2}\n    assert total([1]) == expected['1']\n"
+    diag = _pytest(pytester, test_app=body)
+    cats = _cats(diag)
+    assert "test_code" in cats[:2], cats
+    assert ("context:raiser:test", "passed") in _checks(diag, "test_code")
