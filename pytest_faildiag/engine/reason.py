@@ -302,11 +302,13 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
 
 
 def _test_raiser(facts: Facts) -> str:
-    """Which part of a test raised: its set-up (a conftest, a fixture or setUp: the tests' own code), its
-    check (an ``assert`` in the test comparing what the code under test returned: usually that code), or
-    the test's body otherwise."""
+    """Which part of a test raised: its module's top level (imported at collection), its set-up (a
+    conftest, a fixture or setUp: the tests' own code), its check (an ``assert`` in the test comparing
+    what the code under test returned: usually that code), or the test's body otherwise."""
     fr = facts.user_frame or facts.raise_frame
     path = fr.file.replace("\\", "/") if fr is not None else ""
+    if fr is not None and fr.func == "<module>":
+        return "raiser:test_import"  # a test module's or conftest's top level, run when pytest imports it
     if fr is not None and (_TEST_SETUP_FILE.search(path) or _TEST_SETUP_FUNC.search(fr.func or "")):
         return "raiser:test_setup"
     if facts.family == "assertion" and not _SITE.search(path):
@@ -552,7 +554,7 @@ def differential(
 def _with_owner(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
     """The code that raised is always a hypothesis: when the tests' own code raised (a test's body or its
     set-up) and the family names no cause in the tests, the ``test_owned`` family's cause joins it."""
-    if not any(a in facts.active for a in ("raiser:test", "raiser:test_setup")):
+    if not any(a in facts.active for a in ("raiser:test", "raiser:test_setup", "raiser:test_import")):
         return causes
     if any(sc.category == "test_code" for sc in causes) or "test_owned" not in rs.reasoning.symptoms:
         return causes

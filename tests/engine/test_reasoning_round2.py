@@ -101,18 +101,19 @@ def _frameless_runtime_error(tmp_path: Path, message: str):
     return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
 
 
-def test_a_bare_runtime_error_without_version_words_is_not_read_as_the_installed_versions(tmp_path: Path):
-    """Base rate: where no rule explains a bare RuntimeError, a library's bug and the program's code are
-    its usual causes; mismatched versions stay a hypothesis but lead only when the message speaks of
-    versions (``cue:version``), and then the installed versions lead, not a library bug."""
-    plain = _cats(_frameless_runtime_error(tmp_path, "output of the fused kernel does not match its reference"))
-    assert set(plain[:2]) == {"library", "model"}, plain
-    assert "environment" in plain[:3], plain
+def test_version_words_lift_the_installed_versions_not_a_library_bug(tmp_path: Path):
+    """By the documented convention a mismatch between installed versions is ``environment``: the
+    message's version words (``cue:version``) lift that hypothesis and leave a library bug where the
+    family's priors put it."""
+    plain = _frameless_runtime_error(tmp_path, "output of the fused kernel does not match its reference")
     versions = _frameless_runtime_error(tmp_path, "module was compiled against another version of the runtime")
     cats = _cats(versions)
     assert cats[0] == "environment", cats
     env, lib = (next(c for c in versions.root_causes if c.category == k) for k in ("environment", "library"))
-    assert env.confidence > lib.confidence
+    assert ("context:cue:version", "passed") in [(v.name, v.status) for v in env.validation_checks]
+    assert not [v for v in lib.validation_checks if v.name == "context:cue:version"]
+    env0 = next(c for c in plain.root_causes if c.category == "environment")
+    assert env.confidence > env0.confidence
 
 
 def test_an_error_in_the_tests_own_body_offers_the_test_even_where_the_family_names_no_test_cause(pytester):
