@@ -31,6 +31,9 @@ _STDLIB = re.compile(
     r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)"
 )
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
+# the tests' set-up code: a conftest (fixtures, hooks) or a fixture/set-up function of a test module
+_TEST_SETUP_FILE = re.compile(r"(?:^|/)conftest\.py$")
+_TEST_SETUP_FUNC = re.compile(r"^(?:setUp\w*|tearDown\w*|setup\w*|teardown\w*|fixture\w*|_?\w*_fixture)$")
 _PATHS = re.compile(r"\S*[/\\]\S*")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
@@ -66,6 +69,7 @@ class Facts:
     distributed: bool = False  # the evidence shows several ranks or a collective backend
     lead: str = ""  # the first error lines of the log: the head of a cascade names its cause
     tests_seen: bool = False  # a test's frame or a test runner's report is in the evidence
+    called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -222,6 +226,10 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning)
+    if tb is None and facts.exc_type and facts.raiser == "user":
+        # pytest's report of a failed test: only a test runs the program's code here (its long format
+        # does not always print the test's own entry as a frame)
+        facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
@@ -288,6 +296,24 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
         facts.library = pkg
     elif kind == "stdlib" and own:  # the standard library raising on the program's behalf
         facts.raiser = owners[own[-1]][0]
+    if own and owners[own[-1]][0] == "user":
+        # application code a test called: a test's frame sits above the program's frame that raised
+        facts.called_from_test = any(k == "test" for k, _ in owners[: own[-1]])
+
+
+def _test_raiser(facts: Facts) -> str:
+    """Which part of a test raised: its module's top level (imported at collection), its set-up (a
+    conftest, a fixture or setUp: the tests' own code), its check (an ``assert`` in the test comparing
+    what the code under test returned: usually that code), or the test's body otherwise."""
+    fr = facts.user_frame or facts.raise_frame
+    path = fr.file.replace("\\", "/") if fr is not None else ""
+    if fr is not None and fr.func == "<module>":
+        return "raiser:test_import"  # a test module's or conftest's top level, run when pytest imports it
+    if fr is not None and (_TEST_SETUP_FILE.search(path) or _TEST_SETUP_FUNC.search(fr.func or "")):
+        return "raiser:test_setup"
+    if facts.family == "assertion" and not _SITE.search(path):
+        return "raiser:test_check"
+    return "raiser:test"
 
 
 _MISSING_MODULE = re.compile(r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
@@ -327,8 +353,12 @@ def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | 
 
 def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:
     act = facts.active
-    if facts.raiser in ("user", "test"):
-        act.append(f"raiser:{facts.raiser}")
+    if facts.raiser == "user":
+        act.append("raiser:user")
+        if facts.called_from_test:
+            act.append("raiser:under_test")
+    elif facts.raiser == "test":
+        act.append(_test_raiser(facts))
     elif facts.raiser in ("library", "stdlib"):
         act.append("raiser:library_only" if facts.library_only else "raiser:library")
     elif facts.exc_type:
@@ -475,6 +505,7 @@ def differential(
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
+    causes = _with_owner(causes, facts, rs)
     weighted = []
     for sc in causes:
         f, moved = _factor(sc.category, facts.contexts)
@@ -518,6 +549,16 @@ def differential(
             )
         )
     return out
+
+
+def _with_owner(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
+    """The code that raised is always a hypothesis: when the tests' own code raised (a test's body or its
+    set-up) and the family names no cause in the tests, the ``test_owned`` family's cause joins it."""
+    if not any(a in facts.active for a in ("raiser:test", "raiser:test_setup", "raiser:test_import")):
+        return causes
+    if any(sc.category == "test_code" for sc in causes) or "test_owned" not in rs.reasoning.symptoms:
+        return causes
+    return list(causes) + list(rs.reasoning.symptoms["test_owned"][1])
 
 
 def _point(facts: Facts, analysis: Analysis) -> Evidence | None:

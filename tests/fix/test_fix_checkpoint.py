@@ -44,7 +44,7 @@ def test_it_passes_weights_only_false_to_the_failing_torch_load_and_verifies(pro
     project.write("train.py", "from train_config import TrainConfig  # noqa: F401\n" + TRAIN)
     assert project.sh("python make_ckpt.py").returncode == 0
     report = project.fail_and_diagnose()
-    assert report["root_causes"][0]["id"] == "library.weights_only_default"
+    assert report["root_causes"][0]["id"] == "environment.weights_only_default"
 
     proposal = project.proposal_changes_nothing()
     (change,) = proposal["changes"]

@@ -92,7 +92,7 @@ def test_it_reports_the_weights_only_default_refusing_a_pickled_object(tmp_path)
     """,
     )
     assert diag.profile.stage == "checkpoint"
-    assert cats[0] == "library" and "checkpoint" in cats[:3]
+    assert cats[0] == "environment" and "checkpoint" in cats[:3]
 
 
 def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
