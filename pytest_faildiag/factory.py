@@ -761,6 +761,7 @@ class CardKeywords:
 
     def __init__(self, base: re.Pattern[bytes] | None, rules: list[Rule], *, tables: KeywordTables | None = None):
         self.base = base
+        self.card_rules = len(rules)  # the rule set's last rules are these (``scan._card_parts``)
         self.tables = tables if tables is not None else KeywordTables.of(rules)
         self.anchors = self.tables.anchors
         self.folded = self.tables.folded

@@ -60,6 +60,11 @@ class Patterns:
     ``KeywordRegex.hit_keywords``): reported with their positions so the scanner needs no regex to find
     a line's keywords. Only their lines that also hold a candidate pattern are candidates."""
 
+    parts: tuple[Patterns, ...] = ()
+    """The same search split in two (the built-in rules', the team cards'), for Hyperscan: one database
+    each, their reports joined. The built-in one is the database of every diagnosis without cards (cached
+    on disk), so a new or edited factory compiles only its cards' literals. Empty: one database."""
+
     @cached_property
     def combined(self) -> bytes:
         """The whole search as one alternation (RE2 and Python's re run it; Hyperscan does not need it):
@@ -144,6 +149,11 @@ def _expressions(patterns: Patterns, hs: Any) -> tuple[list[bytes], list[int]]:
 
 
 def _hyperscan(patterns: Patterns) -> LineStarts | None:
+    if patterns.parts:
+        found = [_hyperscan(p) for p in patterns.parts if p.structural or p.keywords or p.hits]
+        if any(f is None for f in found) or not found:
+            return None
+        return found[0] if len(found) == 1 else _JoinedLines(found)
     hs = _module("hyperscan")
     if hs is None:
         return None
@@ -212,6 +222,38 @@ class _HyperscanLines:
         if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
             starts = sorted(set(starts))
         return starts, (occ if self.keywords else None)
+
+
+class _JoinedLines:
+    """Several databases scanned over the same block, reported as one: the candidate line starts of any,
+    the keyword occurrences of all (ids numbered on through ``table``). A literal in two databases is
+    reported by both, each with its own roles, which is what one database holding its merged entry says:
+    ``_Seen`` takes each role's longest keyword per position, in any order."""
+
+    def __init__(self, parts: list[_HyperscanLines]) -> None:
+        self.parts = parts
+        self.offsets: list[int] = []
+        self.table: list[tuple[int, int]] = []
+        for part in parts:
+            self.offsets.append(len(self.table))
+            self.table.extend(part.table)
+        self.keywords = any(part.keywords for part in parts)
+
+    def __call__(self, buf: bytes) -> list[int]:
+        return self.scan(buf)[0]
+
+    def scan(
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+    ) -> tuple[list[int], Occurrences | None]:
+        starts: set[int] = set()
+        occ: Occurrences = {}
+        for part, offset in zip(self.parts, self.offsets, strict=True):
+            got, found = part.scan(buf, n, view)
+            starts.update(got)
+            for line, hits in (found or {}).items():
+                have = occ.setdefault(line, [])
+                have.extend(hits if not offset else [(end, i + offset) for end, i in hits])
+        return sorted(starts), (occ if self.keywords else None)
 
 
 def cache_dir() -> Path:

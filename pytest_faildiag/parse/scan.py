@@ -638,11 +638,38 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
         within=_Within(list(ruleset.keyword_index)),
         order={id(r): i for i, r in enumerate(ruleset.rules)},
         patterns=mpscan.Patterns(
-            tuple(_STRUCTURAL), keywords, partial(_candidate_pattern, ruleset), None if hits is None else tuple(hits)
+            tuple(_STRUCTURAL),
+            keywords,
+            partial(_candidate_pattern, ruleset),
+            None if hits is None else tuple(hits),
+            _card_parts(ruleset, keywords, hits),
         ),
     )
     ruleset.scanner = built
     return built
+
+
+def _card_parts(
+    ruleset: RuleSet, keywords: tuple[tuple[str, bool], ...], hits: list[tuple[bytes, bool, int]] | None
+) -> tuple[mpscan.Patterns, ...]:
+    """The search split into the built-in rules' part and the team cards' (``mpscan.Patterns.parts``), when
+    the rule set is built-in rules plus cards (``factory.with_cards``: the cards' rules last, the cards'
+    keywords after the built-in ones); else none. The built-in part holds exactly what the rule set
+    without cards would, so its engine database is the one already cached."""
+    kr = ruleset.keyword_regex
+    count = getattr(kr, "card_rules", 0)
+    base = getattr(kr, "base", None)
+    base_hits = getattr(base, "hit_keywords", None)
+    if not count or hits is None or base_hits is None or count > len(ruleset.rules):
+        return ()
+    own = base_hits()
+    if own is None or list(hits[: len(own)]) != own:
+        return ()
+    split = sum(len(r.keywords) for r in ruleset.rules[: len(ruleset.rules) - count])
+    return (
+        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own)),
+        mpscan.Patterns((), keywords[split:], b"", tuple(hits[len(own) :])),
+    )
 
 
 def scan_stream(
