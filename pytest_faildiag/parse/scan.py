@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, BinaryIO
 
-from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, Rule, RuleSet, keep_cache
+from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
 from .logread import MAX_LINE, _visible
 
@@ -657,6 +657,8 @@ def _card_parts(
     keywords after the built-in ones); else none. The built-in part holds exactly what the rule set
     without cards would, so its engine database is the one already cached."""
     kr = ruleset.keyword_regex
+    if kr is None or isinstance(kr, LazyRegex | re.Pattern):  # no cards; and asking a LazyRegex compiles it
+        return ()
     count = getattr(kr, "card_rules", 0)
     base = getattr(kr, "base", None)
     base_hits = getattr(base, "hit_keywords", None)
