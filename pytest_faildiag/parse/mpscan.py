@@ -35,7 +35,7 @@ from .. import fsio
 
 ENGINE_ENV = "FAILDIAG_SCAN_ENGINE"
 ENGINES = ("hyperscan", "re2", "python")
-MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re: loading an engine would cost more
+MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re when RE2 is the engine (see ``worth_it``)
 KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
 MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
 RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
@@ -94,6 +94,14 @@ def engine_name() -> str:
         if _module(name) is not None:
             return name
     return "python"
+
+
+def worth_it(size: int) -> bool:
+    """Whether an input that starts with ``size`` bytes is scanned with the engine: a big one always; a
+    small one only with Hyperscan, whose database (the built-in one is cached on disk) loads in about a
+    hundredth of a second and compiles in less time than Python's alternation of the same keywords,
+    which a small input would need instead (the findings are the same either way)."""
+    return size >= MIN_BYTES or (size > 0 and engine_name() == "hyperscan")
 
 
 def _module(name: str) -> Any:

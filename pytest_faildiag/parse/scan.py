@@ -719,7 +719,7 @@ def scan_stream(
                 data = stream.read(CHUNK)
                 got = len(data)
                 view[carry : carry + got] = data
-            if total == 0 and got >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
+            if total == 0 and mpscan.worth_it(got):  # find candidate lines with an engine
                 fast = sc.compiled.line_starts()
             total += got
             if not got and not carry:
