@@ -60,6 +60,9 @@ class Patterns:
     ``KeywordRegex.hit_keywords``): reported with their positions so the scanner needs no regex to find
     a line's keywords. Only their lines that also hold a candidate pattern are candidates."""
 
+    keep_out: str | None = None
+    """A folder (the team cards', real path) that a cache folder inside of is never written: the
+    database is compiled, used, not kept."""
     parts: tuple[Patterns, ...] = ()
     """The same search split in two (the built-in rules', the team cards'), for Hyperscan: one database
     each, their reports joined. The built-in one is the database of every diagnosis without cards (cached
@@ -175,7 +178,7 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
     if db is None:
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-        _store_cached(key, hs.dumpb(db))
+        _store_cached(key, hs.dumpb(db), patterns.keep_out)
     return _HyperscanLines(db, hs, ents)
 
 
@@ -299,9 +302,14 @@ def _load_cached(key: str, hs: Any) -> Any:
         return None
 
 
-def _store_cached(key: str, blob: bytes) -> None:
+def _store_cached(key: str, blob: bytes, keep_out: str | None = None) -> None:
     """Keep the database for the next process; never fatal (read-only home, a full disk, a foreign folder).
-    Only the newest few are kept: each change of the knowledge base or the team cards makes a new key."""
+    Only the newest few are kept: each change of the knowledge base or the team cards makes a new key.
+    Not kept where the cache folder lies in ``keep_out`` (the team cards' folder is never written to)."""
+    if keep_out is not None:
+        where = os.path.realpath(cache_dir())
+        if where == keep_out or where.startswith(keep_out.rstrip(os.sep) + os.sep):
+            return
     try:
         written = fsio.safe_atomic_write(cache_dir(), _cache_file(key).name, bytes(blob), mode=fsio.PRIVATE_FILE_MODE)
         old = sorted(written.parent.glob("hs-*.db"), key=lambda p: p.lstat().st_mtime, reverse=True)

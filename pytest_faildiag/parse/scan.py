@@ -642,6 +642,7 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
             keywords,
             partial(_candidate_pattern, ruleset),
             None if hits is None else tuple(hits),
+            _keep_out(ruleset),
             _card_parts(ruleset, keywords, hits),
         ),
     )
@@ -668,10 +669,21 @@ def _card_parts(
     if own is None or list(hits[: len(own)]) != own:
         return ()
     split = sum(len(r.keywords) for r in ruleset.rules[: len(ruleset.rules) - count])
+    keep_out = _keep_out(ruleset)
     return (
-        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own)),
-        mpscan.Patterns((), keywords[split:], b"", tuple(hits[len(own) :])),
+        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own), keep_out),
+        mpscan.Patterns((), keywords[split:], b"", tuple(hits[len(own) :]), keep_out),
     )
+
+
+def _keep_out(ruleset: RuleSet) -> str | None:
+    """The team cards' folder of a rule set with cards (``factory.with_cards``): no engine database is
+    cached in a cache folder inside it."""
+    kr = ruleset.keyword_regex
+    if kr is None or isinstance(kr, LazyRegex | re.Pattern):  # asking a LazyRegex compiles it
+        return None
+    root = getattr(kr, "root", None)
+    return root if isinstance(root, str) else None
 
 
 def scan_stream(
