@@ -190,7 +190,9 @@ def compare(
     for i in range(repeat):
         g, gcpu, count = _grep(log)
         grep_t.append(g)
-        line = f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s (cpu {gcpu:.2f} s, {count} lines)"
+        line = (
+            f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s (cpu {gcpu:.2f} s, {count} lines)"
+        )
         for side, _ in sides:
             cpu0 = _children_cpu()
             d, report = _diagnose(log, tmp / f"out-{label}-{side}-{i}", envs[side])

@@ -115,9 +115,7 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def fresh_cli(
-    root: Path, log: Path, out: Path, cache: Path, pycache: Path | None = None
-) -> tuple[float, float, float]:
+def fresh_cli(root: Path, log: Path, out: Path, cache: Path, pycache: Path | None = None) -> tuple[float, float, float]:
     """One ``faildiag diagnose`` in a fresh interpreter with the code under ``root`` and the cache folder
     ``cache``: (wall s, CPU s, peak RSS MB of the largest child so far). ``pycache``: its bytecode there
     (``bench_big_log_grep.child_env``), else compiled from source in every run."""
