@@ -11,7 +11,9 @@ The baseline is what a person types first, ``grep -c -E 'Error|error|Traceback|W
 out of memory'``, not a grep of every rule keyword. Each repetition runs grep, then a fresh ``faildiag
 diagnose`` process (the first one with an empty database cache: cold; the others warm), and every run is
 printed with its time, the ratio and the child's peak RSS (``RUSAGE_CHILDREN``: the largest child so far,
-so grep's small RSS never hides faildiag's). The real error must be found in every run.
+so grep's small RSS never hides faildiag's), and the CPU time of each (grep's too: on a shared machine
+wall time mostly measures the neighbours). The real error must be found in every run. The CLIs run with
+their package's bytecode precompiled (``--no-bytecode``: compiled from source in every run).
 
 Targets (issue 14): <= 2x grep and <= 150 MB peak RSS on 300 MB; a fresh CLI on 10 MB in <= 0.5 s.
 """
@@ -118,10 +120,31 @@ def _child_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def _grep(log: Path) -> tuple[float, str]:
-    t = time.perf_counter()
+def _grep(log: Path) -> tuple[float, float, str]:
+    """grep's wall time, its CPU time and its count."""
+    t, cpu0 = time.perf_counter(), _children_cpu()
     p = subprocess.run(["grep", "-c", "-E", USER_GREP, str(log)], capture_output=True, text=True)
-    return time.perf_counter() - t, p.stdout.strip()
+    return time.perf_counter() - t, _children_cpu() - cpu0, p.stdout.strip()
+
+
+def child_env(root: Path, cache: Path, pycache: Path | None) -> dict[str, str]:
+    """The environment of a fresh CLI of checkout ``root``: its own cache folder and, with ``pycache``, a
+    bytecode cache there that ``precompile`` filled, as an installed package has (pip compiles its
+    modules); without it, every run compiles the package's sources again, as under
+    ``PYTHONDONTWRITEBYTECODE`` with no ``__pycache__`` (some sandboxes), which no user's install pays."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(root))
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)  # never written into the checkout
+    return env
+
+
+def precompile(root: Path, env: dict[str, str]) -> None:
+    """Write the checkout's bytecode into the environment's ``PYTHONPYCACHEPREFIX`` before any timed run."""
+    if "PYTHONPYCACHEPREFIX" in env:
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(root / "pytest_faildiag")], env=env, check=True, cwd=root
+        )
 
 
 def _children_cpu() -> float:
@@ -149,7 +172,7 @@ def _found_oom(report: dict) -> bool:
 
 
 def compare(
-    log: Path, tmp: Path, repeat: int, label: str, baseline: Path | None = None
+    log: Path, tmp: Path, repeat: int, label: str, baseline: Path | None = None, bytecode: bool = True
 ) -> tuple[list[float], list[float], float]:
     """grep vs a fresh ``faildiag diagnose``, ``repeat`` times; run 1 with an empty cache folder (cold).
     With ``baseline`` (a checkout of other code, e.g. main), each repetition also runs its CLI right after
@@ -160,13 +183,16 @@ def compare(
     for side, root in sides:
         cache = tmp / f"cache-{label}-{side}"
         shutil.rmtree(cache, ignore_errors=True)
-        envs[side] = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(root))
+        envs[side] = child_env(root, cache, tmp / f"pycache-{side}" if bytecode else None)
+        precompile(root, envs[side])
     grep_t, diag_t = [], []
     peak = 0.0
     for i in range(repeat):
-        g, count = _grep(log)
+        g, gcpu, count = _grep(log)
         grep_t.append(g)
-        line = f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s ({count} lines)"
+        line = (
+            f"  {label} run {i + 1} ({'cold' if i == 0 else 'warm'}): grep {g:.2f} s (cpu {gcpu:.2f} s, {count} lines)"
+        )
         for side, _ in sides:
             cpu0 = _children_cpu()
             d, report = _diagnose(log, tmp / f"out-{label}-{side}-{i}", envs[side])
@@ -175,7 +201,10 @@ def compare(
             if side == "this":
                 diag_t.append(d)
             ok = _found_oom(report)
-            line += f"   {side} faildiag {d:.2f} s (cpu {cpu:.2f} s) = {d / g:.2f}x grep, real error found: {ok}"
+            line += (
+                f"   {side} faildiag {d:.2f} s (cpu {cpu:.2f} s) = {d / g:.2f}x grep (cpu {cpu / max(gcpu, 1e-3):.2f}x), "
+                f"real error found: {ok}"
+            )
             if not ok:
                 raise SystemExit(f"the OOM was not found by {side}: {report.get('summary')}")
         whose = " (largest child so far, baseline included)" if baseline else " so far"
@@ -190,11 +219,19 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--baseline", default=None, help="a checkout of other code (e.g. main) run side by side")
+    ap.add_argument(
+        "--no-bytecode", action="store_true", help="no bytecode cache: each run compiles the package's sources"
+    )
     a = ap.parse_args()
     baseline = Path(a.baseline).resolve() if a.baseline else None
     tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="faildiag-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}   cpus: {os.cpu_count()}")
+    print(
+        "bytecode: none, every run compiles the sources"
+        if a.no_bytecode
+        else "bytecode: precompiled into a cache folder per side, as an installed package has it"
+    )
     try:
         import hyperscan  # noqa: F401
 
@@ -208,7 +245,7 @@ def main() -> int:
             write_log(log, mb)
             print(f"wrote {log.name}: {log.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t:.1f} s")
         print(f"{log.name} ({log.stat().st_size / 2**20:.0f} MiB):")
-        grep_t, diag_t, peak = compare(log, tmp, a.repeat, label, baseline)
+        grep_t, diag_t, peak = compare(log, tmp, a.repeat, label, baseline, not a.no_bytecode)
         warm = diag_t[1:] or diag_t
         print(
             f"  median warm: faildiag {statistics.median(warm):.2f} s vs grep {statistics.median(grep_t):.2f} s = "

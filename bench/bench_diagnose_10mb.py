@@ -27,6 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_big_log_grep import child_env, precompile  # noqa: E402
+
 TARGET_S = 0.5
 
 NOISE = [
@@ -112,10 +115,11 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def fresh_cli(root: Path, log: Path, out: Path, cache: Path) -> tuple[float, float, float]:
+def fresh_cli(root: Path, log: Path, out: Path, cache: Path, pycache: Path | None = None) -> tuple[float, float, float]:
     """One ``faildiag diagnose`` in a fresh interpreter with the code under ``root`` and the cache folder
-    ``cache``: (wall s, CPU s, peak RSS MB of the largest child so far)."""
-    env = dict(os.environ, PYTHONPATH=str(root), XDG_CACHE_HOME=str(cache))
+    ``cache``: (wall s, CPU s, peak RSS MB of the largest child so far). ``pycache``: its bytecode there
+    (``bench_big_log_grep.child_env``), else compiled from source in every run."""
+    env = child_env(root, cache, pycache)
     cpu0 = _children_cpu()
     t0 = time.perf_counter()
     p = subprocess.run(
@@ -134,18 +138,24 @@ def fresh_cli(root: Path, log: Path, out: Path, cache: Path) -> tuple[float, flo
     return wall, _children_cpu() - cpu0, peak
 
 
-def compare_cli(log: Path, tmp: Path, repeat: int, baseline: Path | None) -> dict[str, list[tuple[float, float]]]:
+def compare_cli(
+    log: Path, tmp: Path, repeat: int, baseline: Path | None, bytecode: bool = True
+) -> dict[str, list[tuple[float, float]]]:
     """Fresh CLIs of this checkout and, when given, a baseline checkout, alternating: run 1 of each with
-    an empty cache folder (cold), the others warm. Every run is printed."""
+    an empty cache folder (cold), the others warm. Every run is printed. ``bytecode``: each side's
+    bytecode precompiled into a folder of its own first, as an installed package has it."""
     here = Path(__file__).resolve().parent.parent
     sides = [("baseline", baseline), ("this", here)] if baseline else [("this", here)]
+    pycaches = {label: tmp / f"pycache-{label}" if bytecode else None for label, _ in sides}
+    for label, root in sides:
+        precompile(root, child_env(root, tmp / f"cache-{label}", pycaches[label]))
     runs: dict[str, list[tuple[float, float]]] = {}
     for i in range(repeat):
         for label, root in sides:
             cache = tmp / f"cache-{label}"
             if i == 0:
                 shutil.rmtree(cache, ignore_errors=True)
-            wall, cpu, peak = fresh_cli(root, log, tmp / f"out-{label}-{i}", cache)
+            wall, cpu, peak = fresh_cli(root, log, tmp / f"out-{label}-{i}", cache, pycaches[label])
             kind = "cold" if i == 0 else "warm"
             runs.setdefault(f"{label} {kind}", []).append((wall, cpu))
             print(
@@ -161,6 +171,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cli-repeat", type=int, default=5, help="fresh CLI runs per side (the first one cold)")
     ap.add_argument("--baseline", default=None, help="a checkout of the code to compare with (e.g. main)")
+    ap.add_argument("--no-bytecode", action="store_true", help="the CLIs compile the package's sources every run")
     a = ap.parse_args()
     from pytest_faildiag.engine.api import diagnose
     from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
@@ -195,7 +206,10 @@ def main() -> int:
         print(f"in process, full rule set: first call {cold:.3f} s, then median {med:.3f} s (best {best:.3f} s)")
         print(f"in process, core packs only: median {core_med:.3f} s -> the knowledge base costs {med / core_med:.2f}x")
         print("fresh `faildiag diagnose` CLI (every run):")
-        runs = compare_cli(path, tmp, a.cli_repeat, Path(a.baseline).resolve() if a.baseline else None)
+        print("bytecode: " + ("none (compiled every run)" if a.no_bytecode else "precompiled per side, as installed"))
+        runs = compare_cli(
+            path, tmp, a.cli_repeat, Path(a.baseline).resolve() if a.baseline else None, not a.no_bytecode
+        )
     for name in sorted(runs):
         walls = [w for w, _ in runs[name]]
         cpus = [c for _, c in runs[name]]

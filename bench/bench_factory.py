@@ -17,7 +17,10 @@ on one rank). Diagnoses it with and without the factory, side by side, in one ru
 Every run is printed. Target: with the factory within 1.5x the time without it, cold and warm (CPU time:
 wall time on a shared machine mostly measures the neighbours). The index goes to a temporary cache folder.
 
-    .venv/bin/python bench/bench_factory.py [--cards 5000] [--mb 10] [--repeat 3]
+    .venv/bin/python bench/bench_factory.py [--cards 5000] [--mb 10] [--repeat 3] [--baseline DIR]
+
+``--baseline DIR`` runs another checkout's code (e.g. main) in fresh interpreters right after ours, each
+cold and first-reading run side by side (its own cache folder), printed beside ours.
 """
 
 from __future__ import annotations
@@ -135,15 +138,17 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
-def cold(log: Path, root: Path | None) -> tuple[float, float, str]:
-    """The first diagnosis in a fresh interpreter (imports excluded): rule packs, cards, scan, report."""
+def cold(log: Path, root: Path | None, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """The first diagnosis in a fresh interpreter (imports excluded): rule packs, cards, scan, report.
+    ``env``: another checkout's (``--baseline``), else this process's environment."""
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(log), str(root) if root else "-"],
         capture_output=True,
         text=True,
         check=True,
         timeout=600,
-        env=os.environ,
+        env=env or os.environ,
+        cwd=log.parent,  # not a checkout: ``-c`` imports the code of the current folder first
     ).stdout.split()
     return float(out[0]), float(out[1]), f"top={out[2]}, cards matched={out[3]}"
 
@@ -165,6 +170,7 @@ def main() -> int:
     ap.add_argument("--cards", type=int, default=5000)
     ap.add_argument("--mb", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", default=None, help="a checkout of other code (e.g. main): its fresh runs beside ours")
     a = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_diagnose_10mb import make_log
@@ -194,14 +200,26 @@ def main() -> int:
         runs: dict[str, list[tuple[float, float]]] = {
             k: [] for k in ("cold without", "cold with", "first reading with", "warm without", "warm with")
         }
+        here = str(Path(__file__).resolve().parent.parent)
+        envs = {"this": dict(os.environ, PYTHONPATH=here)}
+        if a.baseline:
+            envs["baseline"] = dict(
+                os.environ, PYTHONPATH=str(Path(a.baseline).resolve()), XDG_CACHE_HOME=str(cache) + "-baseline"
+            )
+            for key in list(runs):
+                runs["baseline " + key] = []
         for i in range(a.repeat):  # alternate, so the machine's load hits all alike
-            shutil.rmtree(cache, ignore_errors=True)  # no index, no engine database with the cards
-            cold(log, None)  # not counted: what any earlier run leaves (the packs' cache, the built-in database)
+            for env in envs.values():
+                shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)  # no index, no card database
+                cold(log, None, env)  # not counted: what any earlier run leaves (packs' cache, built-in database)
             for label, r in (("without", None), ("first reading with", root), ("with", root)):
-                wall, cpu_s, what = cold(log, r)
                 name = label if label.startswith("first") else f"cold {label}"
-                runs[name].append((wall, cpu_s))
-                print(f"cold run {i + 1} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})")
+                for side, env in envs.items():
+                    wall, cpu_s, what = cold(log, r, env)
+                    runs[name if side == "this" else f"baseline {name}"].append((wall, cpu_s))
+                    print(
+                        f"cold run {i + 1} {side:8} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                    )
         diagnose_log(log, False)
         diagnose_log(log, root)
         for i in range(a.repeat):
@@ -210,18 +228,24 @@ def main() -> int:
                 runs[f"warm {label}"].append((wall, cpu_s))
                 print(f"warm run {i + 1} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s")
         ok = True
-        for name, without_runs, with_runs, target in (
-            ("cold", "cold without", "cold with", TARGET),
-            ("first reading", "cold without", "first reading with", None),  # once per factory change
-            ("warm", "warm without", "warm with", TARGET),
-        ):
+        sides = [("", "")] + ([("baseline ", "baseline ")] if a.baseline else [])
+        for name, without_runs, with_runs, target in [
+            (p + name, p + without_runs, p + with_runs, target)
+            for p, _ in sides
+            for name, without_runs, with_runs, target in (
+                ("cold", "cold without", "cold with", TARGET),
+                ("first reading", "cold without", "first reading with", TARGET),  # once per factory change
+                ("warm", "warm without", "warm with", TARGET),
+            )
+            if not (p and name == "warm")  # warm runs are in this process: this checkout's code only
+        ]:
             for j, unit in ((0, "wall"), (1, "cpu")):
                 without = statistics.median(x[j] for x in runs[without_runs])
                 with_ = statistics.median(x[j] for x in runs[with_runs])
                 ratio = with_ / without
                 verdict = "informational" if target is None else f"target <= {target}x: "
                 verdict += "" if target is None else ("OK" if ratio <= target else "OVER")
-                ok = ok and (target is None or ratio <= target or unit == "wall")
+                ok = ok and (target is None or ratio <= target or unit == "wall" or name.startswith("baseline"))
                 print(f"{name} {unit}: median {without:.3f} s without, {with_:.3f} s with -> {ratio:.2f}x ({verdict})")
         print(f"load average {_load()}")
     return 0 if ok else 1

@@ -661,10 +661,13 @@ def _rel(path: str, root: str) -> str:
     return os.path.basename(path)
 
 
-def with_cards(base: RuleSet, rules: list[Rule], tables: KeywordTables | None = None) -> RuleSet:
+def with_cards(
+    base: RuleSet, rules: list[Rule], tables: KeywordTables | None = None, root: str | os.PathLike[str] | None = None
+) -> RuleSet:
     """``base`` plus the card rules, indexed for the same single pass. The built-in keyword alternation is
     kept as compiled; card keywords are found by ``CardKeywords`` (a word lookup, no regex to compile).
-    ``tables``: the lookup of these rules as read from the index (else built from the rules)."""
+    ``tables``: the lookup of these rules as read from the index (else built from the rules). ``root``:
+    the factory's folder, where the scanner's engine databases are never cached either."""
     if not rules:
         return base
     index = dict(base.keyword_index)
@@ -676,7 +679,7 @@ def with_cards(base: RuleSet, rules: list[Rule], tables: KeywordTables | None = 
                 index[key] = [r]
             else:
                 index[key] = [*hit, r]
-    matcher = CardKeywords(base.keyword_regex, rules, tables=tables)
+    matcher = CardKeywords(base.keyword_regex, rules, tables=tables, root=root)
     return replace(base, rules=[*base.rules, *rules], keyword_index=index, keyword_regex=matcher)  # type: ignore[arg-type]
 
 
@@ -759,8 +762,17 @@ class CardKeywords:
     keywords of the anchors found are looked for. So thousands of cards cost neither a regex compile
     nor a slower search; keywords without a whole word go into a small alternation of their own."""
 
-    def __init__(self, base: re.Pattern[bytes] | None, rules: list[Rule], *, tables: KeywordTables | None = None):
+    def __init__(
+        self,
+        base: re.Pattern[bytes] | None,
+        rules: list[Rule],
+        *,
+        tables: KeywordTables | None = None,
+        root: str | os.PathLike[str] | None = None,
+    ):
         self.base = base
+        self.card_rules = len(rules)  # the rule set's last rules are these (``scan._card_parts``)
+        self.root = None if root is None else os.path.realpath(root)  # nothing is cached inside it
         self.tables = tables if tables is not None else KeywordTables.of(rules)
         self.anchors = self.tables.anchors
         self.folded = self.tables.folded
@@ -1060,7 +1072,7 @@ class _Memo:
         fac = load_factory(root, listing)  # again next time
         for line in fac.problems:
             _warn_line(line)
-        combined = with_cards(base, fac.rules, fac.tables)  # a new RuleSet: its compiled scanner lives with it
+        combined = with_cards(base, fac.rules, fac.tables, root)  # a new RuleSet: its compiled scanner lives with it
         self.entries.pop(key, None)
         self.entries[key] = (base, listing.folders or (), combined, fac)
         while len(self.entries) > self.size:

@@ -101,7 +101,11 @@ def _factory_root(value: str | None) -> str | None:
 
 
 def _is_job_dir(path: str) -> bool:
-    """A multi-node job folder (``DIR/nodes/<NAME>/``, written by ``faildiag run --job-dir``): merged, not searched."""
+    """A multi-node job folder (``DIR/nodes/<NAME>/``, written by ``faildiag run --job-dir``): merged, not searched.
+
+    A log file is never one: it is answered without importing the job merger (and its imports)."""
+    if not os.path.isdir(path):
+        return False
     from ..job.merge import is_job_dir
 
     return is_job_dir(path)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..capture.envlock import diff_locks, format_change
 from ..model import RootCause, ValidationCheck
 from .validate import CheckContext, CheckFn
 
@@ -266,6 +265,9 @@ def check_changed_since_green(ctx: CheckContext, cause: RootCause, finding: dict
     green = (ctx.context or {}).get("last_green_lock")
     if not isinstance(green, dict) or not green:
         return ValidationCheck(name, "skipped", "no lock of a last green run to compare with")
+    # imported here: envlock (platform, subprocess, threads, the store) is needed only with a green lock
+    from ..capture.envlock import diff_locks, format_change
+
     changes = [c for c in diff_locks(green, ctx.lock or {}) if c.get("kind") != "git"]
     if not changes:
         return ValidationCheck(name, "failed", "the environment is unchanged since the last green run")

@@ -35,7 +35,7 @@ from .. import fsio
 
 ENGINE_ENV = "FAILDIAG_SCAN_ENGINE"
 ENGINES = ("hyperscan", "re2", "python")
-MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re: loading an engine would cost more
+MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re when RE2 is the engine (see ``worth_it``)
 KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
 MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
 RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
@@ -59,6 +59,14 @@ class Patterns:
     """The keyword search's own keywords ((literal, case-folded, ``rules.KW_*`` role), see
     ``KeywordRegex.hit_keywords``): reported with their positions so the scanner needs no regex to find
     a line's keywords. Only their lines that also hold a candidate pattern are candidates."""
+
+    keep_out: str | None = None
+    """A folder (the team cards', real path) that a cache folder inside of is never written: the
+    database is compiled, used, not kept."""
+    parts: tuple[Patterns, ...] = ()
+    """The same search split in two (the built-in rules', the team cards'), for Hyperscan: one database
+    each, their reports joined. The built-in one is the database of every diagnosis without cards (cached
+    on disk), so a new or edited factory compiles only its cards' literals. Empty: one database."""
 
     @cached_property
     def combined(self) -> bytes:
@@ -89,6 +97,14 @@ def engine_name() -> str:
         if _module(name) is not None:
             return name
     return "python"
+
+
+def worth_it(size: int) -> bool:
+    """Whether an input that starts with ``size`` bytes is scanned with the engine: a big one always; a
+    small one only with Hyperscan, whose database (the built-in one is cached on disk) loads in about a
+    hundredth of a second and compiles in less time than Python's alternation of the same keywords,
+    which a small input would need instead (the findings are the same either way)."""
+    return size >= MIN_BYTES or (size > 0 and engine_name() == "hyperscan")
 
 
 def _module(name: str) -> Any:
@@ -144,6 +160,11 @@ def _expressions(patterns: Patterns, hs: Any) -> tuple[list[bytes], list[int]]:
 
 
 def _hyperscan(patterns: Patterns) -> LineStarts | None:
+    if patterns.parts:
+        found = [_hyperscan(p) for p in patterns.parts if p.structural or p.keywords or p.hits]
+        if any(f is None for f in found) or not found:
+            return None
+        return found[0] if len(found) == 1 else _JoinedLines(found)
     hs = _module("hyperscan")
     if hs is None:
         return None
@@ -157,7 +178,7 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
     if db is None:
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-        _store_cached(key, hs.dumpb(db))
+        _store_cached(key, hs.dumpb(db), patterns.keep_out)
     return _HyperscanLines(db, hs, ents)
 
 
@@ -214,6 +235,38 @@ class _HyperscanLines:
         return starts, (occ if self.keywords else None)
 
 
+class _JoinedLines:
+    """Several databases scanned over the same block, reported as one: the candidate line starts of any,
+    the keyword occurrences of all (ids numbered on through ``table``). A literal in two databases is
+    reported by both, each with its own roles, which is what one database holding its merged entry says:
+    ``_Seen`` takes each role's longest keyword per position, in any order."""
+
+    def __init__(self, parts: list[_HyperscanLines]) -> None:
+        self.parts = parts
+        self.offsets: list[int] = []
+        self.table: list[tuple[int, int]] = []
+        for part in parts:
+            self.offsets.append(len(self.table))
+            self.table.extend(part.table)
+        self.keywords = any(part.keywords for part in parts)
+
+    def __call__(self, buf: bytes) -> list[int]:
+        return self.scan(buf)[0]
+
+    def scan(
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+    ) -> tuple[list[int], Occurrences | None]:
+        starts: set[int] = set()
+        occ: Occurrences = {}
+        for part, offset in zip(self.parts, self.offsets, strict=True):
+            got, found = part.scan(buf, n, view)
+            starts.update(got)
+            for line, hits in (found or {}).items():
+                have = occ.setdefault(line, [])
+                have.extend(hits if not offset else [(end, i + offset) for end, i in hits])
+        return sorted(starts), (occ if self.keywords else None)
+
+
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/faildiag`` (an absolute XDG_CACHE_HOME only, as the spec says), else
     ``~/.cache/faildiag``."""
@@ -249,9 +302,14 @@ def _load_cached(key: str, hs: Any) -> Any:
         return None
 
 
-def _store_cached(key: str, blob: bytes) -> None:
+def _store_cached(key: str, blob: bytes, keep_out: str | None = None) -> None:
     """Keep the database for the next process; never fatal (read-only home, a full disk, a foreign folder).
-    Only the newest few are kept: each change of the knowledge base or the team cards makes a new key."""
+    Only the newest few are kept: each change of the knowledge base or the team cards makes a new key.
+    Not kept where the cache folder lies in ``keep_out`` (the team cards' folder is never written to)."""
+    if keep_out is not None:
+        where = os.path.realpath(cache_dir())
+        if where == keep_out or where.startswith(keep_out.rstrip(os.sep) + os.sep):
+            return
     try:
         written = fsio.safe_atomic_write(cache_dir(), _cache_file(key).name, bytes(blob), mode=fsio.PRIVATE_FILE_MODE)
         old = sorted(written.parent.glob("hs-*.db"), key=lambda p: p.lstat().st_mtime, reverse=True)

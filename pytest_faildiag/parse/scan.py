@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, BinaryIO
 
-from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, Rule, RuleSet, keep_cache
+from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
 from .logread import MAX_LINE, _visible
 
@@ -639,11 +639,52 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
         within=_Within(list(ruleset.keyword_index)),
         order={id(r): i for i, r in enumerate(ruleset.rules)},
         patterns=mpscan.Patterns(
-            tuple(_STRUCTURAL), keywords, partial(_candidate_pattern, ruleset), None if hits is None else tuple(hits)
+            tuple(_STRUCTURAL),
+            keywords,
+            partial(_candidate_pattern, ruleset),
+            None if hits is None else tuple(hits),
+            _keep_out(ruleset),
+            _card_parts(ruleset, keywords, hits),
         ),
     )
     ruleset.scanner = built
     return built
+
+
+def _card_parts(
+    ruleset: RuleSet, keywords: tuple[tuple[str, bool], ...], hits: list[tuple[bytes, bool, int]] | None
+) -> tuple[mpscan.Patterns, ...]:
+    """The search split into the built-in rules' part and the team cards' (``mpscan.Patterns.parts``), when
+    the rule set is built-in rules plus cards (``factory.with_cards``: the cards' rules last, the cards'
+    keywords after the built-in ones); else none. The built-in part holds exactly what the rule set
+    without cards would, so its engine database is the one already cached."""
+    kr = ruleset.keyword_regex
+    if kr is None or isinstance(kr, LazyRegex | re.Pattern):  # no cards; and asking a LazyRegex compiles it
+        return ()
+    count = getattr(kr, "card_rules", 0)
+    base = getattr(kr, "base", None)
+    base_hits = getattr(base, "hit_keywords", None)
+    if not count or hits is None or base_hits is None or count > len(ruleset.rules):
+        return ()
+    own = base_hits()
+    if own is None or list(hits[: len(own)]) != own:
+        return ()
+    split = sum(len(r.keywords) for r in ruleset.rules[: len(ruleset.rules) - count])
+    keep_out = _keep_out(ruleset)
+    return (
+        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own), keep_out),
+        mpscan.Patterns((), keywords[split:], b"", tuple(hits[len(own) :]), keep_out),
+    )
+
+
+def _keep_out(ruleset: RuleSet) -> str | None:
+    """The team cards' folder of a rule set with cards (``factory.with_cards``): no engine database is
+    cached in a cache folder inside it."""
+    kr = ruleset.keyword_regex
+    if kr is None or isinstance(kr, LazyRegex | re.Pattern):  # asking a LazyRegex compiles it
+        return None
+    root = getattr(kr, "root", None)
+    return root if isinstance(root, str) else None
 
 
 def scan_stream(
@@ -691,7 +732,7 @@ def scan_stream(
                 data = stream.read(CHUNK)
                 got = len(data)
                 view[carry : carry + got] = data
-            if total == 0 and got >= mpscan.MIN_BYTES:  # a big log: find candidate lines with an engine
+            if total == 0 and mpscan.worth_it(got):  # find candidate lines with an engine
                 fast = sc.compiled.line_starts()
             total += got
             if not got and not carry:
