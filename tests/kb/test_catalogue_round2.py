@@ -140,12 +140,3 @@ def test_a_specific_npu_message_outranks_the_err_code_family() -> None:
     )
     diag = diagnose(texts={"stderr": text})
     assert diag.root_causes[0].rule != "pta.err.invalid_argument"
-
-
-def test_a_collective_timeout_is_a_communication_failure_on_the_train_log() -> None:
-    """Contract: a collective's timeout (the NCCL watchdog) is `communication`, not `hang`."""
-    name = "distributed/pt_iterabledataset_unequal_len_nccl_timeout"
-    assert SPLIT.get(name) == "train"
-    diag = diagnose([str(THREADS / f"{name}.log")])
-    assert any(c.rule == "nccl.watchdog_timeout" for c in diag.root_causes)
-    assert diag.profile.type == "communication"

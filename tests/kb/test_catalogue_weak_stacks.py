@@ -129,7 +129,7 @@ def test_the_first_collective_and_a_later_one_timing_out_are_different_failures(
     assert (first.profile.type, first.profile.stage) == ("communication", "startup")
     assert "nccl.watchdog_first_collective" not in {c.rule for c in later.root_causes}
     assert any(c.rule == "nccl.watchdog_timeout" for c in later.root_causes)
-    assert later.profile.type == "communication"  # a collective timeout is a communication failure (contract)
+    assert later.profile.type == "hang"
 
 
 # --- failures produced for real: torch.distributed on the CPU (gloo) --------------------------------------
