@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import fsio
 
@@ -164,7 +164,7 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
         found = [_hyperscan(p) for p in patterns.parts if p.structural or p.keywords or p.hits]
         if any(f is None for f in found) or not found:
             return None
-        return found[0] if len(found) == 1 else _JoinedLines(found)
+        return found[0] if len(found) == 1 else _JoinedLines(cast("list[_HyperscanLines]", found))
     hs = _module("hyperscan")
     if hs is None:
         return None
@@ -339,8 +339,12 @@ class _Re2Lines:
     def scan(
         self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
     ) -> tuple[list[int], None]:
-        whole = isinstance(buf, bytes) and (n is None or n == len(buf))
-        block = buf if whole else bytes((view if view is not None else memoryview(buf))[: len(buf) if n is None else n])
+        whole = n is None or n == len(buf)
+        block = (
+            buf
+            if isinstance(buf, bytes) and whole
+            else bytes((view if view is not None else memoryview(buf))[: len(buf) if n is None else n])
+        )
         return self(block), None
 
     def __call__(self, buf: bytes) -> list[int]:

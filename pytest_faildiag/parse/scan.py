@@ -406,11 +406,11 @@ class _Scanner:
             for key in (h, h.lower()):
                 candidates.update(within[key])
         rules: list[Rule] = []
-        seen: set[int] = set()
+        picked: set[int] = set()
         for kw in candidates:
             for r in self.rs.keyword_index.get(kw, ()):
-                if id(r) not in seen and (kw in low if r.ignore_case else kw in text):
-                    seen.add(id(r))
+                if id(r) not in picked and (kw in low if r.ignore_case else kw in text):
+                    picked.add(id(r))
                     rules.append(r)
         rules.sort(key=lambda r: order.get(id(r), 0))
         match_body = body[4:] if body.startswith("E   ") else body  # _PYTEST_PREFIX, without a regex call
@@ -522,7 +522,7 @@ class _Seen:
 
     __slots__ = ("line", "start", "found", "table")
 
-    def __init__(self, line: bytes, start: int, found: list[tuple[int, int]], table: list[tuple[int, int]]):
+    def __init__(self, line: bytes | bytearray, start: int, found: list[tuple[int, int]], table: list[tuple[int, int]]):
         self.line, self.start, self.found, self.table = line, start, found, table
 
     def hits(self, text_bytes: bytes) -> set[str] | None:
@@ -835,7 +835,7 @@ def _regex_finder(
 def _scan_chunk(
     sc: _Scanner,
     find: Callable[[int], tuple[int, int] | None],
-    buf: bytes,
+    buf: bytes | bytearray,
     line_no: int,
     tail: deque[str],
     occ: mpscan.Occurrences | None = None,
@@ -870,8 +870,8 @@ def _scan_chunk(
         pos = end
     # tail: the last lines of this chunk replace older ones
     last = buf[max(0, n - 64 * 1024) : n].decode("utf-8", "replace").splitlines()
-    for raw in last[-TAIL_LINES:]:
-        vis = _visible(raw[:MAX_LINE])
+    for line in last[-TAIL_LINES:]:
+        vis = _visible(line[:MAX_LINE])
         if vis.strip():
             tail.append(vis)
     return line_no
@@ -888,7 +888,7 @@ def _seen(
     return _Seen(raw, start, found, table) if found else raw
 
 
-def _process(sc: _Scanner, number: int, raw: bytes, seen: _Seen | bytes | bytearray | None = None) -> None:
+def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | bytes | bytearray | None = None) -> None:
     if len(raw) > MAX_LINE:
         raw = raw[:MAX_LINE]
         sc.info.truncated_lines += 1
