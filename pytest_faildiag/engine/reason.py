@@ -311,9 +311,13 @@ def _test_raiser(facts: Facts) -> str:
         return "raiser:test_import"  # a test module's or conftest's top level, run when pytest imports it
     if fr is not None and (_TEST_SETUP_FILE.search(path) or _TEST_SETUP_FUNC.search(fr.func or "")):
         return "raiser:test_setup"
-    if facts.family == "assertion" and not _SITE.search(path):
+    if facts.family == "assertion" and not _SITE.search(path) and not _CONSTANT_ASSERT.match(facts.message):
         return "raiser:test_check"
     return "raiser:test"
+
+
+# ``assert 0`` / ``assert False`` checks no value of the code under test: the test fails by itself
+_CONSTANT_ASSERT = re.compile(r"\s*assert\s+(?:0|False|None|\(\)|\[\]|''|\"\")\s*$")
 
 
 _MISSING_MODULE = re.compile(r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
