@@ -285,6 +285,15 @@ def _file_change(
     )
 
 
+def _line_change(
+    ctx: FixContext, path: Path, text: str, no: int, new_line: str, description: str, **fields: str | None
+) -> Change:
+    """A source edit that replaces line ``no`` (1-based) of ``text`` with ``new_line``."""
+    lines = split_lines(text)
+    lines[no - 1] = new_line
+    return _file_change(ctx, "source", path, text, "".join(lines), no, description, **fields)
+
+
 def _impact(ctx: FixContext, what: str) -> str:
     excerpt = str(ctx.first_failure.get("excerpt") or "").strip()
     short = excerpt if len(excerpt) <= 140 else excerpt[:139].rstrip() + "…"
@@ -329,18 +338,15 @@ def _source_regex(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, Any]) -
     if len(candidates) != 1:
         return None
     path, no, text, new_line = candidates[0]
-    lines = split_lines(text)
-    old_line = lines[no - 1]
-    lines[no - 1] = new_line
-    change = _file_change(
+    old_line = split_lines(text)[no - 1].strip()
+    change = _line_change(
         ctx,
-        "source",
         path,
         text,
-        "".join(lines),
         no,
-        f"{ctx.rel(path)}:{no}: {old_line.strip()} -> {new_line.strip()}",
-        old=old_line.strip(),
+        new_line,
+        f"{ctx.rel(path)}:{no}: {old_line} -> {new_line.strip()}",
+        old=old_line,
         new=new_line.strip(),
     )
     note = str(tpl.get("note") or "")
@@ -392,15 +398,12 @@ def _linear_in_features(ctx: FixContext, cause: dict[str, Any], tpl: dict[str, A
         return None
     path, no, text, dm, line = hits[0]
     new_line = line[: dm.start()] + dm["pre"] + got + dm["post"] + line[dm.end() :]
-    lines = split_lines(text)
-    lines[no - 1] = new_line
-    change = _file_change(
+    change = _line_change(
         ctx,
-        "source",
         path,
         text,
-        "".join(lines),
         no,
+        new_line,
         f"{ctx.rel(path)}:{no}: in_features {declared} -> {got}",
         key="in_features",
         old=declared,

@@ -428,6 +428,22 @@ def unwound_stacks(tb: Any) -> str:
     return "\n".join(out)
 
 
+def _phase(excinfo: Any) -> str:
+    """The test phase a ``KeyboardInterrupt`` stopped, read from its traceback (pytest's runner hook on the
+    stack), so no per-test hook has to keep track of it."""
+    phase = "run"
+    try:
+        tb = excinfo.tb
+    except Exception:  # an ExceptionInfo without its exception
+        return phase
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_name
+        if name in ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown"):
+            phase = name.rsplit("_", 1)[1]
+        tb = tb.tb_next
+    return phase
+
+
 class InterruptWatch:
     """A Ctrl-C (SIGINT: a CI cancel, a person giving up on a stuck run) while a test runs: pytest stops the
     session and makes no report for that test, so without this the hang it interrupted leaves no trace.
@@ -440,7 +456,6 @@ class InterruptWatch:
         self.session = session  # the FaildiagSession: its engine call, entries and thread evidence
         self.is_library, self.rel = is_library, rel  # the session's notion of user code (no import back)
         self.nodeid: str | None = None
-        self.phase = ""
         self.started = 0.0
         self.active = True
 
@@ -449,13 +464,7 @@ class InterruptWatch:
         self.active = not session.config.pluginmanager.hasplugin("dsession")  # workers report their own
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        self.nodeid, self.phase, self.started = nodeid, "setup", time.monotonic()
-
-    def pytest_runtest_call(self, item: pytest.Item) -> None:
-        self.phase = "call"
-
-    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
-        self.phase = "teardown"
+        self.nodeid, self.started = nodeid, time.monotonic()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         self.nodeid = None
@@ -474,7 +483,7 @@ class InterruptWatch:
     def _record(self, excinfo: Any) -> None:
         nodeid, elapsed = self.nodeid or "", time.monotonic() - self.started
         hung = elapsed >= INTERRUPT_HANG_AFTER
-        what = f"interrupted (SIGINT) while {nodeid} was in its {self.phase} for {elapsed:.1f}s"
+        what = f"interrupted (SIGINT) while {nodeid} was in its {_phase(excinfo)} for {elapsed:.1f}s"
         head = f"{HANG_MARK}: {what}" if hung else f"faildiag: {what}"
         texts = {
             "interrupted.txt": head + "\n" + "".join(traceback.format_exception(excinfo.value)),

@@ -71,7 +71,7 @@ def _telemetry_claims(rec: RunRecord, logs: LogSignals) -> list[Claim]:
     if rec.cluster:
         out.append(Claim(rec.cluster, "direct", "retort.db experiment_runs.finished_at"))
     if logs.present:
-        out.append(Claim(f"agent logs present: {', '.join(logs.present)}", "direct", rec.rel))
+        out.append(_seen(rec, f"agent logs present: {', '.join(logs.present)}"))
     return out
 
 
@@ -80,6 +80,16 @@ class _Verdict:
     verdict: str
     subtype: str
     action: str
+
+
+def _hyp(rec: RunRecord, text: str) -> Claim:
+    """An inference about the run, sourced to its folder."""
+    return Claim(text, "hypothesis", rec.rel)
+
+
+def _seen(rec: RunRecord, text: str) -> Claim:
+    """Something observed in the run's folder."""
+    return Claim(text, "direct", rec.rel)
 
 
 def _test_claim(rec: RunRecord, tr: TestRun) -> Claim:
@@ -145,7 +155,7 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             )
         )
     if rec.superseded_by:
-        claims.append(Claim(f"an earlier attempt, superseded by {rec.superseded_by}", "direct", rec.rel))
+        claims.append(_seen(rec, f"an earlier attempt, superseded by {rec.superseded_by}"))
     if rec.eval_status:
         claims.append(Claim(f"evaluation.md status: {rec.eval_status[:200]}", "direct", f"{rec.rel}/evaluation.md"))
     claims += _telemetry_claims(rec, logs)
@@ -163,10 +173,9 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
     if rec.rep_dir is not None:
         where = ", ".join(r if r != "." else "top level" for r in inv.roots[:4]) or "-"
         claims.append(
-            Claim(
+            _seen(
+                rec,
                 f"{len(inv.sources)} source file(s), {len(inv.tests)} test file(s) in the run folder (where: {where})",
-                "direct",
-                rec.rel,
             )
         )
 
@@ -185,9 +194,7 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
 
     # 3. The DB records a run the archive does not hold.
     if rec.rep_dir is None:
-        claims.append(
-            Claim(f"no archived folder runs/{rec.cell}/rep{rec.replicate}[-failed] for this DB row", "direct", rec.rel)
-        )
+        claims.append(_seen(rec, f"no archived folder runs/{rec.cell}/rep{rec.replicate}[-failed] for this DB row"))
         rq = _num(rec.metrics.get("requirement_coverage"))
         if rq is not None and rq < 1.0:
             claims.append(
@@ -227,11 +234,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         (rec.rep_dir / n).is_file() for n in ("_meta.json", "scores.json", "stack.json", "TASK.md")
     ):
         claims.append(
-            Claim(
+            _seen(
+                rec,
                 "the folder holds none of the files retort writes when it archives a run (_meta.json, "
                 "scores.json, stack.json, TASK.md): it is half-written or trimmed",
-                "direct",
-                rec.rel,
             )
         )
         return _done(
@@ -249,12 +255,11 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
     if not inv.sources:
         if tc is not None and tc > 0 and rec.rep_dir.name.endswith("-failed") and rec.meta.get("succeeded") is True:
             claims.append(
-                Claim(
+                _hyp(
+                    rec,
                     "the agent exited 0 and its tests ran (test_coverage>0), yet the attempt was archived "
                     "as -failed: retort renames an attempt a later one replaced, so a later gate (spec "
                     "or factual) failed it",
-                    "hypothesis",
-                    rec.rel,
                 )
             )
             return _done(
@@ -310,11 +315,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             )
         if tc is not None and tc > 0:
             claims.append(
-                Claim(
+                _seen(
+                    rec,
                     f"test_coverage={tc:g} was measured at scoring time, so code existed then; the "
                     "archive holds none of it",
-                    "direct",
-                    rec.rel,
                 )
             )
             return _done(
@@ -341,38 +345,22 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
                 tc,
             )
         if rec.cohort:
-            claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
-            claims.append(
-                Claim("the harness could not launch or configure runs of that factor level", "hypothesis", "retort.db")
-            )
-            return _done(
-                rec,
-                claims,
-                _Verdict(
-                    "infra_false_fail",
-                    "harness_config",
-                    "fix how the harness runs that factor level (prompt file, agent "
-                    "flags, tooling) and re-run those cells",
-                ),
-                tc,
-            )
+            return _whole_level_failed(rec, claims, tc)
         if crashed and rec.retry_completed:
             claims.append(
-                Claim(
+                _hyp(
+                    rec,
                     "a retry of the identical configuration completed, so what stopped this attempt "
                     "was transient (interruption, limit, serving hiccup), not the model",
-                    "hypothesis",
-                    rec.rel,
                 )
             )
             if not logs.present and not live_cap:
                 claims.append(
-                    Claim(
+                    _hyp(
+                        rec,
                         "it exited non-zero and left no files of its own: the agent most likely never "
                         "got to work (not logged in, a quota or usage-limit window, the model server "
                         "down); its logs, which would name the cause, were not archived",
-                        "hypothesis",
-                        rec.rel,
                     )
                 )
                 return _done(
@@ -387,11 +375,7 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
                 )
         if crashed and not logs.present and not live_cap:
             claims.append(
-                Claim(
-                    "the agent exited non-zero and left no code and no logs; the cause is not recorded",
-                    "hypothesis",
-                    rec.rel,
-                )
+                _hyp(rec, "the agent exited non-zero and left no code and no logs; the cause is not recorded")
             )
             return _done(
                 rec,
@@ -405,11 +389,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
             )
         if not logs.present and not live_cap:
             claims.append(
-                Claim(
+                _hyp(
+                    rec,
                     "a blocked file-write tool leaves the same empty workspace; the agent logs that "
                     "would tell the two apart were not archived",
-                    "hypothesis",
-                    rec.rel,
                 )
             )
         return _done(
@@ -445,11 +428,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         # with exit 0 and tests that ran, the gate that failed it was the spec or factual one.
         spec_short = True
         claims.append(
-            Claim(
+            _hyp(
+                rec,
                 "the agent exited 0 and its tests ran (test_coverage>0), yet the attempt was archived "
                 "as -failed: the spec/factual gate is what failed it",
-                "hypothesis",
-                rec.rel,
             )
         )
 
@@ -509,11 +491,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         )
     if tr.status == "undeclared_deps" and not (set(inv.sources) - set(inv.tests)):
         claims.append(
-            Claim(
+            _seen(
+                rec,
                 f"the tests import '{tr.missing_module}', and the run folder holds no code besides its "
                 "tests: the module under test was never written (not a missing package)",
-                "direct",
-                rec.rel,
             )
         )
         return _done(
@@ -533,11 +514,10 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
         )
     if tr.status == "compile_error" and tr.command == "npm install":
         claims.append(
-            Claim(
+            _hyp(
+                rec,
                 "this machine's Node toolchain may differ from the runner's; retort's own evaluation "
                 "of the run tells whether the dependency built there",
-                "hypothesis",
-                rec.rel,
             )
         )
     if tr.status == "compile_error":
@@ -564,7 +544,7 @@ def classify(rec: RunRecord, signatures: list[Signature], opts: Options) -> RunD
     if tr.status == "no_tests" and not inv.tests:
         return _done(rec, claims, _Verdict("genuine", "no_tests", "count as a genuine miss (no tests written)"), tc, tr)
     if not inv.tests:
-        claims.append(Claim("no test file exists in the run folder", "direct", rec.rel))
+        claims.append(_seen(rec, "no test file exists in the run folder"))
         return _done(rec, claims, _Verdict("genuine", "no_tests", "count as a genuine miss (no tests written)"), tc, tr)
 
     # 6. Could not ground-truth: fall back to what was recorded, as hypotheses.
@@ -642,12 +622,11 @@ def _peer_measured_gate_fail(rec: RunRecord, tc: float | None, crashed: bool, wh
         return None
     return [
         Claim(rec.scorer_peers, "direct", "retort.db run_results"),
-        Claim(
+        _hyp(
+            rec,
             f"this run's tests did not run at scoring time while the same harness ran other {rec.language} runs' "
             f"tests; {why_unchecked}, so the zero most likely is the run's own (a project whose tests do not build "
             "or run)",
-            "hypothesis",
-            rec.rel,
         ),
     ]
 
@@ -670,11 +649,7 @@ def _killed(rec: RunRecord, claims: list[Claim], inv: Inventory, opts: Options, 
         claims.append(_test_claim(rec, tr))
         if tr.status == "passed" and at_limit(rec):
             claims.append(
-                Claim(
-                    "the code passes its own tests, so the configured wall clock, not the model, ended this run",
-                    "hypothesis",
-                    rec.rel,
-                )
+                _hyp(rec, "the code passes its own tests, so the configured wall clock, not the model, ended this run")
             )
             return _done(
                 rec,
@@ -700,23 +675,28 @@ def _non_termination() -> _Verdict:
     )
 
 
+def _whole_level_failed(rec: RunRecord, claims: list[Claim], tc: float | None) -> RunDiagnosis:
+    """Every run of one factor level failed together: the harness could not run that level, not the model."""
+    claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
+    claims.append(
+        Claim("the harness could not launch or configure runs of that factor level", "hypothesis", "retort.db")
+    )
+    return _done(
+        rec,
+        claims,
+        _Verdict(
+            "infra_false_fail",
+            "harness_config",
+            "fix how the harness runs that factor level (prompt file, agent flags, tooling) and re-run those cells",
+        ),
+        tc,
+    )
+
+
 def _no_work(rec: RunRecord, claims: list[Claim], tc: float | None) -> RunDiagnosis:
     """A run that spent no tokens: a whole factor level (config), several cells at once (outage) or one start."""
     if rec.cohort:
-        claims.append(Claim(rec.cohort, "direct", "retort.db run_results"))
-        claims.append(
-            Claim("the harness could not launch or configure runs of that factor level", "hypothesis", "retort.db")
-        )
-        return _done(
-            rec,
-            claims,
-            _Verdict(
-                "infra_false_fail",
-                "harness_config",
-                "fix how the harness runs that factor level (prompt file, agent flags, tooling) and re-run those cells",
-            ),
-            tc,
-        )
+        return _whole_level_failed(rec, claims, tc)
     if rec.cluster:
         claims.append(
             Claim(
@@ -738,11 +718,10 @@ def _no_work(rec: RunRecord, claims: list[Claim], tc: float | None) -> RunDiagno
             tc,
         )
     claims.append(
-        Claim(
+        _hyp(
+            rec,
             "the agent could not start work: not logged in, a quota or usage-limit window, or the model "
             "server not answering; its stderr (not archived) would name which",
-            "hypothesis",
-            rec.rel,
         )
     )
     return _done(
