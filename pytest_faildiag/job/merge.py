@@ -78,10 +78,16 @@ class Event:
     ev: dict[str, Any]
     time: float
     time_source: str
+    slack: float = 0.0  # how much later than ``time`` it may have happened (the stamp's precision)
 
     @property
     def symptom(self) -> bool:
         return bool(self.ev.get("symptom"))
+
+    @property
+    def latest(self) -> float:
+        """The latest moment the event can have happened (see ``stamp_slack``)."""
+        return self.time + self.slack
 
 
 @dataclass
@@ -312,6 +318,13 @@ def _correct_clocks(view: JobView) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def stamp_slack(t: float, source: str) -> float:
+    """A time stamped only to the second (torchelastic's failure summary, many loggers) lies somewhere in
+    that second: ordered by its latest moment, it never precedes a finer-stamped event of the same second
+    (the launcher's summary is written after the worker it reports had died)."""
+    return 0.999 if source != "run end" and t.is_integer() else 0.0
+
+
 def _events(view: JobView) -> list[Event]:
     out: list[Event] = []
     for r in view.records:
@@ -324,13 +337,13 @@ def _events(view: JobView) -> list[Event]:
             if not isinstance(t, int | float):
                 t, src = end, "run end"
             symptom = bool(ev.get("symptom")) or is_symptom(str(ev.get("excerpt", "")))
-            out.append(Event(r, {**ev, "symptom": symptom}, float(t) - r.offset, src))
+            out.append(Event(r, {**ev, "symptom": symptom}, float(t) - r.offset, src, stamp_slack(float(t), src)))
     return out
 
 
 def _first_failure(view: JobView) -> None:
     events = _events(view)
-    timed = sorted(events, key=lambda e: (e.time, e.time_source == "run end"))
+    timed = sorted(events, key=lambda e: (e.latest, e.time_source == "run end"))
     initiating = [e for e in timed if not e.symptom]
     symptoms = [e for e in timed if e.symptom]
     view.first_symptom = symptoms[0] if symptoms else None
