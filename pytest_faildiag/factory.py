@@ -98,13 +98,13 @@ class Factory:
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     complete: bool = True  # False when a card could not be read: such a reading is never kept in the index
-    rows: list[list[Any]] = field(default_factory=list, repr=False)  # the index's cards, made into ``cards``
+    rows: list[list[Any]] = field(default_factory=list, repr=False)  # each card as the index keeps it
     _cards: list[Card] | None = field(default=None, repr=False)
 
     @property
     def cards(self) -> list[Card]:
-        """The cards (in the order of ``rules``). From the index they are made on first use: a diagnosis
-        needs only the rules, and thousands of objects made for nothing slow a fresh process down."""
+        """The cards (in the order of ``rules``), made from the rows on first use: a diagnosis needs only the
+        rules, and thousands of objects made for nothing slow a fresh process down."""
         if self._cards is None:
             base = str(self.root)
             self._cards = [
@@ -362,7 +362,17 @@ def _unescape(m: re.Match[str]) -> str:
     return _ESCAPES[m[3]]
 
 
+Fields = tuple[str, str, list[str], str, Any, Any, list[str], list[str]]
+"""A card's checked front matter: id, title, signatures, category, stack, type, fix hints, links."""
+
+
 def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
+    cid, title, sigs, category, stack, typ, hints, links = card_fields(data)
+    return Card(cid, title, tuple(sigs), category, path, rel, stack, typ, tuple(hints), tuple(links))
+
+
+def card_fields(data: dict[str, Any]) -> Fields:
+    """The fields of a card's front matter, checked (CardError says what is wrong, one line)."""
     for key in ("id", "title", "signatures", "category"):
         if key not in data:
             raise CardError(f"missing {key!r}")
@@ -377,26 +387,15 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
     for key, vocab in (("category", CATEGORIES), ("stack", STACKS), ("type", TYPES)):
         if data.get(key) is not None and data[key] not in vocab:
             raise CardError(f"unknown {key} {data[key]!r} (one of: {' '.join(vocab)})")
-    lists = {}
+    lists = []
     for key in ("fix_hints", "links"):
         value = data.get(key, [])
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise CardError(f"{key} must be a list of strings")
-        lists[key] = tuple(value)
-    return Card(
-        id=cid,
-        title=str(data["title"]),
-        signatures=tuple(sigs),
-        category=data["category"],
-        path=path,
-        rel=rel,
-        stack=data.get("stack"),
-        type=data.get("type"),
-        fix_hints=lists["fix_hints"],
-        links=lists["links"],
-    )
+        lists.append(value)
+    return cid, str(data["title"]), sigs, data["category"], data.get("stack"), data.get("type"), lists[0], lists[1]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -567,17 +566,24 @@ def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
 
 def card_keywords(card: Card, problems: list[str] | None = None) -> tuple[list[str], list[str], bool]:
     """(prefilter keywords, the usable signatures, case-folded) of a card; see ``card_rule``."""
+    return keywords_of(card.signatures, card.source, problems)
+
+
+def keywords_of(
+    signatures: tuple[str, ...] | list[str], source: str, problems: list[str] | None = None
+) -> tuple[list[str], list[str], bool]:
+    """``card_keywords`` of the signatures of the card cited as ``source``."""
     keywords: list[str] = []
     usable: list[str] = []
     folded = False
-    for sig in card.signatures:
+    for sig in signatures:
         try:
             kw = signature_keywords(sig)
         except CardError as exc:
-            if len(card.signatures) == 1:
+            if len(signatures) == 1:
                 raise
             if problems is not None:
-                problems.append(f"{card.source}: {exc}; that signature skipped")
+                problems.append(f"{source}: {exc}; that signature skipped")
             continue
         folded = folded or kw.ignore_case
         keywords.extend(w for w in kw.words if w not in keywords)
@@ -668,18 +674,25 @@ class CardRule(Rule):
 
 def read_factory(root: Path, files: list[str] | None = None) -> Factory:
     """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
-    a later card with an id already seen is skipped (ids cite cards, so they must be unique)."""
-    fac = Factory(root, _cards=[])
+    a later card with an id already seen is skipped (ids cite cards, so they must be unique). What a
+    card says goes straight into its rule and its index row (``Card`` objects are made from the rows
+    when asked: a diagnosis needs none)."""
+    fac = Factory(root)
     seen: dict[str, str] = {}
     base = str(root)
-    cards, rules, problems = fac.cards, fac.rules, fac.problems
+    rules, rows, problems = fac.rules, fac.rows, fac.problems
     for path in files if files is not None else card_files(root):
         rel = _rel(path, base)
         try:
-            card = card_of(read_head(path), path, rel)
-            if card.id in seen:
-                raise CardError(f"duplicate id {card.id!r} (also in {seen[card.id]})")
-            rule = card_rule(card, problems)
+            head = read_head(path)
+            data = _plain_card(head)
+            cid, title, sigs, cat, stack, typ, hints, links = card_fields(
+                data if data is not None else load_toml(split_front_matter(head)[0])
+            )
+            if cid in seen:
+                raise CardError(f"duplicate id {cid!r} (also in {seen[cid]})")
+            source = f"factory:{rel}"
+            keywords, usable, folded = keywords_of(sigs, source, problems)
         except CardError as exc:
             problems.append(f"factory:{rel}: skipped: {exc}")
             continue
@@ -687,9 +700,11 @@ def read_factory(root: Path, files: list[str] | None = None) -> Factory:
             problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
             fac.complete = False
             continue
-        seen[card.id] = rel
-        cards.append(card)
-        rules.append(rule)
+        seen[cid] = rel
+        rules.append(CardRule(cid, title, cat, source, keywords, usable, hints, folded, typ, stack))
+        rows.append(
+            [rel, cid, title, sigs, cat, stack, typ, hints, links, keywords, folded, None if usable == sigs else usable]
+        )
     return fac
 
 
@@ -1023,40 +1038,14 @@ def read_index(path: Path, key: str) -> dict[str, Any] | None:
 
 def write_index(path: Path, key: str, fac: Factory) -> None:
     """Keep what reading ``fac`` found (best effort: a read-only home or a full disk only costs the next
-    process a full reading)."""
-    cards = []
-    for card, rule in zip(fac.cards, fac.rules, strict=True):
-        sigs = _signatures(rule)  # the usable ones
-        cards.append(
-            [
-                card.rel,
-                card.id,
-                card.title,
-                list(card.signatures),
-                card.category,
-                card.stack,
-                card.type,
-                list(card.fix_hints),
-                list(card.links),
-                rule.keywords,
-                rule.ignore_case,
-                None if sigs == list(card.signatures) else sigs,
-            ]
-        )
-    payload = {"format": INDEX_FORMAT, "key": key, "problems": fac.problems, "cards": cards}
+    process a full reading): the problem lines and each card's row (what it says, its keywords)."""
+    if len(fac.rows) != len(fac.rules):
+        return  # not a factory read by ``read_factory``
+    payload = {"format": INDEX_FORMAT, "key": key, "problems": fac.problems, "cards": fac.rows}
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
     except (OSError, ValueError):
         pass
-
-
-def _signatures(rule: Rule) -> list[str]:
-    """A card rule's usable signatures, read without making its patterns (thousands of objects for
-    nothing when the index is written)."""
-    card = rule.__dict__.get("_card")
-    if card is not None and "patterns" not in rule.__dict__:
-        return list(card[2])
-    return [lp.pattern for lp in rule.patterns]
 
 
 def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
