@@ -243,8 +243,9 @@ def parse_card(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Ca
 
 def card_of(head: bytes, path: str, rel: str) -> Card:
     """The card whose first bytes are ``head``. The common shape (a ``+++`` line, plain ``key = "string"``
-    / ``key = ["a", "b"]`` lines, a ``+++`` line) is cut out by one regex and read by ``_plain_toml``;
-    anything else takes the line-by-line reading, which words the errors. Either gives the same card."""
+    / ``key = ["a", "b"]`` lines, a ``+++`` line) is checked by one regex and its values read by the C
+    JSON scanner (``_plain_card``); anything else takes the line-by-line reading, which words the errors.
+    Either gives the same card."""
     data = _plain_card(head)
     if data is None:
         data = load_toml(split_front_matter(head)[0])
@@ -763,7 +764,7 @@ class _Hit:
 
 def card_keyword_bytes(rules: list[Rule]) -> list[tuple[bytes, bool, list[bytes]]]:
     """Every keyword of the card rules as the scanner looks for it (bytes, case-folded ones in lower
-    case), with whether it is case-folded and its whole words (``_whole_words``)."""
+    case), with whether it is case-folded and its whole words (``_INNER_WORDS``)."""
     out = []
     for r in rules:
         fold = r.ignore_case
@@ -940,12 +941,8 @@ class CardKeywords:
         return out
 
 
-def _whole_words(kw: bytes) -> list[bytes]:
-    """Words of ``kw`` with a non-word character on both sides inside it (so a line holding ``kw`` has
-    each of them as a word of its own), three characters or longer: one ``findall``, no Python step."""
-    return _INNER_WORDS.findall(kw)
-
-
+# the words of a keyword with a non-word character on both sides inside it (so a line holding the keyword
+# has each of them as a word of its own), three characters or longer: one ``findall``, no Python step
 _INNER_WORDS = LazyRegex(rb"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]{3,}(?=[^A-Za-z0-9_])")
 
 
