@@ -12,7 +12,10 @@ on one rank). Diagnoses it with and without the factory, side by side, in one ru
   and checked, the index written, the database compiled): what the first diagnosis after a card was added,
   edited or removed costs. Each repetition starts from an empty cache folder and one uncounted run
   without the factory (what any earlier diagnosis leaves there);
-* warm: later diagnoses in one process (rule packs and cards already read, as in a pytest session).
+* warm: later diagnoses in one process (rule packs and cards already read, as in a pytest session);
+* nothing cached: both sides from an empty cache folder (rule packs parsed, the built-in engine database
+  compiled, and with the factory every card read and its database compiled): what a CI job that keeps
+  no cache between runs pays on every run (informational: the target is on the first reading).
 
 Every run is printed. Target: with the factory within 1.5x the time without it, cold and warm (CPU time:
 wall time on a shared machine mostly measures the neighbours). The index goes to a temporary cache folder.
@@ -198,7 +201,16 @@ def main() -> int:
             f"{len(fac.problems)} problems); joined to the built-in rules in {t_index:.3f} s, cpu {c_index:.3f} s"
         )
         runs: dict[str, list[tuple[float, float]]] = {
-            k: [] for k in ("cold without", "cold with", "first reading with", "warm without", "warm with")
+            k: []
+            for k in (
+                "cold without",
+                "cold with",
+                "first reading with",
+                "warm without",
+                "warm with",
+                "nothing cached without",
+                "nothing cached with",
+            )
         }
         here = str(Path(__file__).resolve().parent.parent)
         envs = {"this": dict(os.environ, PYTHONPATH=here)}
@@ -209,9 +221,15 @@ def main() -> int:
             for key in list(runs):
                 runs["baseline " + key] = []
         for i in range(a.repeat):  # alternate, so the machine's load hits all alike
-            for env in envs.values():
+            for side, env in envs.items():
                 shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)  # no index, no card database
-                cold(log, None, env)  # not counted: what any earlier run leaves (packs' cache, built-in database)
+                # counted as "nothing cached"; it leaves what any earlier run leaves (packs' cache, built-in database)
+                wall, cpu_s, what = cold(log, None, env)
+                name = "nothing cached without" if side == "this" else "baseline nothing cached without"
+                runs[name].append((wall, cpu_s))
+                print(
+                    f"cold run {i + 1} {side:8} {'nothing cached, without:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                )
             for label, r in (("without", None), ("first reading with", root), ("with", root)):
                 name = label if label.startswith("first") else f"cold {label}"
                 for side, env in envs.items():
@@ -220,6 +238,13 @@ def main() -> int:
                     print(
                         f"cold run {i + 1} {side:8} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
                     )
+            for side, env in envs.items():
+                shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)
+                wall, cpu_s, what = cold(log, root, env)
+                runs["nothing cached with" if side == "this" else "baseline nothing cached with"].append((wall, cpu_s))
+                print(
+                    f"cold run {i + 1} {side:8} {'nothing cached, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                )
         diagnose_log(log, False)
         diagnose_log(log, root)
         for i in range(a.repeat):
@@ -236,6 +261,7 @@ def main() -> int:
                 ("cold", "cold without", "cold with", TARGET),
                 ("first reading", "cold without", "first reading with", TARGET),  # once per factory change
                 ("warm", "warm without", "warm with", TARGET),
+                ("nothing cached", "nothing cached without", "nothing cached with", None),  # CI without a cache
             )
             if not (p and name == "warm")  # warm runs are in this process: this checkout's code only
         ]:

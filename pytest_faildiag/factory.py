@@ -34,6 +34,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +97,14 @@ class Factory:
     root: Path
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    tables: KeywordTables | None = None  # the card keyword lookup, when read from the index (else built)
     complete: bool = True  # False when a card could not be read: such a reading is never kept in the index
-    rows: list[list[Any]] = field(default_factory=list, repr=False)  # the index's cards, made into ``cards``
+    rows: list[list[Any]] = field(default_factory=list, repr=False)  # each card as the index keeps it
     _cards: list[Card] | None = field(default=None, repr=False)
 
     @property
     def cards(self) -> list[Card]:
-        """The cards (in the order of ``rules``). From the index they are made on first use: a diagnosis
-        needs only the rules, and thousands of objects made for nothing slow a fresh process down."""
+        """The cards (in the order of ``rules``), made from the rows on first use: a diagnosis needs only the
+        rules, and thousands of objects made for nothing slow a fresh process down."""
         if self._cards is None:
             base = str(self.root)
             self._cards = [
@@ -199,8 +199,25 @@ def walk(root: Path) -> Listing:
 
 def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
     """(front matter TOML, the write-up's first bytes) of a card, read-only, the write-up never in full."""
-    with open(path, "rb") as f:  # read-only: a card is never written, and its atime is the OS's business
-        head = f.read(MAX_FRONT_MATTER)
+    return split_front_matter(read_head(path))
+
+
+def read_head(path: str | os.PathLike[str]) -> bytes:
+    """A card's first MAX_FRONT_MATTER bytes: one ``open``/``read``/``close`` of the OS, no Python file
+    object (a factory's first reading opens thousands of cards). Read-only: a card is never written, and
+    its atime is the OS's business."""
+    fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    try:
+        return os.read(fd, MAX_FRONT_MATTER)
+    finally:
+        os.close(fd)
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def split_front_matter(head: bytes) -> tuple[str, str]:
+    """(front matter TOML, the rest) of a card's first bytes; CardError when there is none."""
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -220,8 +237,28 @@ def front_matter(path: str | os.PathLike[str]) -> tuple[str, str]:
 
 def parse_card(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Card:
     """Read and validate one card. Raises CardError with a one-line reason (and the line when known)."""
-    toml_text, _ = front_matter(path)
-    return card_from_dict(load_toml(toml_text), os.fspath(path), _rel(os.fspath(path), os.fspath(root)))
+    path = os.fspath(path)
+    return card_of(read_head(path), path, _rel(path, os.fspath(root)))
+
+
+def card_of(head: bytes, path: str, rel: str) -> Card:
+    """The card whose first bytes are ``head``. The common shape (a ``+++`` line, plain ``key = "string"``
+    / ``key = ["a", "b"]`` lines, a ``+++`` line) is checked by one regex and its values read by the C
+    JSON scanner (``_plain_card``); anything else takes the line-by-line reading, which words the errors.
+    Either gives the same card."""
+    data = _plain_card(head)
+    if data is None:
+        data = load_toml(split_front_matter(head)[0])
+    return card_from_dict(data, path, rel)
+
+
+def _plain_card(head: bytes) -> dict[str, Any] | None:
+    """The front matter of a card of the common shape, read; None for any other card."""
+    try:
+        m = _PLAIN_CARD.match(head.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    return _plain_read(m[1]) if m is not None else None
 
 
 def load_toml(text: str) -> dict[str, Any]:
@@ -257,43 +294,37 @@ _ESCAPE = LazyRegex(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 
 
-_BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# What TOML and JSON read alike: a basic string with the escapes both know (not ``\/``, ``\u``, ``\U``;
+# no raw tab or control character, which JSON or TOML refuses), and one-line arrays of them without a
+# trailing comma. Possessive repeats: text that is not of this shape fails at once, never backtracks.
+_JSTR = r'"(?:[^"\\\x00-\x1f\x7f]++|\\[btnfr"\\])*+"'
+_JVALUE = rf"(?:{_JSTR}|\[[ \t]*(?:{_JSTR}(?:[ \t]*,[ \t]*{_JSTR})*[ \t]*)?\])"
+_PLAIN_LINE = rf"[ \t]*(?:[A-Za-z0-9_-]+[ \t]*=[ \t]*{_JVALUE}[ \t]*)?\r?"
+_PLAIN = LazyRegex(rf"(?:{_PLAIN_LINE}\n)*+{_PLAIN_LINE}")
+_PLAIN_PAIR = LazyRegex(r"^[ \t]*([A-Za-z0-9_-]+)[ \t]*=(.*)", re.M)  # in text of that shape
+# A whole card of that shape: BOMs, blank lines, the ``+++`` line, plain lines (none of them a ``+++``
+# line), the closing ``+++`` line. Group 1 is the front matter (with its last newline).
+_PLAIN_CARD = LazyRegex(
+    rf"\ufeff*(?:[ \t\r]*\n)*[ \t]*\+\+\+[ \t\r]*\n((?:{_PLAIN_LINE}\n)*+)[ \t]*\+\+\+[ \t\r]*(?:\n|\Z)"
+)
 
 
 def _plain_toml(text: str) -> dict[str, Any] | None:
     """The commonest front matter, read by the C JSON scanner: one ``key = value`` per line, each value a
-    basic string or a one-line array of them, holding printable text and no comment, literal string or
-    escape that TOML and JSON read differently (``\\/``, ``\\u``, ``\\U``). Where TOML and JSON agree, the
-    JSON reading is the TOML one; anything else is None (``_simple_toml`` reads it, or words its error)."""
-    keys: list[str] = []
-    values: list[str] = []
-    for line in text.split("\n"):
-        line = (line[:-1] if line.endswith("\r") else line).strip(" \t")
-        if not line:
-            continue
-        key, eq, value = line.partition("=")
-        key, value = key.rstrip(" \t"), value.lstrip(" \t")
-        if not eq or not key or not _BARE_KEY.issuperset(key) or key in keys or value[:1] not in ('"', "["):
-            return None
-        if "#" in value or "'" in value or not value.isprintable():
-            return None
-        if "\\" in value and ("\\/" in value or "\\u" in value or "\\U" in value):
-            return None
-        keys.append(key)
-        values.append(value)
-    try:  # one JSON array of the values: one call into the C scanner per card
-        parsed = _JSON.decode("[" + ",".join(values) + "]")
-    except ValueError:
-        return None
-    if not isinstance(parsed, list) or len(parsed) != len(keys):
-        return None  # a value that was more than one JSON value ("a", "b")
-    for value in parsed:
-        if isinstance(value, list):
-            if not all(isinstance(x, str) for x in value):
-                return None
-        elif not isinstance(value, str):
-            return None
-    return dict(zip(keys, parsed, strict=True))
+    basic string or a one-line array of them, with no comment, literal string or escape that TOML and
+    JSON read differently (``\\/``, ``\\u``, ``\\U``). Where TOML and JSON agree, the JSON reading is
+    the TOML one; anything else is None (``_simple_toml`` reads it, or words its error)."""
+    return _plain_read(text) if _PLAIN.fullmatch(text) is not None else None
+
+
+def _plain_read(text: str) -> dict[str, Any] | None:
+    """``_plain_toml`` of text known to be of the plain shape: one regex lists the pairs and one call into
+    the C JSON scanner reads every value (no Python step per line or per character)."""
+    pairs = _PLAIN_PAIR.findall(text)
+    if not pairs:
+        return {}
+    data = dict(zip([k for k, _ in pairs], _JSON.decode("[" + ",".join([v for _, v in pairs]) + "]"), strict=True))
+    return data if len(data) == len(pairs) else None  # a key given twice: tomllib words the error
 
 
 _JSON = json.JSONDecoder()
@@ -332,7 +363,17 @@ def _unescape(m: re.Match[str]) -> str:
     return _ESCAPES[m[3]]
 
 
+Fields = tuple[str, str, list[str], str, Any, Any, list[str], list[str]]
+"""A card's checked front matter: id, title, signatures, category, stack, type, fix hints, links."""
+
+
 def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
+    cid, title, sigs, category, stack, typ, hints, links = card_fields(data)
+    return Card(cid, title, tuple(sigs), category, path, rel, stack, typ, tuple(hints), tuple(links))
+
+
+def card_fields(data: dict[str, Any]) -> Fields:
+    """The fields of a card's front matter, checked (CardError says what is wrong, one line)."""
     for key in ("id", "title", "signatures", "category"):
         if key not in data:
             raise CardError(f"missing {key!r}")
@@ -347,26 +388,15 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
     for key, vocab in (("category", CATEGORIES), ("stack", STACKS), ("type", TYPES)):
         if data.get(key) is not None and data[key] not in vocab:
             raise CardError(f"unknown {key} {data[key]!r} (one of: {' '.join(vocab)})")
-    lists = {}
+    lists = []
     for key in ("fix_hints", "links"):
         value = data.get(key, [])
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise CardError(f"{key} must be a list of strings")
-        lists[key] = tuple(value)
-    return Card(
-        id=cid,
-        title=str(data["title"]),
-        signatures=tuple(sigs),
-        category=data["category"],
-        path=path,
-        rel=rel,
-        stack=data.get("stack"),
-        type=data.get("type"),
-        fix_hints=lists["fix_hints"],
-        links=lists["links"],
-    )
+        lists.append(value)
+    return cid, str(data["title"]), sigs, data["category"], data.get("stack"), data.get("type"), lists[0], lists[1]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -374,6 +404,7 @@ def card_from_dict(data: dict[str, Any], path: str, rel: str) -> Card:
 # ----------------------------------------------------------------------------------------------------
 
 _FLAGS = LazyRegex(r"^\(\?([aiLmsux]+)\)")
+_META = LazyRegex(r"[\\.^$*+?{}\[\]()|]")  # a signature without any of these is its own literal text
 
 
 @dataclass(frozen=True)
@@ -391,7 +422,7 @@ def signature_keywords(pattern: str) -> Keywords:
     (such a signature would send most lines of a log through its regex)."""
     flags = ""
     body = pattern
-    m = _FLAGS.match(body)
+    m = _FLAGS.match(body) if body.startswith("(?") else None
     while m:  # leading global flags: (?i) folds the keyword, (?x) makes whitespace meaningless
         flags += m[1]
         body = body[m.end() :]
@@ -399,7 +430,7 @@ def signature_keywords(pattern: str) -> Keywords:
     if "x" in flags:
         raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
     words: list[str] = []
-    for runs in _required_runs(body, pattern):
+    for runs in _required_runs(body, pattern) if _META.search(body) else [[body]]:  # plain text: one run
         best = max(runs, key=len, default="")
         if len(best) < MIN_KEYWORD:
             raise CardError(
@@ -411,23 +442,24 @@ def signature_keywords(pattern: str) -> Keywords:
     return Keywords(tuple(w.lower() if ci else w for w in words), ci)
 
 
-_STR_WORD = LazyRegex(r"[A-Za-z0-9_]{3,}")
+# the first word of three or more characters with a boundary inside the run on both sides (one search)
+_STR_WORD = LazyRegex(r"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]{3,}(?=[^A-Za-z0-9_])")
 
 
 def _keyword_of(run: str) -> str:
     """The run's first MAX_KEYWORD characters, stretched to hold one whole word (a word with a boundary on
     both sides inside the keyword): that word is how ``CardKeywords`` finds the keyword without a regex."""
     kw = run[:MAX_KEYWORD]
-    for m in _STR_WORD.finditer(run):
-        if m.start() > 0 and m.end() < len(run):
-            return kw if m.end() < len(kw) else run[: m.end() + 1]
+    m = _STR_WORD.search(run)
+    if m is not None and m.end() >= len(kw):
+        return run[: m.end() + 1]
     return kw
 
 
 # one regex atom per token, so a signature costs a few tokens rather than a Python step per character
 _TOKEN = LazyRegex(
     r"""
- (?P<lit>(?:[^\\.^$*+?{\[\]()|]|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
+ (?P<lit>(?:[^\\.^$*+?{\[\]()|]+|\\[^A-Za-z0-9]|\{(?!\d*(?:,\d*)?\}))+)
 |(?P<esc>\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[0-9]{1,3}|.))
 |(?P<cls>\[\^?\]?(?:\\.|[^\]\\])*\])
 |(?P<open>\()
@@ -440,6 +472,10 @@ _TOKEN = LazyRegex(
     re.X | re.S,
 )
 _UNESCAPE = LazyRegex(r"\\(.)", re.S)
+
+
+def _group1(m: re.Match[str]) -> str:
+    return m[1]
 
 
 def _required_runs(body: str, pattern: str) -> list[list[str]]:
@@ -460,7 +496,9 @@ def _required_runs(body: str, pattern: str) -> list[list[str]]:
             continue
         if kind == "lit":
             text = m.group()
-            cur += _UNESCAPE.sub(r"\1", text) if "\\" in text else text
+            if "\\" in text:  # ``\X`` escapes only: with no escaped backslash in it, every backslash goes
+                text = text.replace("\\", "") if "\\\\" not in text else _UNESCAPE.sub(_group1, text)
+            cur += text
         elif kind == "quant" and prev == "lit" and cur:
             q = m.group()
             optional = q in "*?" or (q.startswith("{") and not q[1:].split(",")[0].strip("}").lstrip("0"))
@@ -529,17 +567,24 @@ def card_rule(card: Card, problems: list[str] | None = None) -> Rule:
 
 def card_keywords(card: Card, problems: list[str] | None = None) -> tuple[list[str], list[str], bool]:
     """(prefilter keywords, the usable signatures, case-folded) of a card; see ``card_rule``."""
+    return keywords_of(card.signatures, card.source, problems)
+
+
+def keywords_of(
+    signatures: tuple[str, ...] | list[str], source: str, problems: list[str] | None = None
+) -> tuple[list[str], list[str], bool]:
+    """``card_keywords`` of the signatures of the card cited as ``source``."""
     keywords: list[str] = []
     usable: list[str] = []
     folded = False
-    for sig in card.signatures:
+    for sig in signatures:
         try:
             kw = signature_keywords(sig)
         except CardError as exc:
-            if len(card.signatures) == 1:
+            if len(signatures) == 1:
                 raise
             if problems is not None:
-                problems.append(f"{card.source}: {exc}; that signature skipped")
+                problems.append(f"{source}: {exc}; that signature skipped")
             continue
         folded = folded or kw.ignore_case
         keywords.extend(w for w in kw.words if w not in keywords)
@@ -630,26 +675,37 @@ class CardRule(Rule):
 
 def read_factory(root: Path, files: list[str] | None = None) -> Factory:
     """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
-    a later card with an id already seen is skipped (ids cite cards, so they must be unique)."""
-    fac = Factory(root, _cards=[])
+    a later card with an id already seen is skipped (ids cite cards, so they must be unique). What a
+    card says goes straight into its rule and its index row (``Card`` objects are made from the rows
+    when asked: a diagnosis needs none)."""
+    fac = Factory(root)
     seen: dict[str, str] = {}
+    base = str(root)
+    rules, rows, problems = fac.rules, fac.rows, fac.problems
     for path in files if files is not None else card_files(root):
-        rel = _rel(path, str(root))
+        rel = _rel(path, base)
         try:
-            card = parse_card(path, root)
-            if card.id in seen:
-                raise CardError(f"duplicate id {card.id!r} (also in {seen[card.id]})")
-            rule = card_rule(card, fac.problems)
+            head = read_head(path)
+            data = _plain_card(head)
+            cid, title, sigs, cat, stack, typ, hints, links = card_fields(
+                data if data is not None else load_toml(split_front_matter(head)[0])
+            )
+            if cid in seen:
+                raise CardError(f"duplicate id {cid!r} (also in {seen[cid]})")
+            source = f"factory:{rel}"
+            keywords, usable, folded = keywords_of(sigs, source, problems)
         except CardError as exc:
-            fac.problems.append(f"factory:{rel}: skipped: {exc}")
+            problems.append(f"factory:{rel}: skipped: {exc}")
             continue
         except OSError as exc:
-            fac.problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
+            problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
             fac.complete = False
             continue
-        seen[card.id] = rel
-        fac.cards.append(card)
-        fac.rules.append(rule)
+        seen[cid] = rel
+        rules.append(CardRule(cid, title, cat, source, keywords, usable, hints, folded, typ, stack))
+        rows.append(
+            [rel, cid, title, sigs, cat, stack, typ, hints, links, keywords, folded, None if usable == sigs else usable]
+        )
     return fac
 
 
@@ -666,7 +722,7 @@ def with_cards(
 ) -> RuleSet:
     """``base`` plus the card rules, indexed for the same single pass. The built-in keyword alternation is
     kept as compiled; card keywords are found by ``CardKeywords`` (a word lookup, no regex to compile).
-    ``tables``: the lookup of these rules as read from the index (else built from the rules). ``root``:
+    ``tables``: the lookup of these rules when already made (else made when first needed). ``root``:
     the factory's folder, where the scanner's engine databases are never cached either."""
     if not rules:
         return base
@@ -706,16 +762,30 @@ class _Hit:
         return self.at
 
 
+def card_keyword_bytes(rules: list[Rule]) -> list[tuple[bytes, bool, list[bytes]]]:
+    """Every keyword of the card rules as the scanner looks for it (bytes, case-folded ones in lower
+    case), with whether it is case-folded and its whole words (``_INNER_WORDS``)."""
+    out = []
+    for r in rules:
+        fold = r.ignore_case
+        for k in r.keywords:
+            kw = (k.lower() if fold else k).encode()
+            out.append((kw, fold, _INNER_WORDS.findall(kw)))
+    return out
+
+
 @dataclass
 class KeywordTables:
-    """The card keywords by anchor word (exact and case-folded) and those without a whole word, plus the
-    alternation that lets every line holding one through (built on first use). Plain data, so the index
-    keeps it and a later process skips building it."""
+    """The card keywords by anchor word (exact and case-folded) and those without a whole word (exact and
+    case-folded), plus the alternation that lets every line holding one through (built on first use).
+    Made only when Python searches a line for keywords (``CardKeywords``): with Hyperscan the engine
+    reports them itself."""
 
     anchors: dict[bytes, list[bytes]]
     folded: dict[bytes, list[bytes]]
     partial: list[bytes]
     pattern: bytes | None = None
+    folded_partial: list[bytes] = field(default_factory=list)
 
     @classmethod
     def of(cls, rules: list[Rule]) -> KeywordTables:
@@ -723,24 +793,24 @@ class KeywordTables:
         anchors: dict[bytes, list[bytes]] = {}
         folded: dict[bytes, list[bytes]] = {}
         partial: set[bytes] = set()
-        cands: list[tuple[bytes, bool, list[bytes]]] = []
+        folded_partial: set[bytes] = set()
+        cands = card_keyword_bytes(rules)
         counts: dict[bytes, int] = {}
-        for r in rules:
-            for k in r.keywords:
-                kw = (k.lower() if r.ignore_case else k).encode()
-                words = _whole_words(kw)
-                cands.append((kw, r.ignore_case, words))
-                for w in words:
-                    counts[w] = counts.get(w, 0) + 1
+        for _, _, words in cands:
+            for w in words:
+                counts[w] = counts.get(w, 0) + 1
         for kw, fold, words in cands:
             if not words:
-                partial.add(kw)
+                (folded_partial if fold else partial).add(kw)
                 continue
-            best = min(words, key=lambda w: (w.lower() in _COMMON, counts[w], -len(w)))
+            best = words[0] if len(words) == 1 else min(words, key=lambda w: (w.lower() in _COMMON, counts[w], -len(w)))
             table = folded if fold else anchors
-            if kw not in table.setdefault(best, []):
-                table[best].append(kw)
-        return cls(anchors, folded, sorted(partial))
+            have = table.get(best)
+            if have is None:
+                table[best] = [kw]
+            elif kw not in have:
+                have.append(kw)
+        return cls(anchors, folded, sorted(partial), folded_partial=sorted(folded_partial))
 
     def card_pattern(self) -> bytes:
         if self.pattern is None:
@@ -751,6 +821,8 @@ class KeywordTables:
                 parts.append(b"(?i:" + _trie(sorted(self.folded)) + b")")
             if self.partial:
                 parts.append(_trie(self.partial))
+            if self.folded_partial:
+                parts.append(b"(?i:" + _trie(self.folded_partial) + b")")
             self.pattern = b"|".join(parts)
         return self.pattern
 
@@ -760,7 +832,11 @@ class CardKeywords:
     keywords plus the cards'. A card keyword holds an *anchor*, a whole word of it that few other cards
     share: the line's words (one C-level ``findall``) meet the anchors in a set intersection, and only the
     keywords of the anchors found are looked for. So thousands of cards cost neither a regex compile
-    nor a slower search; keywords without a whole word go into a small alternation of their own."""
+    nor a slower search; keywords without a whole word go into a small alternation of their own.
+
+    The lookup tables are made the first time Python searches a line: with Hyperscan the engine reports
+    every keyword it finds (``hit_keywords``, made from the rules alone), so a diagnosis usually needs no
+    tables at all, and a factory's first reading does not pay for them."""
 
     def __init__(
         self,
@@ -771,16 +847,33 @@ class CardKeywords:
         root: str | os.PathLike[str] | None = None,
     ):
         self.base = base
+        self.rules = rules
         self.card_rules = len(rules)  # the rule set's last rules are these (``scan._card_parts``)
         self.root = None if root is None else os.path.realpath(root)  # nothing is cached inside it
-        self.tables = tables if tables is not None else KeywordTables.of(rules)
-        self.anchors = self.tables.anchors
-        self.folded = self.tables.folded
-        self.partial = re.compile(_trie(self.tables.partial)) if self.tables.partial else None
-        self.anchor_set = frozenset(self.anchors)
-        self.folded_set = frozenset(self.folded)
+        self._tables = tables
         self._pattern: bytes | None = None
         self._last: tuple[bytes, list[_Hit]] | None = None
+
+    @property
+    def tables(self) -> KeywordTables:
+        if self._tables is None:
+            self._tables = KeywordTables.of(self.rules)
+        return self._tables
+
+    @cached_property
+    def _lookup(
+        self,
+    ) -> tuple[dict[bytes, list[bytes]], frozenset[bytes], dict[bytes, list[bytes]], frozenset[bytes], list[Any]]:
+        """(anchors, their words, folded anchors, their words, the alternations to search: the built-in
+        keywords' and those of the card keywords without a word, exact and folded: one each, so that each
+        gives its longest keyword at a position)."""
+        t = self.tables
+        regexes: list[Any] = [self.base] if self.base is not None else []
+        if t.partial:
+            regexes.append(re.compile(_trie(t.partial)))
+        if t.folded_partial:
+            regexes.append(re.compile(_trie(t.folded_partial), re.I))
+        return t.anchors, frozenset(t.anchors), t.folded, frozenset(t.folded), regexes
 
     @property
     def pattern(self) -> bytes:
@@ -796,16 +889,18 @@ class CardKeywords:
     def hit_keywords(self) -> list[tuple[bytes, bool, int]] | None:
         """The built-in keywords (see ``KeywordRegex.hit_keywords``) and the cards': at a position, the
         longest of the built-in choice and every card keyword there is the hit (as ``search`` finds it).
-        A folded card keyword is looked for case-folded; one without an anchor word by its exact bytes."""
+        A folded card keyword is looked for case-folded, with or without an anchor word."""
         base = self.base.hit_keywords() if self.base is not None and hasattr(self.base, "hit_keywords") else []
         if base is None or (self.base is not None and not hasattr(self.base, "hit_keywords")):
             return None
-        cards = [(kw, False, KW_ANY) for kws in self.anchors.values() for kw in kws]
-        cards += [(kw, True, KW_ANY) for kws in self.folded.values() for kw in kws]
-        cards += [(kw, False, KW_ANY) for kw in self.tables.partial]
+        cards = dict.fromkeys(  # made from the rules: no lookup tables needed
+            ((k.lower() if r.ignore_case else k).encode(), r.ignore_case, KW_ANY)
+            for r in self.rules
+            for k in r.keywords
+        )
         if any(not kw for kw, _, _ in cards):
             return None
-        return base + cards
+        return base + list(cards)
 
     def search(self, raw: bytes, pos: int = 0) -> _Hit | None:
         last = self._last
@@ -820,23 +915,22 @@ class CardKeywords:
         finds the keywords inside a hit itself). Runs on every line the prefilter lets through, so the word
         lookups are C-level set intersections over ``findall`` lists (no per-word Python step)."""
         out: list[_Hit] = []
-        for rx in (self.base, self.partial):
-            if rx is None:
-                continue
+        anchors, anchor_set, folded, folded_set, regexes = self._lookup
+        for rx in regexes:
             m = rx.search(raw)
             while m is not None:
                 out.append(_Hit(m.group(0), m.start()))
                 m = rx.search(raw, m.start() + 1)
-        for w in self.anchor_set.intersection(_WORD.findall(raw)):
-            for kw in self.anchors[w]:
+        for w in anchor_set.intersection(_WORD.findall(raw)):
+            for kw in anchors[w]:
                 at = raw.find(kw)
                 while at >= 0:
                     out.append(_Hit(kw, at))
                     at = raw.find(kw, at + 1)
-        if self.folded_set:
+        if folded_set:
             low = raw.lower()
-            for w in self.folded_set.intersection(_WORD.findall(low)):
-                for kw in self.folded[w]:
+            for w in folded_set.intersection(_WORD.findall(low)):
+                for kw in folded[w]:
                     at = low.find(kw)
                     while at >= 0:
                         out.append(_Hit(raw[at : at + len(kw)], at))
@@ -847,14 +941,9 @@ class CardKeywords:
         return out
 
 
-def _whole_words(kw: bytes) -> list[bytes]:
-    """Words of ``kw`` with a non-word character on both sides inside it (so a line holding ``kw`` has
-    each of them as a word of its own), three characters or longer."""
-    out = []
-    for m in _WORD.finditer(kw):
-        if m.start() > 0 and m.end() < len(kw) and m.end() - m.start() >= 3:
-            out.append(m.group())
-    return out
+# the words of a keyword with a non-word character on both sides inside it (so a line holding the keyword
+# has each of them as a word of its own), three characters or longer: one ``findall``, no Python step
+_INNER_WORDS = LazyRegex(rb"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]{3,}(?=[^A-Za-z0-9_])")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -862,9 +951,8 @@ def _whole_words(kw: bytes) -> list[bytes]:
 # ----------------------------------------------------------------------------------------------------
 #
 # Why: a fresh process (every CLI call, every pytest session) would otherwise open and parse every card
-# and derive every keyword again: ~90 µs a card, half a second for 5,000, more than the diagnosis itself.
-# What the reading found (cards, keywords, the lookup tables, the problem lines) depends only on the
-# cards' bytes, so it is kept once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``),
+# and derive every keyword again: ~30 µs a card, 0.15 s for 5,000, close to the diagnosis itself. What
+# the reading found (cards, keywords, the problem lines) depends only on the cards' bytes, so it is kept once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``),
 # keyed by the listing: every card's relative path, size, modification and change times and inode, plus
 # this module and the vocabularies it checks against. Any card added, removed, edited, replaced or
 # chmod-ed changes the key and the factory is read again in full (same checks, same problem lines).
@@ -872,7 +960,7 @@ def _whole_words(kw: bytes) -> list[bytes]:
 # without following links) and is read only when it is a regular file of ours that nobody else can
 # write; anything unexpected in it is a miss, never an error. Deleting it is always safe.
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: no keyword lookup tables (made when Python searches a line, see ``CardKeywords``)
 MAX_INDEX = 64 * 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -947,60 +1035,14 @@ def read_index(path: Path, key: str) -> dict[str, Any] | None:
 
 def write_index(path: Path, key: str, fac: Factory) -> None:
     """Keep what reading ``fac`` found (best effort: a read-only home or a full disk only costs the next
-    process a full reading)."""
-    if fac.tables is None:
-        return
-    cards = []
-    for card, rule in zip(fac.cards, fac.rules, strict=True):
-        sigs = _signatures(rule)  # the usable ones
-        cards.append(
-            [
-                card.rel,
-                card.id,
-                card.title,
-                list(card.signatures),
-                card.category,
-                card.stack,
-                card.type,
-                list(card.fix_hints),
-                list(card.links),
-                rule.keywords,
-                rule.ignore_case,
-                None if sigs == list(card.signatures) else sigs,
-            ]
-        )
-    t = fac.tables
-    payload = {
-        "format": INDEX_FORMAT,
-        "key": key,
-        "problems": fac.problems,
-        "cards": cards,
-        "anchors": {_s(k): [_s(x) for x in v] for k, v in t.anchors.items()},
-        "folded": {_s(k): [_s(x) for x in v] for k, v in t.folded.items()},
-        "partial": [_s(x) for x in t.partial],
-        "pattern": None if t.pattern is None else _s(t.pattern),  # built only when Python's re searched
-    }
+    process a full reading): the problem lines and each card's row (what it says, its keywords)."""
+    if len(fac.rows) != len(fac.rules):
+        return  # not a factory read by ``read_factory``
+    payload = {"format": INDEX_FORMAT, "key": key, "problems": fac.problems, "cards": fac.rows}
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
     except (OSError, ValueError):
         pass
-
-
-def _signatures(rule: Rule) -> list[str]:
-    """A card rule's usable signatures, read without making its patterns (thousands of objects for
-    nothing when the index is written)."""
-    card = rule.__dict__.get("_card")
-    if card is not None and "patterns" not in rule.__dict__:
-        return list(card[2])
-    return [lp.pattern for lp in rule.patterns]
-
-
-def _s(b: bytes) -> str:
-    return b.decode("latin-1")  # bytes as they are (JSON has no bytes): one character per byte
-
-
-def _b(s: str) -> bytes:
-    return s.encode("latin-1")
 
 
 def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
@@ -1025,15 +1067,9 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
             )
             for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
         ]
-        tables = KeywordTables(
-            {_b(k): [_b(x) for x in v] for k, v in data["anchors"].items()},
-            {_b(k): [_b(x) for x in v] for k, v in data["folded"].items()},
-            [_b(x) for x in data["partial"]],
-            None if data["pattern"] is None else _b(data["pattern"]),
-        )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    return Factory(root, rules=rules, problems=problems, tables=tables, rows=rows)
+    return Factory(root, rules=rules, problems=problems, rows=rows)
 
 
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:
@@ -1047,7 +1083,6 @@ def load_factory(root: Path, listing: Listing | None = None) -> Factory:
         if fac is not None:
             return fac
     fac = read_factory(root, [p for p, _ in listing.files])
-    fac.tables = KeywordTables.of(fac.rules)
     if path is not None and fac.complete:
         write_index(path, key, fac)
     return fac
@@ -1072,7 +1107,7 @@ class _Memo:
         fac = load_factory(root, listing)  # again next time
         for line in fac.problems:
             _warn_line(line)
-        combined = with_cards(base, fac.rules, fac.tables, root)  # a new RuleSet: its compiled scanner lives with it
+        combined = with_cards(base, fac.rules, root=root)  # a new RuleSet: its compiled scanner lives with it
         self.entries.pop(key, None)
         self.entries[key] = (base, listing.folders or (), combined, fac)
         while len(self.entries) > self.size:

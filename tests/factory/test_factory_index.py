@@ -161,7 +161,7 @@ def test_an_index_matches_a_fresh_reading(tmp_path):
     t0 = time.perf_counter()
     indexed = F.load_factory(root)
     assert time.perf_counter() - t0 < 5
-    assert indexed.tables is not None and indexed.problems == fresh.problems
+    assert indexed.problems == fresh.problems
     assert indexed.cards == fresh.cards
     for a, b in zip(indexed.rules, fresh.rules, strict=True):
         assert (a.id, a.title, a.keywords, a.ignore_case, a.type, a.stack, a.pack, a.priority) == (
@@ -175,7 +175,12 @@ def test_an_index_matches_a_fresh_reading(tmp_path):
             b.priority,
         )
         assert a.causes == b.causes and [p.pattern for p in a.patterns] == [p.pattern for p in b.patterns]
-    built = F.KeywordTables.of(fresh.rules)
-    stored = indexed.tables
-    assert (stored.anchors, stored.folded, stored.partial) == (built.anchors, built.folded, built.partial)
-    assert stored.card_pattern() == built.card_pattern() and built.folded  # the (?i) card has its own table
+    built = F.KeywordTables.of(fresh.rules)  # the lookup is made from the rules, the same either way
+    again = F.KeywordTables.of(indexed.rules)
+    assert (again.anchors, again.folded, again.partial) == (built.anchors, built.folded, built.partial)
+    assert again.card_pattern() == built.card_pattern() and built.folded  # the (?i) card has its own table
+    hits = F.CardKeywords(None, fresh.rules).hit_keywords()
+    assert hits == F.CardKeywords(None, indexed.rules).hit_keywords() and hits
+    assert {kw for kw, _, _ in hits} == {
+        kw for v in [*built.anchors.values(), *built.folded.values()] for kw in v
+    } | set(built.partial)

@@ -75,6 +75,7 @@ def test_a_factory_reads_the_same_cards_through_either_parser(tmp_path, monkeypa
             encoding="utf-8",
         )
     fast = F.read_factory(root)
+    monkeypatch.setattr(F, "_plain_card", lambda head: None)
     monkeypatch.setattr(F, "_plain_toml", lambda text: None)
     slow = F.read_factory(root)
     assert fast.cards == slow.cards and fast.problems == slow.problems == []
@@ -84,3 +85,71 @@ def test_a_factory_reads_the_same_cards_through_either_parser(tmp_path, monkeypa
         'tab\there "quoted" \\/slash',
         "é ünïcode",
     ]
+
+
+def _card_text(rnd: random.Random, atoms: list[str]) -> bytes:
+    """A card's first bytes: BOMs, blank lines, the +++ lines in their spellings (and misspellings), front
+    matter as above, a write-up that may hold a +++ line of its own, CRLF line ends, a cut UTF-8 tail."""
+    lead = rnd.choice(["", "\ufeff", "\ufeff\ufeff", "\n", " \n\t\n", "\r\n", "\x0c\n", "x\n"])
+    opening = rnd.choice(["+++", "+++", " +++ ", "+++\r", "++", "+++\x0b"])
+    closing = rnd.choice(["+++", "+++", "\t+++", "+++ \r", "", "\x0c+++"])
+    body = _front_matter(rnd, atoms)
+    if rnd.random() < 0.1:
+        body += "\n" + rnd.choice(["+++ x", " ", "\r", "\x0c"])
+    rest = rnd.choice(["", "\n", "\nwrite-up\n", "\n+++\nmore\n", "\nend"])
+    text = lead + opening + "\n" + body.rstrip("\n") + "\n" + closing + rest
+    if rnd.random() < 0.1:
+        text = text.replace("\n", "\r\n")
+    raw = text.encode("utf-8")
+    return raw[:-1] if rnd.random() < 0.03 and raw[-1:] >= b"\x80" else raw
+
+
+def test_a_whole_card_read_in_one_match_is_the_card_read_line_by_line():
+    """``_plain_card`` (one regex over the card's bytes, then the JSON scanner) gives exactly what cutting
+    the front matter out line by line and reading it as TOML gives, whenever it gives anything."""
+    rnd = random.Random(1717)
+    fast_read = 0
+    for atoms in (ATOMS, ATOMS + RISKY):
+        for _ in range(20000):
+            head = _card_text(rnd, atoms)
+            fast = F._plain_card(head)
+            if fast is None:
+                continue
+            fast_read += 1
+            assert fast == F.load_toml(F.split_front_matter(head)[0]), head
+    assert fast_read > 800  # (most generated cards are of odd shapes on purpose)
+
+
+def test_cards_read_through_the_fast_path_are_the_cards_read_slowly(tmp_path, monkeypatch):
+    """A factory of cards of many shapes, broken ones included: the same cards, rules and problem lines
+    whichever way each card is read."""
+    rnd = random.Random(17)
+    root = tmp_path / "factory"
+    for i in range(400):
+        sub = root / rnd.choice(["a", "b", "c/d"])
+        sub.mkdir(parents=True, exist_ok=True)
+        sigs = [
+            rnd.choice(
+                ["NFS server \\\\S+ gone", "(?i)Quota EXCEEDED \\\\d+", "ab", "AAAA|BBBB", "x(y", "lit text {i}"]
+            )
+            for _ in range(rnd.randrange(1, 3))
+        ]
+        lines = [
+            f'id = "{rnd.choice(["card", "dup", "bad id"])}-{i % 380}"',
+            f'title = "card {i}"',
+            "signatures = [" + ", ".join(f'"{sig}"' for sig in sigs) + "]",
+            f'category = "{rnd.choice(["environment", "harness", "nonsense"])}"',
+            rnd.choice(["", 'fix_hints = ["a", "b"]', "fix_hints = 'one'", "links = [1]", "# comment"]),
+        ]
+        rnd.shuffle(lines)
+        text = "+++\n" + "\n".join(lines) + "\n+++\nwrite-up\n"
+        (sub / f"c{i}.md").write_bytes(text.encode() if rnd.random() < 0.95 else b"\xff" + text.encode())
+    fast = F.read_factory(root)
+    monkeypatch.setattr(F, "_plain_card", lambda head: None)
+    monkeypatch.setattr(F, "_plain_toml", lambda text: None)
+    slow = F.read_factory(root)
+    assert fast.cards == slow.cards and fast.problems == slow.problems
+    assert [(r.id, r.keywords, r.ignore_case) for r in fast.rules] == [
+        (r.id, r.keywords, r.ignore_case) for r in slow.rules
+    ]
+    assert len(fast.cards) > 100 and len(fast.problems) > 20

@@ -1,0 +1,103 @@
+"""A factory's first reading (issue 17) is made cheaper by reading cards through a one-regex fast path,
+deriving the Hyperscan keywords from the rules and making the Python keyword lookup only when Python
+searches a line. None of that may change a finding: a factory of many cards of varied signatures (exact,
+case-folded, alternatives, keywords without a whole word) gives the same diagnosis through Hyperscan and
+through Python's re, on its first reading and from its index."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_faildiag import factory as F
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.parse import mpscan
+
+from .conftest import write_factory
+
+pytest.importorskip("hyperscan")
+
+TEMPLATES = [
+    # (signature, a line it matches)
+    (
+        "ERR{i:04d}: storage lease expired for job \\\\d+ on partition \\\\S+",
+        "ERR{i:04d}: storage lease expired for job 77 on partition p3",
+    ),
+    ("(?i)quota{i:04d} EXCEEDED for account \\\\w+", "QUOTA{i:04d} exceeded FOR ACCOUNT ml_team"),
+    ("Xid {i}: GPU fell off the bus|Xid {i}: GPU lost", "[kernel] Xid {i}: GPU lost on node 4"),
+    ("(?i)zq{i:04d}", "ZQ{i:04d}"),  # a case-folded keyword without a whole word: folded too
+    ("NFS server n{i}:/export not responding", "kernel: NFS server n{i}:/export not responding, still trying"),
+]
+CATS = ["environment", "harness", "dataset", "hardware", "resource"]
+
+
+def _factory(root, count: int = 250) -> list[str]:
+    """``count`` cards; returns the log lines that some of them match."""
+    cards, lines = {}, []
+    for i in range(count):
+        sig, line = TEMPLATES[i % len(TEMPLATES)]
+        sig, line = sig.format(i=i), line.format(i=i)
+        cards[f"{CATS[i % len(CATS)]}/c{i:04d}.md"] = (
+            f'+++\nid = "team-{i:04d}"\ntitle = "known issue {i}"\nsignatures = ["{sig}", "never seen {i} \\\\d+"]\n'
+            f'category = "{CATS[i % len(CATS)]}"\nfix_hints = ["see runbook {i}"]\n+++\nwrite-up\n'
+        )
+        if i % 37 == 0:
+            lines.append(line)
+    write_factory(root, cards)
+    return lines
+
+
+def _log(tmp_path, lines: list[str]):
+    noise = [f"step {i} | loss 2.{i % 97:02d} | lr 3.0e-04 | storage ok | quota fine | Xid none" for i in range(3000)]
+    body = noise[:1000] + lines[: len(lines) // 2] + noise[1000:] + lines[len(lines) // 2 :]
+    failure = [
+        "Traceback (most recent call last):",
+        '  File "/work/train.py", line 10, in <module>',
+        "RuntimeError: NCCL communicator was aborted on rank 3",
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(body + failure) + "\n", encoding="utf-8")
+    return log
+
+
+def _report(log, root):
+    d = diagnose([str(log)], exit_code=1, factory_root=root)
+    causes = [(c.id, c.category, round(c.confidence, 6)) for c in d.root_causes]
+    return causes, d.extra.get("factory")
+
+
+def test_first_reading_index_and_both_engines_give_the_same_findings(tmp_path, monkeypatch):
+    root = tmp_path / "factory"
+    lines = _factory(root)
+    log = _log(tmp_path, lines)
+    monkeypatch.setattr(mpscan, "MIN_BYTES", 0)
+    reports = {}
+    for engine in ("hyperscan", "python"):
+        monkeypatch.setenv(mpscan.ENGINE_ENV, engine)
+        for reading in ("first", "index"):
+            monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{engine}"))
+            F._MEMO.entries.clear()  # a fresh process: the factory read again (first) or from its index
+            reports[engine, reading] = _report(log, root)
+    first = reports["hyperscan", "first"]
+    assert all(r == first for r in reports.values()), reports
+    cited = {e["id"] for e in first[1] or []}
+    assert len(cited) == len(lines) and len(cited) >= 6  # every card a line matches is cited, each kind of keyword
+    assert {"team-0000", "team-0074", "team-0148", "team-0111", "team-0222"} <= cited
+
+
+def test_the_engine_searches_for_exactly_the_keywords_of_the_python_lookup(tmp_path):
+    """``hit_keywords`` is made from the rules alone (no lookup tables on a first reading): it names the
+    very keywords, in the very case modes, that the lookup tables search for. A case-folded keyword
+    without a whole word is folded in both (it was looked for in lower case only, so ``(?i)zq0148``
+    never met ``ZQ0148``)."""
+    root = tmp_path / "factory"
+    _factory(root)
+    fac = F.read_factory(root)
+    matcher = F.CardKeywords(None, fac.rules)
+    hits = matcher.hit_keywords()
+    assert matcher._tables is None  # not made for that
+    t = matcher.tables
+    expected = {(kw, False) for v in t.anchors.values() for kw in v}
+    expected |= {(kw, True) for v in t.folded.values() for kw in v}
+    expected |= {(kw, False) for kw in t.partial} | {(kw, True) for kw in t.folded_partial}
+    assert {(kw, fold) for kw, fold, _ in hits} == expected
+    assert len(hits) == len(expected) and t.folded and t.folded_partial
