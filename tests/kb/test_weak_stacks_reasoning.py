@@ -1,0 +1,163 @@
+"""Where the cause of a JAX or MindSpore failure lives, read from real failures (#13, the weakest stacks).
+
+The logs under ``tests/data/kb/weak_reasoning/`` are the real stderr of small programs run on CPU with
+jax 0.10.2 / flax 0.12.8 and MindSpore 2.10.0 (each program is quoted below beside its log; only the
+machine's paths were rewritten to ``/home/user/...``), with the exit status in ``<name>.rc``. The TPU log
+is a train log of the thread corpus (never a dev log). Each case states the general fact a reader uses:
+who owns the code that raised, which setting or installed release the message names.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.rules import load_ruleset
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+LOGS = DATA / "kb" / "weak_reasoning"
+TRAIN = DATA / "corpus" / "threads"
+
+# name -> (the program that produced it, expected type, expected top category, rule that must fire or None)
+CASES: dict[str, tuple[str, str, str, str | None]] = {
+    # a flag XLA does not register: the job's setting (XLA_FLAGS), read before any code runs
+    "jax_xla_flags_unknown": (
+        'os.environ["XLA_FLAGS"] = "--xla_gpu_enable_fancy_thing=true"; jnp.ones(3) + 1',
+        "runtime_error",
+        "config",
+        "xla.flags.unknown",
+    ),
+    # a backend no installed plugin provides: the installation (CPU-only jaxlib), not the code
+    "jax_gpu_absent": ('jax.devices("gpu")', "backend", "environment", "jax.backend.platform_absent"),
+    # a jax.config option this release does not define: code written for another JAX release
+    "jax_config_unknown": (
+        'jax.config.update("jax_enable_fancy_mode", True)',
+        "runtime_error",
+        "environment",
+        "jax.config.unrecognized_option",
+    ),
+    # tracer errors raised in the user's own jitted function: the user's code
+    "jax_concretization_if": ("@jax.jit def f(x): if x.sum() > 0: ...", "runtime_error", "model", "jax.tracer"),
+    "jax_tracer_int": ("@jax.jit def f(x, n): jnp.zeros(int(n))", "runtime_error", "model", "jax.tracer"),
+    "jax_numpy_on_tracer": (
+        "@jax.jit def loss(x): np.sum(np.asarray(x))",
+        "runtime_error",
+        "model",
+        "jax.err.tracer_array_conversion",
+    ),
+    "jax_unexpected_tracer": (
+        "@jax.jit def f(x): saved.append(x * 2); then saved[0] + 1",
+        "runtime_error",
+        "model",
+        "jax.err.unexpected_tracer",
+    ),
+    "jax_static_unhashable": (
+        "jax.jit(f, static_argnums=1)(x, jnp.ones(3))",
+        "runtime_error",
+        "model",
+        "jax.cat.non_hashable_static",
+    ),
+    "jax_broadcast": ("jnp.ones((3, 4)) + jnp.ones((5,))", "runtime_error", "model", "jax.shape"),
+    "jax_nan_debug": ("jax_debug_nans; jnp.sqrt(-1.0) under jit", "runtime_error", "model", "jax.nan"),
+    "jax_prng_bad_key": ("jax.random.normal(42, (3,))", "runtime_error", "model", None),
+    # a mesh of 4 devices and a batch of 6 rows: the job's sizes
+    "jax_device_put_sharding_indivisible": (
+        "device_put(jnp.ones((6, 2)), NamedSharding(mesh_of_4, P('data')))",
+        "runtime_error",
+        "config",
+        "jax.cat.sharding_shape",
+    ),
+    # names removed from the installed jax: code written for another release
+    "jax_tree_multimap_removed": ("jax.tree_multimap(...)", "runtime_error", "environment", None),
+    "jax_keyarray_removed": ("def f(key: jax.random.KeyArray)", "runtime_error", "environment", None),
+    "jax_host_callback_removed": ("from jax.experimental import host_callback", "runtime_error", "environment", None),
+    # MindSpore re-raises a pipeline function's exception with its class: NameError is that code's defect
+    "ms_dataset_user_fn_error": (
+        "GeneratorDataset(gen).map(operations=lambda x: x / undefined_scale)",
+        "runtime_error",
+        "model",
+        "ms.dataset.user_function_bug",
+    ),
+    # a settings API refused a value: the job's setting
+    "ms_set_context_bad_mode": ("ms.set_context(mode=3)", "runtime_error", "config", "ms.cat.settings_argument"),
+    "ms_matmul_shape": ("nn.Dense(3, 4)(ones((2, 5)))", "runtime_error", "model", None),
+    "ms_graph_try": ("try/except in construct() under GRAPH_MODE", "runtime_error", "model", None),
+    "ms_ckpt_missing": ('ms.load_checkpoint("./weights/resnet50_best.ckpt")', "runtime_error", "config", None),
+    "ms_ckpt_shape": (
+        "load_param_into_net(nn.Dense(5, 4), ckpt of nn.Dense(3, 4))",
+        "runtime_error",
+        "checkpoint",
+        None,
+    ),
+    "ms_removed_ms_function": ("@ms.ms_function", "runtime_error", "environment", None),
+    "ms_device_ascend_absent": (
+        'ms.set_context(device_target="Ascend") on a CPU machine',
+        "backend",
+        "environment",
+        None,
+    ),
+    "ms_dataset_folder_missing": ('ds.ImageFolderDataset("./data/imagenet/train")', "runtime_error", "config", None),
+}
+
+
+def test_the_packs_load_without_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = load_ruleset()
+    assert not [w for w in caught if "faildiag" in str(w.message)], [str(w.message) for w in caught]
+    ids = {r.id for r in rs.rules}
+    for rule in (
+        "xla.flags.unknown",
+        "jax.backend.platform_absent",
+        "jax.config.unrecognized_option",
+        "xla.oom.compile_hbm",
+        "ms.dataset.user_function_bug",
+        "ms.cat.settings_argument",
+    ):
+        assert rule in ids
+
+
+def test_every_fixture_has_its_case():
+    assert {p.stem for p in LOGS.glob("*.log")} == set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_it_places_the_cause_of_a_real_failure(name: str):
+    _program, typ, category, rule = CASES[name]
+    log = LOGS / f"{name}.log"
+    rc = int((LOGS / f"{name}.rc").read_text())
+    diag = diagnose([str(log)], exit_code=rc)
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == typ, (diag.profile.type, cats)
+    assert cats[0] == category, [(c.category, c.rule, round(c.confidence, 3)) for c in diag.root_causes[:4]]
+    if rule is not None:
+        assert any(c.rule == rule for c in diag.root_causes), [c.rule for c in diag.root_causes]
+
+
+def test_a_tpu_compile_time_hbm_verdict_is_the_jobs_sizes_not_a_full_device():
+    """XLA's TPU compiler accounts every buffer before running: "Used 18.74G of 8.00G hbm" is the
+    configured per-device sizes, not another process or fragmentation (train log, trax#270)."""
+    log = TRAIN / "jax" / "trax_tpu_hbm_oom_tokens_per_device.log"
+    diag = diagnose([str(log)])
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == "oom"
+    assert cats[:2] == ["config", "resource"], cats
+    top = diag.root_causes[0]
+    assert top.rule == "xla.oom.compile_hbm"
+    assert "18.74G" in top.summary and "8.00G" in top.summary
+    # the generic XLA OOM reading (preallocation, another process) gives way to the compiler's verdict
+    assert not any(c.rule == "jax.oom" for c in diag.root_causes)
+
+
+def test_a_held_tpu_names_the_job_s_own_processes_as_suspects():
+    """libtpu lets one process per host open the chips: besides a stray earlier run, a launcher or library
+    that initialised JAX in the parent holds them (train log, JetStream's head process)."""
+    log = TRAIN / "jax" / "jetstream_xla2_head_holds_tpu_workers_in_use.log"
+    diag = diagnose([str(log)])
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == "backend"
+    assert "library" in cats[:3], cats
+    assert any(c.id == "library.backend_initialised_in_parent" for c in diag.root_causes)
