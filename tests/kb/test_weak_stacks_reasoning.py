@@ -39,6 +39,13 @@ CASES: dict[str, tuple[str, str, str, str | None]] = {
         "environment",
         "jax.config.unrecognized_option",
     ),
+    # initialize() after a JAX call: the order of the program's own calls, not the coordinator settings
+    "jax_dist_init_after_backend": (
+        "print(jnp.ones(2)); jax.distributed.initialize(coordinator_address=..., num_processes=1, process_id=0)",
+        "runtime_error",
+        "model",
+        "jax.cat.distributed_init_order",
+    ),
     # tracer errors raised in the user's own jitted function: the user's code
     "jax_concretization_if": ("@jax.jit def f(x): if x.sum() > 0: ...", "runtime_error", "model", "jax.tracer"),
     "jax_tracer_int": ("@jax.jit def f(x, n): jnp.zeros(int(n))", "runtime_error", "model", "jax.tracer"),
@@ -114,6 +121,7 @@ def test_the_packs_load_without_warnings():
         "jax.backend.platform_absent",
         "jax.config.unrecognized_option",
         "xla.oom.compile_hbm",
+        "jax.cat.distributed_init_order",
         "ms.dataset.user_function_bug",
         "ms.cat.settings_argument",
     ):
@@ -161,3 +169,22 @@ def test_a_held_tpu_names_the_job_s_own_processes_as_suspects():
     assert diag.profile.type == "backend"
     assert "library" in cats[:3], cats
     assert any(c.id == "library.backend_initialised_in_parent" for c in diag.root_causes)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        TRAIN / "mindspore" / "ms_mindyolo_dataset_path_missing.log",  # train log (mindyolo), one line
+        LOGS / "ms_dataset_folder_missing.log",  # real output made here
+    ],
+    ids=lambda p: p.stem,
+)
+def test_a_data_path_that_is_not_there_is_the_configuration_s_not_the_installation_s(log: Path):
+    """ "Error loading data from <path>: <path> does not exist" / "The folder <path> does not exist": the
+    data's location or the configured path, never an installed version (cue:missing_data_path)."""
+    diag = diagnose([str(log)])
+    cats = [c.category for c in diag.root_causes]
+    assert cats[0] == "config", cats
+    assert "environment" not in cats[:2], cats
+    checks = {v.name for c in diag.root_causes for v in c.validation_checks}
+    assert "context:cue:missing_data_path" in checks
