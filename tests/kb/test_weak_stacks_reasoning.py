@@ -1,7 +1,7 @@
 """Where the cause of a JAX or MindSpore failure lives, read from real failures (#13, the weakest stacks).
 
 The logs under ``tests/data/kb/weak_reasoning/`` are the real stderr of small programs run on CPU with
-jax 0.10.2 / flax 0.12.8 and MindSpore 2.10.0 (each program is quoted below beside its log; only the
+jax 0.10.2 / flax 0.12.8, MindSpore 2.10.0 and torch 2.13.0+cpu with torch_npu 2.13.0 (no CANN) (each program is quoted below beside its log; only the
 machine's paths were rewritten to ``/home/user/...``), with the exit status in ``<name>.rc``. The TPU log
 is a train log of the thread corpus (never a dev log). Each case states the general fact a reader uses:
 who owns the code that raised, which setting or installed release the message names.
@@ -81,6 +81,14 @@ CASES: dict[str, tuple[str, str, str, str | None]] = {
     "jax_tree_multimap_removed": ("jax.tree_multimap(...)", "runtime_error", "environment", None),
     "jax_keyarray_removed": ("def f(key: jax.random.KeyArray)", "runtime_error", "environment", None),
     "jax_host_callback_removed": ("from jax.experimental import host_callback", "runtime_error", "environment", None),
+    # torch_npu imported without CANN on the loader path: the installation; a torch/torch_npu pair that
+    # does not fit is the installation's too (environment), a broken torch_npu build the library's
+    "pta_import_without_cann": (
+        "import torch, torch_npu  (torch 2.13.0+cpu, torch_npu 2.13.0, no CANN installed)",
+        "runtime_error",
+        "environment",
+        "pta.version_mismatch",
+    ),
     # MindSpore re-raises a pipeline function's exception with its class: NameError is that code's defect
     "ms_dataset_user_fn_error": (
         "GeneratorDataset(gen).map(operations=lambda x: x / undefined_scale)",
@@ -188,3 +196,13 @@ def test_a_data_path_that_is_not_there_is_the_configuration_s_not_the_installati
     assert "environment" not in cats[:2], cats
     checks = {v.name for c in diag.root_causes for v in c.validation_checks}
     assert "context:cue:missing_data_path" in checks
+
+
+def test_a_torch_torch_npu_pair_that_does_not_fit_reads_as_the_installation():
+    """The convention: installed versions that do not fit together are `environment`; only a torch_npu
+    build that is itself defective is the library's (real import of torch_npu without CANN, made here)."""
+    diag = diagnose([str(LOGS / "pta_import_without_cann.log")], exit_code=1)
+    pair = [c for c in diag.root_causes if "not a matching pair" in c.summary]
+    assert pair and all(c.category == "environment" for c in pair)
+    assert diag.root_causes[0].category == "environment"
+    assert "library" in [c.category for c in diag.root_causes[:3]]  # a broken build stays an alternative
