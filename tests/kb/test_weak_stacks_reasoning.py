@@ -98,6 +98,47 @@ CASES: dict[str, tuple[str, str, str, str | None]] = {
     ),
     # a settings API refused a value: the job's setting
     "ms_set_context_bad_mode": ("ms.set_context(mode=3)", "runtime_error", "config", "ms.cat.settings_argument"),
+    # MindData names a column the source does not produce: the column lists (a suite's YAML, the code)
+    "ms_column_missing": (
+        'GeneratorDataset(gen, ["image", "label"]).map(operations=f, input_columns=["img"])',
+        "runtime_error",
+        "config",
+        "ms.dataset.column_name",
+    ),
+    # a checkpoint API refused the file it was handed (a PyTorch .pth): the checkpoint, not the model code
+    "ms_ckpt_not_ckpt_format": (
+        'ms.load_checkpoint("model.pth")',
+        "runtime_error",
+        "checkpoint",
+        "ms.cat.checkpoint_api_argument",
+    ),
+    # init() in a process no launcher started: the launch, not a connection
+    "ms_comm_init_no_env": (
+        "from mindspore.communication import init; init()  (plain python, no msrun/mpirun)",
+        "communication",
+        "config",
+        "ms.cat.init_without_launcher",
+    ),
+    "ms_parallel_mode_bad": (
+        'ms.set_auto_parallel_context(parallel_mode="fancy_parallel")',
+        "runtime_error",
+        "config",
+        None,
+    ),
+    "ms_conv_rank": ("nn.Conv2d(3, 8, 3)(ones((3, 32, 32)))", "runtime_error", "model", None),
+    "ms_add_dtype": ("ops.bitwise_and(float32, float32) in GRAPH_MODE", "runtime_error", "model", None),
+    "ms_graph_fstring_dict": (
+        "d[x] = 1 with a tensor key in construct() (jit_syntax_level=STRICT)",
+        "runtime_error",
+        "model",
+        None,
+    ),
+    "ms_model_train_no_loss": (
+        "Model(nn.Dense(3, 2), loss_fn=None).train(1, dataset of (x, y))",
+        "runtime_error",
+        "model",
+        None,
+    ),
     "ms_matmul_shape": ("nn.Dense(3, 4)(ones((2, 5)))", "runtime_error", "model", None),
     "ms_graph_try": ("try/except in construct() under GRAPH_MODE", "runtime_error", "model", None),
     "ms_ckpt_missing": ('ms.load_checkpoint("./weights/resnet50_best.ckpt")', "runtime_error", "config", None),
@@ -132,6 +173,9 @@ def test_the_packs_load_without_warnings():
         "jax.cat.distributed_init_order",
         "ms.dataset.user_function_bug",
         "ms.cat.settings_argument",
+        "ms.dataset.column_name",
+        "ms.cat.checkpoint_api_argument",
+        "ms.cat.init_without_launcher",
     ):
         assert rule in ids
 
