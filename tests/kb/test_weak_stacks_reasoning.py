@@ -250,3 +250,53 @@ def test_a_torch_torch_npu_pair_that_does_not_fit_reads_as_the_installation():
     assert pair and all(c.category == "environment" for c in pair)
     assert diag.root_causes[0].category == "environment"
     assert "library" in [c.category for c in diag.root_causes[:3]]  # a broken build stays an alternative
+
+
+# XLA's error catalogue (openxla/xla docs/errors): the catalogue's own sample message of each code -> the
+# category its documented first cause names, and the rule that reads it
+XLA_DOCS = LOGS / "xla_docs"
+XLA_CODES: dict[str, tuple[str, str, str]] = {
+    "e0100": ("oom", "resource", "xla.e0100.buffer_allocation"),
+    "e0101": ("oom", "resource", "xla.e0101.program_load"),
+    "e0102": ("runtime_error", "checkpoint", "xla.e0102.input_buffer_mismatch"),
+    "e0200_launch_group": ("crash", "config", "xla.e0200.launch_group_mismatch"),
+    "e03xx_peer": ("crash", "config", "xla.e0200.launch_group_mismatch"),
+    "e0200_bounds": ("crash", "operator", "xla.e0200.kernel_check"),
+    "e0200_semaphore": ("crash", "operator", "xla.e0200.kernel_check"),
+    "e1000_hbm": ("oom", "config", "xla.oom.compile_hbm"),
+    "e1000_abort": ("oom", "config", "xla.e1000.compile_hbm_estimate"),
+    "e1002": ("oom", "config", "xla.e1000.compile_hbm_estimate"),
+    "e1001_vmem": ("oom", "operator", "xla.e1001.vmem"),
+    "e2001": ("unsupported_op", "operator", "xla.e2xxx.mosaic"),
+    "e2002": ("unsupported_op", "operator", "xla.e2xxx.mosaic"),
+}
+
+
+def test_every_xla_catalogue_sample_has_its_code():
+    assert {p.stem for p in XLA_DOCS.glob("*.log")} == set(XLA_CODES)
+
+
+@pytest.mark.parametrize("code", sorted(XLA_CODES))
+def test_it_reads_an_xla_catalogue_code_as_the_catalogue_does(code: str):
+    typ, category, rule = XLA_CODES[code]
+    diag = diagnose([str(XLA_DOCS / f"{code}.log")])
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == typ, (diag.profile.type, cats)
+    assert cats[0] == category, [(c.category, c.rule) for c in diag.root_causes[:4]]
+    assert diag.root_causes[0].rule == rule
+    # a specific reading silences the generic ones: no "preallocation / another process" for a TPU verdict,
+    # no "compiler bug first" for a halt the catalogue explains
+    assert not any(c.rule in ("jax.oom", "xla.e0200.core_halted") for c in diag.root_causes)
+
+
+def test_a_core_halt_on_observed_hardware_errors_is_the_hardware():
+    """E0200's first scenario: the runtime names the infrastructure ("observed errors are: [Hardware]");
+    the catalogue documents the signature but prints no full sample, so the halt line above carries it."""
+    halt = (XLA_DOCS / "e0200_bounds.log").read_text().split(": BoundsCheck")[0]
+    diag = diagnose(texts={"stderr": halt + "; observed errors are: [Hardware]\n"})
+    assert diag.profile.type == "crash"
+    assert diag.root_causes[0].category == "hardware"
+    assert diag.root_causes[0].rule == "xla.e0200.infrastructure"
+    alone = diagnose(texts={"stderr": halt + "\n"})  # the halt with no scenario's words: the generic reading
+    assert alone.root_causes[0].rule == "xla.e0200.core_halted"
+    assert "hardware" in [c.category for c in alone.root_causes[:3]]
