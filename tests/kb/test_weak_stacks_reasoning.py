@@ -300,3 +300,27 @@ def test_a_core_halt_on_observed_hardware_errors_is_the_hardware():
     alone = diagnose(texts={"stderr": halt + "\n"})  # the halt with no scenario's words: the generic reading
     assert alone.root_causes[0].rule == "xla.e0200.core_halted"
     assert "hardware" in [c.category for c in alone.root_causes[:3]]
+
+
+# torch_npu's own sentences about the CANN/driver release (verbatim from libtorch_npu.so's strings)
+NPU_MESSAGES = LOGS / "torch_npu_messages"
+
+
+@pytest.mark.parametrize("log", sorted(NPU_MESSAGES.glob("*.log")), ids=lambda p: p.stem)
+def test_a_torch_npu_message_naming_an_old_cann_is_the_installation(log: Path):
+    diag = diagnose([str(log)], exit_code=1)
+    assert diag.profile.type == "runtime_error"
+    top = diag.root_causes[0]
+    assert (top.category, top.rule) == ("environment", "pta.cann_too_old"), [
+        (c.category, c.rule) for c in diag.root_causes[:3]
+    ]
+    assert "config" in [c.category for c in diag.root_causes[:3]]  # the older path the message offers
+
+
+def test_a_cpu_fallback_caution_is_not_read_as_an_old_cann_failure():
+    """ "CAUTION: ... will fallback to run on the CPU ... Please try to update your CANN version." is a
+    warning of a run that goes on: it never names the failure, even in a run that failed."""
+    text = (NPU_MESSAGES / "caution_fallback_warning.txt").read_text()
+    for rc in (0, 1):
+        diag = diagnose(texts={"stderr": text}, exit_code=rc)
+        assert not any(c.rule == "pta.cann_too_old" for c in diag.root_causes)
