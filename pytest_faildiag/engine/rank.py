@@ -26,15 +26,18 @@ MAX_CAUSES = 8
 
 
 class _Fmt(defaultdict[str, str]):
+    """A placeholder whose group did not take part in the match renders as nothing (docs/rules.md), so
+    `{dev}{dev2}` names one of two alternatives and a pattern without the group leaves no stray `?`."""
+
     def __missing__(self, key: str) -> str:
-        return "?"
+        return ""
 
 
 def _format(template: str, finding: Finding) -> str:
     values = _Fmt(str, {k: v.strip() for k, v in finding.groups.items()})
     values["line"] = finding.text[:160]
     try:
-        return template.format_map(values)
+        return template.format_map(values).rstrip(" :")
     except (
         ValueError,
         IndexError,

@@ -96,3 +96,17 @@ def test_a_third_party_collector_adds_evidence_through_the_pluggy_hook():
     pm.register(plugin, name="vendor")
     d = diagnose(texts={"stderr": "training stopped\n"}, exit_code=1, hook=pm.hook)
     assert "npu-smi.txt" in d.sources
+
+
+def test_a_placeholder_whose_group_did_not_match_renders_as_nothing(tmp_path):
+    """`cat` says "No such file or directory" without Python's `'path'` quoting, so py.file_not_found's
+    second pattern (no `path` group) fires: its summary must not show a stray placeholder."""
+    import subprocess
+
+    missing = tmp_path / "no-such-dir" / "train.yaml"
+    proc = subprocess.run(["cat", str(missing)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "No such file or directory" in proc.stderr
+    d = diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
+    summaries = [c.summary for c in d.root_causes]
+    assert any(c.rule == "py.file_not_found" for c in d.root_causes), summaries
+    assert all("?" not in s and not s.endswith(":") for s in summaries), summaries
