@@ -16,6 +16,7 @@ person sees why a cause went up or down.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,10 @@ REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
+EVIDENCE_POOL = "evidence_points"  # the [[symptom]] whose causes join a family when a fact lifts them
+GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more specific: completes the others
+WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
+MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 
 
@@ -509,7 +514,7 @@ def differential(
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
-    causes = _with_owner(causes, facts, rs)
+    causes = _completed(_with_lifted(_with_owner(causes, facts, rs), facts, rs), present, rs)
     weighted = []
     for sc in causes:
         f, moved = _factor(sc.category, facts.contexts)
@@ -565,6 +570,39 @@ def _with_owner(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
     return list(causes) + list(rs.reasoning.symptoms["test_owned"][1])
 
 
+def _with_lifted(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
+    """A fact that lifts a category names a place the cause can live, even when the family does not list
+    it: a checkpoint-loading frame under a bare RuntimeError, a message about the data under a TypeError.
+    Such a category joins with the ``evidence_points`` entry's prior (below a family's typical listed
+    prior), so the facts that lifted it decide whether it ranks among the hypotheses."""
+    pool = rs.reasoning.symptoms.get(EVIDENCE_POOL)
+    if pool is None or not facts.contexts:
+        return causes
+    listed = {sc.category for sc in causes}
+    extra = [sc for sc in pool[1] if sc.category not in listed and _factor(sc.category, facts.contexts)[0] > MIN_LIFT]
+    return list(causes) + extra if extra else causes
+
+
+def _completed(causes: list[Any], present: dict[str, float], rs: RuleSet) -> list[Any]:
+    """Three distinct hypotheses always show: when the rules and the family (with the categories the facts
+    lifted) name fewer than ``WIDTH`` categories, the generic family's causes complete them, each weighed
+    below the family's least likely listed cause (the family's own list knows this failure better)."""
+    listed = {sc.category for sc in causes} | set(present)
+    generic = rs.reasoning.symptoms.get(GENERIC_FAMILY)
+    if len(listed) >= WIDTH or generic is None or not causes:
+        return causes
+    floor = min(sc.prior for sc in causes)
+    top = max((sc.prior for sc in generic[1]), default=1.0) or 1.0
+    extra = []
+    for sc in sorted(generic[1], key=lambda x: -x.prior):
+        if len(listed) >= WIDTH:
+            break
+        if sc.category not in listed:
+            extra.append(dataclasses.replace(sc, prior=0.5 * floor * sc.prior / top))
+            listed.add(sc.category)
+    return list(causes) + extra
+
+
 def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     if facts.exc_type:
         return Evidence(
@@ -576,7 +614,7 @@ def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     return None
 
 
-def diversify(ranked: list[RootCause], width: int = 3) -> list[RootCause]:
+def diversify(ranked: list[RootCause], width: int = WIDTH) -> list[RootCause]:
     """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
     are shown; then the rest in their order. Three variants of one category tell the user nothing new."""
     head: list[RootCause] = []
