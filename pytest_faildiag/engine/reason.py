@@ -16,6 +16,7 @@ person sees why a cause went up or down.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,16 @@ REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
+EVIDENCE_POOL = "evidence_points"  # the [[symptom]] whose causes join a family when a fact lifts them
+GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more specific: completes the others
+WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
+MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
+TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
+FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
+# a log level below error: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so", a
+# UserWarning); NCCL's WARN level is how it reports its errors, so it is read
+_CHATTER = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b|(?i:warning)")
 
 
 @dataclass
@@ -167,7 +177,7 @@ _TEST_RUN = re.compile(
 )
 
 
-def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str]) -> bool:
+def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str], lead: str = "") -> bool:
     """Whether the failure happened while tests ran: a pytest run, a test's frame in any traceback, or
     unittest's report lines. Without any of them no test's code was on the way, so a cause in the tests
     is not a candidate (a bare ``AssertionError`` in a script is the script's or a library's)."""
@@ -179,7 +189,7 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str])
     for tb in tbs[:MAX_TB_SEEN] + tbs[-MAX_TB_SEEN:] if len(tbs) > 2 * MAX_TB_SEEN else tbs:
         if any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
             return True
-    texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]]
+    texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]] + [lead]
     return any(_TEST_RUN.search(text) for text in texts)
 
 
@@ -221,7 +231,9 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     if not any(f.rule.causes and not f.rule.downstream for f in analysis.findings):
         # nothing a rule knows: the first error lines say what failed first (a cascade's head)
         facts.lead = "\n".join(text for _src, _ln, text in scan.error_lines[:LEAD_LINES])
-    facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries)
+        if not facts.lead and not facts.exc_type and not frames:
+            facts.lead = _failure_tail(scan, reasoning)
+    facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, facts.lead)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
@@ -234,6 +246,26 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
     return facts
+
+
+def _failure_tail(scan: ScanResult, reasoning: Reasoning) -> str:
+    """The last lines of the logs, when they say that something failed (the ``cue:failed`` words:
+    cannot, could not, not found, invalid, undefined symbol, …) and nothing else was flagged: an excerpt
+    pasted from a thread ("/usr/bin/ld: cannot find -lcuda", "Invalid version: '2.2.3.2c7f2141'") states
+    its failure without the words ``error`` or ``Exception`` that the scanner flags. Such a log did not
+    stop making progress; its last lines are its message. Log chatter (INFO, DEBUG, warnings) is not read:
+    a hung run prints it too."""
+    cue = next((c for c in reasoning.contexts if c.fact == FAILED_CUE and c.pattern is not None), None)
+    if cue is None or cue.pattern is None:
+        return ""
+    lines = [
+        t.strip()
+        for info in scan.sources.values()
+        for t in info.tail[-TAIL_READ:]
+        if t.strip() and not _CHATTER.search(t)
+    ]
+    text = "\n".join(lines)
+    return text if cue.pattern.search(text) else ""
 
 
 def implied(facts: Facts, kind: str) -> str | None:
@@ -266,6 +298,10 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         prof.type = "runtime_error"  # a traceback was printed, cut before its exception: the program raised
         if prof.stage == "unknown":
             prof.stage = "runtime"
+    if prof.type == "unknown" and (FAILED_CUE in facts.cued or implied(facts, "type")):
+        # its words say that something failed ("cannot find -lcuda", "Segmentation fault"), in words no rule
+        # knows: a failure, whose type the message's type words refine below; not a hang
+        prof.type = "runtime_error"
     if prof.type == "unknown" and prof.stage == "unknown" and prof.exit_code is None and not facts.exc_type:
         # no error, no exception, no exit status: a log handed over as a failure that just stops is a run
         # that stopped making progress (hung, or killed from outside without a word)
@@ -371,6 +407,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
         act.append("run:pytest")
+    elif facts.tests_seen:
+        act.append("run:tests")  # a test runner's report or a test's frame outside a pytest run's own log
     own = _own_module(facts, frames, libraries) if facts.family == "import" else None
     if own:
         act.append("import:own_module")
@@ -504,12 +542,12 @@ def differential(
     each with the validation checks that tell it from the others. ``present`` maps the categories the rules
     already found to their best confidence."""
     # a printed traceback is a failure even when the log cut it before its exception line
-    failed = analysis.failed or analysis.profile.first_failure is not None or facts.cut
+    failed = analysis.failed or analysis.profile.first_failure is not None or facts.cut or FAILED_CUE in facts.cued
     family = symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
-    causes = _with_owner(causes, facts, rs)
+    causes = _completed(_with_lifted(_with_owner(causes, facts, rs), facts, rs), present, rs)
     weighted = []
     for sc in causes:
         f, moved = _factor(sc.category, facts.contexts)
@@ -565,6 +603,39 @@ def _with_owner(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
     return list(causes) + list(rs.reasoning.symptoms["test_owned"][1])
 
 
+def _with_lifted(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
+    """A fact that lifts a category names a place the cause can live, even when the family does not list
+    it: a checkpoint-loading frame under a bare RuntimeError, a message about the data under a TypeError.
+    Such a category joins with the ``evidence_points`` entry's prior (below a family's typical listed
+    prior), so the facts that lifted it decide whether it ranks among the hypotheses."""
+    pool = rs.reasoning.symptoms.get(EVIDENCE_POOL)
+    if pool is None or not facts.contexts:
+        return causes
+    listed = {sc.category for sc in causes}
+    extra = [sc for sc in pool[1] if sc.category not in listed and _factor(sc.category, facts.contexts)[0] > MIN_LIFT]
+    return list(causes) + extra if extra else causes
+
+
+def _completed(causes: list[Any], present: dict[str, float], rs: RuleSet) -> list[Any]:
+    """Three distinct hypotheses always show: when the rules and the family (with the categories the facts
+    lifted) name fewer than ``WIDTH`` categories, the generic family's causes complete them, each weighed
+    below the family's least likely listed cause (the family's own list knows this failure better)."""
+    listed = {sc.category for sc in causes} | set(present)
+    generic = rs.reasoning.symptoms.get(GENERIC_FAMILY)
+    if len(listed) >= WIDTH or generic is None or not causes:
+        return causes
+    floor = min(sc.prior for sc in causes)
+    top = max((sc.prior for sc in generic[1]), default=1.0) or 1.0
+    extra = []
+    for sc in sorted(generic[1], key=lambda x: -x.prior):
+        if len(listed) >= WIDTH:
+            break
+        if sc.category not in listed:
+            extra.append(dataclasses.replace(sc, prior=0.5 * floor * sc.prior / top))
+            listed.add(sc.category)
+    return list(causes) + extra
+
+
 def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     if facts.exc_type:
         return Evidence(
@@ -576,7 +647,7 @@ def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     return None
 
 
-def diversify(ranked: list[RootCause], width: int = 3) -> list[RootCause]:
+def diversify(ranked: list[RootCause], width: int = WIDTH) -> list[RootCause]:
     """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
     are shown; then the rest in their order. Three variants of one category tell the user nothing new."""
     head: list[RootCause] = []
