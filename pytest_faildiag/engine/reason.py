@@ -42,6 +42,7 @@ REFUTES = 0.35  # a context factor this low contradicts a rule's cause outright
 PRIMARY_SCALE = 0.7  # differential candidates when no rule explains the failure
 SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
+WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 
 
@@ -271,10 +272,21 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         # that stopped making progress (hung, or killed from outside without a word)
         prof.type, prof.stage = "hang", "runtime"
         return
-    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
+    if entry.get("type") and analysis.type_by_rule and _typed_by_weak_signal(analysis):
+        # a weak signal (an exit status, a bare "timed out after N") says less than the failing exception's
+        # class: a c10d DistNetworkError that "timed out after 1000ms" connecting is communication, not a hang
+        prof.type = entry["type"]
+    elif not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
         implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
         if implied_type:
             prof.type = implied_type
+
+
+def _typed_by_weak_signal(analysis: Analysis) -> bool:
+    """Whether the rule that set the type is a weak signal (priority below ``WEAK_SIGNAL``: exit statuses,
+    "Killed", a generic timeout wording), which the exception class's type outranks."""
+    rule = next((f.rule for f in analysis.findings if f.rule.type), None)
+    return rule is not None and rule.priority < WEAK_SIGNAL
 
 
 def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
