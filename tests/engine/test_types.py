@@ -255,3 +255,26 @@ def test_a_c10d_store_nobody_joins_is_communication(tmp_path):
     out, rc = _store(tmp_path, master=True)
     assert "DistStoreError" in out, out[-500:]
     assert _diagnose(out, rc).profile.type == "communication"
+
+
+def test_the_dispatchers_no_kernel_message_logged_without_its_class_is_unsupported_op(tmp_path):
+    pytest.importorskip("torch")
+    out, rc = _run(
+        tmp_path,
+        """
+        import logging, sys
+        import torch
+        lib = torch.library.Library("faildiagdemo", "DEF")
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x * 2, "CUDA")  # a kernel for CUDA only
+        try:
+            torch.ops.faildiagdemo.twice(torch.ones(2))
+        except NotImplementedError as exc:
+            logging.error("step failed: %s", str(exc).splitlines()[0])
+            sys.exit(1)
+        """,
+    )
+    assert "ERROR:root:step failed: Could not run 'faildiagdemo::twice' with arguments from the 'CPU' backend" in out
+    diag = _diagnose(out, rc)
+    assert diag.profile.type == "unsupported_op"
+    assert diag.root_causes[0].category == "operator"
