@@ -47,6 +47,7 @@ EVIDENCE_POOL = "evidence_points"  # the [[symptom]] whose causes join a family 
 GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more specific: completes the others
 WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
 MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
+WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
@@ -307,10 +308,21 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         # that stopped making progress (hung, or killed from outside without a word)
         prof.type, prof.stage = "hang", "runtime"
         return
-    if not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
+    if entry.get("type") and analysis.type_by_rule and _typed_by_weak_signal(analysis):
+        # a weak signal (an exit status, a bare "timed out after N") says less than the failing exception's
+        # class: a c10d DistNetworkError that "timed out after 1000ms" connecting is communication, not a hang
+        prof.type = entry["type"]
+    elif not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
         implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
         if implied_type:
             prof.type = implied_type
+
+
+def _typed_by_weak_signal(analysis: Analysis) -> bool:
+    """Whether the rule that set the type is a weak signal (priority below ``WEAK_SIGNAL``: exit statuses,
+    "Killed", a generic timeout wording), which the exception class's type outranks."""
+    rule = next((f.rule for f in analysis.findings if f.rule.type), None)
+    return rule is not None and rule.priority < WEAK_SIGNAL
 
 
 def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:

@@ -141,7 +141,7 @@ CASES: dict[str, tuple[str, str, str, str | None]] = {
     ),
     "ms_matmul_shape": ("nn.Dense(3, 4)(ones((2, 5)))", "runtime_error", "model", None),
     "ms_graph_try": ("try/except in construct() under GRAPH_MODE", "runtime_error", "model", None),
-    "ms_ckpt_missing": ('ms.load_checkpoint("./weights/resnet50_best.ckpt")', "runtime_error", "config", None),
+    "ms_ckpt_missing": ('ms.load_checkpoint("./weights/resnet50_best.ckpt")', "runtime_error", "checkpoint", None),
     "ms_ckpt_shape": (
         "load_param_into_net(nn.Dense(5, 4), ckpt of nn.Dense(3, 4))",
         "runtime_error",
