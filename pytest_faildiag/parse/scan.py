@@ -94,8 +94,8 @@ _QUOTE = re.compile(r"^(?:(?:>>>|>|\.\.\.)\s?)+")  # REPL prompts or Markdown qu
 # An exception line behind a prefix its writer put before it (a logger's time and level, a launcher's rank or
 # host label, a worker's ``(Name pid=N)``, pytest's ``FAILED id - ``, ``INTERNALERROR> ``, a wrapper's own
 # name): the prefix ends with one of these separators; the exception starts right after one. Looked for
-# only on a line that names an exception class (``_EXC_HINT``), and only in its head.
-_EXC_HINT = re.compile(r"[A-Za-z](?:Error|Exception|Exit|Interrupt|Failure|Fault)\b|\bException\b|\.[A-Z]\w*: ")
+# only on a line that names an exception class by its kind (``_names_exception``: plain substring tests, as
+# most lines a big log holds name none), and only in its head.
 _PREFIX_SEP = re.compile(r"(?:[:>\])|\]]|\s-)\s*")
 PREFIX_HEAD = 240
 _DIGITS = re.compile(r"\d+")
@@ -268,13 +268,16 @@ class _Scanner:
         # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
         # even when it spells one: match keywords only on lines the program printed as output. A REPL's
         # prompt glued to what was printed after it (``>>> RuntimeError: …``) is output.
-        if body[:1] in (" ", "\t"):
-            if self.floor and not body.isspace():
+        if self.floor:  # until the first line at column 0
+            if body[:1] not in (" ", "\t"):
+                self.floor = 0
+            elif not body.isspace():
                 self.floor = min(self.floor, _indent(body))
-        else:
-            self.floor = 0
         is_code = (body.startswith(">") and not _glued_output(body)) or (
-            rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body) and not self._at_margin(body, rank)
+            rank in self.open_tb
+            and body[:1] in (" ", "\t")
+            and not _FRAME.match(body)
+            and not self._at_margin(body, rank)
         )
         self._structure(number, body, rank)
         if not is_code:
@@ -401,7 +404,14 @@ class _Scanner:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            lm = (_PYTEST_LOC.match(stripped) or _PYTEST_LOC_BEHIND.search(stripped)) if ".py:" in stripped else None
+            has_py = ".py:" in stripped
+            lm = _PYTEST_LOC.match(stripped) if has_py else None
+            if lm is None and has_py:
+                # behind a prefix; only a line that ends as pytest's entries do (``: in f``, ``: ExcType``;
+                # a warning's ``path.py:N: UserWarning: message`` does not) is searched
+                tail = stripped[stripped.rfind(": ") + 2 :]
+                if " " not in tail or tail[:3] == "in ":
+                    lm = _PYTEST_LOC_BEHIND.search(stripped)
             if lm:
                 kind = lm["type"]
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
@@ -411,7 +421,8 @@ class _Scanner:
                     cap=200,
                 )
                 return
-            bare = prefixed_exception(stripped) if at_margin else None
+            # most lines of a big log name no exception class: plain substring tests before any regex
+            bare = prefixed_exception(stripped) if at_margin and _names_exception(stripped) else None
             if bare and not self._summarised(*bare):
                 self._bare_exception(number, *bare, rank)
             return
@@ -710,14 +721,29 @@ def exception_line(text: str) -> tuple[str, str] | None:
 def prefixed_exception(text: str) -> tuple[str, str] | None:
     """(exception class, message) of an exception line printed behind a prefix (``_PREFIX_SEP``): the
     first place after a separator where an exception line starts, so ``ValueError: KeyError: x`` stays a
-    ``ValueError`` (it is tried whole first, by ``exception_line``)."""
-    if not _EXC_HINT.search(text, 0, PREFIX_HEAD + 80):
-        return None
+    ``ValueError`` (it is tried whole first, by ``exception_line``). The scanner asks only for lines that
+    ``_names_exception``."""
     for m in _PREFIX_SEP.finditer(text, 0, PREFIX_HEAD):
         got = exception_line(text[m.end() :])
         if got:
             return got
     return None
+
+
+def _names_exception(text: str) -> bool:
+    """Whether a line may name an exception class: by its kind, or by the module packages keep their
+    exceptions in (``triton.runtime.errors.OutOfResources``, ``django.core.exceptions.ImproperlyConfigured``)."""
+    return (
+        "Error" in text
+        or "Exception" in text
+        or "Exit" in text
+        or "Interrupt" in text
+        or "Failure" in text
+        or "Fault" in text
+        or "errors." in text
+        or "exceptions." in text
+        or "exc." in text
+    )
 
 
 def _glued_output(body: str) -> bool:
