@@ -39,15 +39,30 @@ _STRUCTURAL = [
     rb"Root Cause \(first observed failure\)",
     rb"~~~ Stack of ",
     rb"\(most recent call first\)",
-    rb"(?m:^E {3})",
-    rb"(?m:^[\w/.\-\\:]+\.py:\d+: \w)",  # pytest's ``path.py:N: in f`` entries, Windows paths too
+    # pytest's ``E   `` lines and ``path.py:N: in f`` entries (Windows paths too), at a line's start or behind a
+    # launcher's or a paste's prefix (``[rank3]:``, ``0: ``, ``> ``): after a character no path holds
+    rb"(?m:(?:^|[^\w\n] ?)E {3})",
+    rb"(?m:(?:^|[^\w\n/.\-\\:])[\w/.\-\\:]+\.py:\d+: \w)",
     rb'File "[^"\n]*", line \d+, in ',  # a traceback's frame, also when its header was not printed
+    rb"File [^\s\"][^\n]*:\d+, in ",  # IPython 8's frame (``File ~/x.py:12, in f(a)``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
 ]
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[^\s(]+)')
+# a SyntaxError's last frame has no function: it names the file (or ``<string>``) that does not parse
+_SYNTAX_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+\.py|<[^"]+>)", line (?P<line>\d+)\s*$')
 # Python's traceback frame (``line N, in f``; faulthandler's dumps print ``line N in f``, innermost first)
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\s(]+)')
+# IPython/Jupyter print their own traceback: a header ``ExcType   Traceback (most recent call last)``, frames
+# as ``File ~/x.py:12, in Class.f(a)`` and ``Cell In[3], line 2`` (IPython 8) or ``~/x.py in f(a)`` and
+# ``<ipython-input-4-…> in <module>`` (IPython 7, the line then marked ``---> 12`` among the numbered code)
+_IPY_HEADER = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)")
+_IPY_FRAME = re.compile(
+    r"^(?:File (?P<file>[^\s\"].*?):(?P<line>\d+), in (?P<func>[^\s(]+)"
+    r"|Cell In ?\[(?P<cell>\d*)\], line (?P<cline>\d+)"
+    r"|(?P<file7>(?:[~/<]|[A-Za-z]:\\)\S*) in (?P<func7>[^\s(]+)\()"
+)
+_IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<n>\d+)(?:\s(?P<code>.*))?$")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
@@ -56,8 +71,15 @@ _EXC_LINE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
 )
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
+# a line that may be an exception of a class named otherwise (``Boom: msg``, a bare ``Boom``): classes are
+# CapWords, code lines below a frame are not of this shape (``x: int = 1`` is lower case)
+_CLASS_LINE = re.compile(r"^[A-Z]\w*(?::\s|:?$)")
+_PYTEST_E_BEHIND = re.compile(r"[\s:>\]|]E {3}(?P<text>.*)$")  # behind a launcher's, a CI log's or a paste's prefix
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
 _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
+_PYTEST_LOC_BEHIND = re.compile(
+    r"[\s>\]|]:?(?P<file>[\w/.\-\\]+(?::\\)?[\w/.\-\\]*\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$"
+)
 _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
 # an exception line printed without its traceback (a log cut before it, a launcher's one-line summary):
 # a class named for what it is (``…Error``, ``…Exception``, ``…Exit``, ``…Fault``; ``Exception`` itself), or
@@ -68,7 +90,14 @@ _BARE_EXC = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::\s?(?P<msg>.*))?$"
 )
 _BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
-_QUOTE = re.compile(r"^(?:>>>|>|\.\.\.)\s?")  # a REPL prompt or a Markdown quote before an exception line
+_QUOTE = re.compile(r"^(?:(?:>>>|>|\.\.\.)\s?)+")  # REPL prompts or Markdown quotes before an exception line
+# An exception line behind a prefix its writer put before it (a logger's time and level, a launcher's rank or
+# host label, a worker's ``(Name pid=N)``, pytest's ``FAILED id - ``, ``INTERNALERROR> ``, a wrapper's own
+# name): the prefix ends with one of these separators; the exception starts right after one. Looked for
+# only on a line that names an exception class by its kind (``_names_exception``: plain substring tests, as
+# most lines a big log holds name none), and only in its head.
+_PREFIX_SEP = re.compile(r"(?:[:>\])|\]]|\s-)\s*")
+PREFIX_HEAD = 240
 _DIGITS = re.compile(r"\d+")
 # a run that printed progress got past its start; searched in C over the first bytes only, up to
 # PROGRESS_ENOUGH. A counter (step/epoch/iteration N) is progress only once it advances: one number after
@@ -130,6 +159,9 @@ class Traceback:
     seq: int = 0
     bare: bool = False  # an exception line seen without a traceback before it
     headless: bool = False  # frames printed without the "Traceback (most recent call last):" line
+    margin: int = 0  # the traceback's own indentation (a paste indented as a whole): its exception line sits there
+    after_frame: bool = False  # the last line read was a frame: the next is its code or the exception
+    ipython: bool = False  # IPython's format (``_IPY_FRAME``)
 
     @property
     def user_frame(self) -> Frame | None:
@@ -211,6 +243,8 @@ class _Scanner:
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
+        # the least indentation of the lines read (a paste indented as a whole has its exception lines there)
+        self.floor = MAX_LINE
 
     # -- state that forces line mode ------------------------------------------------------------
     @property
@@ -229,11 +263,22 @@ class _Scanner:
             while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
                 body = body[m.end() :]
         body = self._strip_prefix(body)
-        if body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
+        while body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
             body = body[2:]  # a Markdown quote ("> RuntimeError: ..."); pytest's own "> " marks code with indent
         # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
-        # even when it spells one: match keywords only on lines the program printed as output
-        is_code = body.startswith(">") or (rank in self.open_tb and body[:1] in (" ", "\t") and not _FRAME.match(body))
+        # even when it spells one: match keywords only on lines the program printed as output. A REPL's
+        # prompt glued to what was printed after it (``>>> RuntimeError: …``) is output.
+        if self.floor:  # until the first line at column 0
+            if body[:1] not in (" ", "\t"):
+                self.floor = 0
+            elif not body.isspace():
+                self.floor = min(self.floor, _indent(body))
+        is_code = (body.startswith(">") and not _glued_output(body)) or (
+            rank in self.open_tb
+            and body[:1] in (" ", "\t")
+            and not _FRAME.match(body)
+            and not self._at_margin(body, rank)
+        )
         self._structure(number, body, rank)
         if not is_code:
             self._keywords(number, text, body, rank, seen)
@@ -243,10 +288,27 @@ class _Scanner:
         ``ERROR 02-11 11:32:58 engine.py:389] ``). The prefix in front of a "Traceback" line is learnt (its
         digits as wildcards) and stripped from the lines that carry it, so the traceback parses."""
         at = body.find("Traceback (most recent call last)")
-        if at > 0 and body[:at].strip():
-            self.prefix = re.compile(_DIGITS.sub(r"\\d+", re.escape(body[:at])))
+        if at > 0:
+            ipy = _IPY_HEADER.search(body, 0, at + 40)  # IPython's header names the exception before it
+            head = body[: ipy.start()] if ipy else body[:at]
+            if head.endswith("+ Exception Group "):  # Python 3.11's group: its lines follow behind "| "
+                head = head[: -len("+ Exception Group ")] + "| "
+            if head.strip():
+                self.prefix = _learnt(head)
         elif at == 0:
             self.prefix = None
+        elif not self.open_tb and "File " in body:
+            # frames printed without their header (a logger's ``format_tb``, an excerpt) behind a prefix:
+            # the prefix is what comes before the frame (and before Python's own two-space indentation)
+            at = body.find('File "')
+            if at >= 0 and _PY_FRAME.match(body[at:]):
+                head = body[:at]
+                head = head[:-2] if head.endswith("  ") else head
+            else:
+                at = body.find("File ")
+                head = body[:at] if _IPY_FRAME.match(body[at:]) else ""
+            if head.strip():
+                self.prefix = _learnt(head)
         if self.prefix is not None:
             m = self.prefix.match(body)
             if m:
@@ -282,7 +344,13 @@ class _Scanner:
             return
         if "Traceback (most recent call last)" in body:
             opened = Traceback(
-                self.source, number, rank=rank, chained=self.pending_chain.pop(rank, False), seq=self._seq()
+                self.source,
+                number,
+                rank=rank,
+                chained=self.pending_chain.pop(rank, False),
+                seq=self._seq(),
+                margin=0 if "+ Exception Group" in body else _indent(body),
+                ipython=_IPY_HEADER.match(body.lstrip()) is not None,
             )
             self.open_tb[rank] = opened
             self._keep_tb(opened)
@@ -292,11 +360,27 @@ class _Scanner:
             return
         tb = self.open_tb.get(rank)
         if tb is None:
-            if body[:1] not in (" ", "\t"):
+            at_margin = body[:1] not in (" ", "\t") or _indent(body) <= self.floor
+            if at_margin:
                 bare = exception_line(_QUOTE.sub("", stripped) if stripped[:1] in (">", ".") else stripped)
                 if bare:
                     self._bare_exception(number, *bare, rank)
                     return
+            if stripped[:5] == "File " and _IPY_FRAME.match(stripped):  # IPython's frames, without the header
+                tb = Traceback(
+                    self.source,
+                    number,
+                    rank=rank,
+                    chained=self.pending_chain.pop(rank, False),
+                    seq=self._seq(),
+                    headless=True,
+                    ipython=True,
+                    margin=_indent(body),
+                )
+                self.open_tb[rank] = tb
+                self._keep_tb(tb)
+                self._ipython_line(tb, body)
+                return
             # an excerpt, a log handler or a launcher printed the frames alone
             if 'File "' in body and _PY_FRAME.match(body):
                 tb = Traceback(
@@ -306,17 +390,28 @@ class _Scanner:
                     chained=self.pending_chain.pop(rank, False),
                     seq=self._seq(),
                     headless=True,
+                    # Python indents a frame by two; a frame pasted without them sits at the log's margin
+                    margin=max(_indent(body) - 2, min(self.floor, _indent(body))),
                 )
                 self.open_tb[rank] = tb
                 self._keep_tb(tb)
                 self._frame(tb, body)
                 return
             pm = _PYTEST_E.match(body) if body[:4] == "E   " else None
+            if pm is None and "E   " in body:
+                pm = _PYTEST_E_BEHIND.search(body)
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            lm = _PYTEST_LOC.match(stripped) if ".py:" in stripped else None
+            has_py = ".py:" in stripped
+            lm = _PYTEST_LOC.match(stripped) if has_py else None
+            if lm is None and has_py:
+                # behind a prefix; only a line that ends as pytest's entries do (``: in f``, ``: ExcType``;
+                # a warning's ``path.py:N: UserWarning: message`` does not) is searched
+                tail = stripped[stripped.rfind(": ") + 2 :]
+                if " " not in tail or tail[:3] == "in ":
+                    lm = _PYTEST_LOC_BEHIND.search(stripped)
             if lm:
                 kind = lm["type"]
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
@@ -325,14 +420,31 @@ class _Scanner:
                     (self.source, number, site, "" if kind.startswith("in ") else kind),
                     cap=200,
                 )
+                return
+            # most lines of a big log name no exception class: plain substring tests before any regex
+            bare = prefixed_exception(stripped) if at_margin and _names_exception(stripped) else None
+            if bare and not self._summarised(*bare):
+                self._bare_exception(number, *bare, rank)
+            return
+        if tb.ipython and self._ipython_line(tb, body):
             return
         if self._frame(tb, body):
+            tb.after_frame = True
             return
-        if body.startswith((" ", "\t")) or not stripped:
+        if stripped and not stripped.strip("^~ "):
+            return  # the carets under a frame's code (Python 3.11+), wherever a paste left them
+        after_frame, tb.after_frame = tb.after_frame, False
+        em = _EXC_LINE.match(stripped) if stripped else None
+        if after_frame and em is None and stripped and not _CLASS_LINE.match(stripped):
+            # the code line of a frame, pasted without its indentation (a forum that strips leading
+            # spaces): right after a frame Python prints its code or the exception, never anything else
+            if not tb.frames[-1].code:
+                tb.frames[-1].code = stripped[:300]
+            return
+        if (body.startswith((" ", "\t")) and not (tb.margin and _indent(body) <= tb.margin)) or not stripped:
             if stripped and tb.frames and not tb.frames[-1].code and not set(stripped) <= set("^~ "):
                 tb.frames[-1].code = stripped[:300]
             return
-        em = _EXC_LINE.match(stripped)
         if tb.headless and em is None:
             # without the header, only an exception line ends these frames as their exception; anything
             # else (``traceback.print_stack()``, a log line) ends them as a cut traceback
@@ -344,14 +456,61 @@ class _Scanner:
         tb.exc_line = number
         del self.open_tb[rank]
 
+    def _ipython_line(self, tb: Traceback, body: str) -> bool:
+        """A frame or a numbered code line of IPython's traceback (``_IPY_FRAME``); False for anything else
+        (the exception line ends it as usual)."""
+        fm = _IPY_FRAME.match(body.lstrip())
+        if fm:
+            if fm["file"]:
+                frame = Frame(fm["file"], int(fm["line"]), fm["func"].rsplit(".", 1)[-1])
+            elif fm["cline"]:
+                frame = Frame(f"<cell In[{fm['cell']}]>", int(fm["cline"]), "<module>")
+            else:
+                frame = Frame(fm["file7"], 0, fm["func7"])
+            if len(tb.frames) < MAX_FRAMES:
+                tb.frames.append(frame)
+            else:
+                tb.frames[-1] = frame
+            return True
+        cm = _IPY_CODE.match(body) if tb.frames else None
+        if cm is None:
+            return False
+        if cm["arrow"]:  # the line the frame was at
+            last = tb.frames[-1]
+            if not last.line:
+                last.line = int(cm["n"])
+            last.code = (cm["code"] or "").strip()[:300]
+        return True
+
+    def _at_margin(self, body: str, rank: str | None) -> bool:
+        """Whether an indented line inside a traceback is at the traceback's own margin (a paste indented
+        as a whole): there it is the exception line, not source code."""
+        tb = self.open_tb.get(rank)
+        return tb is not None and tb.margin > 0 and _indent(body) <= tb.margin
+
+    def _summarised(self, exc: str, msg: str) -> bool:
+        """Whether an exception line repeats one of pytest's ``E   `` lines (its short summary
+        ``FAILED id - Exc: msg`` does, cut to the terminal's width): the E lines and raise site already
+        hold it, with its frames."""
+        short = exc.rsplit(".", 1)[-1]
+        if any(site_exc.rsplit(".", 1)[-1] == short for _s, _l, _f, site_exc in self.res.pytest_locations[-20:]):
+            return True  # the raise site ``path.py:N: AssertionError`` (its E lines show ``assert …`` alone)
+        head = msg.removesuffix("...").strip()[:40]
+        for _src, _ln, text in self.res.pytest_errors[-20:]:
+            got = exception_line(text.strip())
+            if got and got[0].rsplit(".", 1)[-1] == short and got[1].strip().startswith(head):
+                return True
+        return False
+
     def _frame(self, tb: Traceback, body: str) -> bool:
-        fm = _FRAME.match(body)
+        fm = _FRAME.match(body) or (_SYNTAX_FRAME.match(body) if 'File "' in body else None)
         if not fm:
             return False
+        frame = Frame(fm["file"], int(fm["line"]), fm.groupdict().get("func") or "")
         if len(tb.frames) < MAX_FRAMES:
-            tb.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
+            tb.frames.append(frame)
         else:
-            tb.frames[-1] = Frame(fm["file"], int(fm["line"]), fm["func"])
+            tb.frames[-1] = frame
         return True
 
     def _bare_exception(self, number: int, exc: str, msg: str, rank: str | None) -> None:
@@ -557,6 +716,51 @@ def exception_line(text: str) -> tuple[str, str] | None:
     (``ValueError: msg``, ``Exception: msg``, ``django.core.exceptions.ImproperlyConfigured: msg``)."""
     m = _BARE_EXC.match(text) or _BARE_QUALIFIED.match(text)
     return (m["type"], m["msg"] or "") if m else None
+
+
+def prefixed_exception(text: str) -> tuple[str, str] | None:
+    """(exception class, message) of an exception line printed behind a prefix (``_PREFIX_SEP``): the
+    first place after a separator where an exception line starts, so ``ValueError: KeyError: x`` stays a
+    ``ValueError`` (it is tried whole first, by ``exception_line``). The scanner asks only for lines that
+    ``_names_exception``."""
+    for m in _PREFIX_SEP.finditer(text, 0, PREFIX_HEAD):
+        got = exception_line(text[m.end() :])
+        if got:
+            return got
+    return None
+
+
+def _names_exception(text: str) -> bool:
+    """Whether a line may name an exception class: by its kind, or by the module packages keep their
+    exceptions in (``triton.runtime.errors.OutOfResources``, ``django.core.exceptions.ImproperlyConfigured``)."""
+    return (
+        "Error" in text
+        or "Exception" in text
+        or "Exit" in text
+        or "Interrupt" in text
+        or "Failure" in text
+        or "Fault" in text
+        or "errors." in text
+        or "exceptions." in text
+        or "exc." in text
+    )
+
+
+def _glued_output(body: str) -> bool:
+    """A line behind REPL prompts or quote marks that is an exception line: output, not code typed at the
+    prompt (``python -i`` fed a script prints its prompts with nothing after them, so the output lands on
+    the prompt's line)."""
+    return exception_line(_QUOTE.sub("", body).strip()) is not None
+
+
+def _learnt(head: str) -> re.Pattern[str]:
+    """The prefix a logger or launcher put before a traceback's line, as a pattern: its digits (a time, a
+    pid, a rank) vary from line to line."""
+    return re.compile(_DIGITS.sub(r"\\d+", re.escape(head)))
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
 
 
 def _inline_rank(text: str) -> str | None:
