@@ -129,10 +129,15 @@ def test_an_out_of_memory_message_no_rule_knows_reads_as_oom():
 
 
 def test_a_device_runtime_message_no_rule_knows_reads_as_the_backend():
-    """``no kernel image is available for execution on the device`` printed by JAX (a real train log; no
-    rule knows JAX's wording): the message is the device runtime's own, so the type is ``backend`` and the
-    backend family ranks the runtime itself (the labelled cause) and the driver/toolkit builds first."""
-    diag, label = _train_log("jax/jax_no_kernel_image_driver470_cuda1162_parallel_compile")
+    """``no kernel image is available for execution on the device`` printed by JAX (a real train log), with
+    the packs whose CUDA rules know the message left out: the message is the device runtime's own, so the
+    type is ``backend`` and the backend family ranks the runtime itself (the labelled cause) and the
+    driver/toolkit builds first."""
+    diag, label = _train_log(
+        "jax/jax_no_kernel_image_driver470_cuda1162_parallel_compile",
+        "10-pytorch.toml",
+        "15-cuda-nccl-catalogue.toml",
+    )
     assert diag.profile.type == label["type"] == "backend"
     assert _cats(diag, 1) == [label["category"]]
     assert "environment" in _cats(diag)
