@@ -482,6 +482,8 @@ class RerunPlugin:
     ) -> None:
         self.config, self.runs, self.out, self.controller = config, runs, out, controller
         self.timeout_of = timeout
+        self._ran: list[tuple[str, Any]] = []  # (nodeid, xdist node or None) per setup report, in order
+        self._indexed = 0  # how much of _ran order/position hold
         self.order: dict[str, list[str]] = {}
         self.position: dict[str, tuple[str, int]] = {}
         self.info: dict[str, dict[str, Any]] = {}
@@ -516,16 +518,33 @@ class RerunPlugin:
         """Every report, on the controller: the order tests ran in per worker, the failures' settings."""
         if not self.controller or (report.when != "setup" and report.outcome != "failed"):
             return  # the order is known from each test's setup report; a passing call or teardown adds nothing
-        worker = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None) or "main")
-        if report.nodeid not in self.position:
-            seq = self.order.setdefault(worker, [])
-            self.position[report.nodeid] = (worker, len(seq))
-            seq.append(report.nodeid)
+        if report.when == "setup":
+            self._ran.append((report.nodeid, getattr(report, "node", None)))
         info = getattr(report, RERUN_KEY, None)
         if report.failed and isinstance(info, dict):
             self.info.setdefault(report.nodeid, info)
 
+    def note_setup(self, report: pytest.TestReport) -> None:
+        """A passing setup report on the controller, straight from the session's hook: one list append.
+        Which worker ran it and where it stands in that worker's order are worked out by ``_index`` only
+        when a failure asks (``predecessors``): a passing suite makes one of these per test."""
+        if self.controller:
+            self._ran.append((report.nodeid, getattr(report, "node", None)))
+
+    def _index(self) -> None:
+        """The order tests ran in per worker (a test's first setup counts: a rerun by another plugin keeps
+        its place), from the setup reports noted since the last call."""
+        for nodeid, node in self._ran[self._indexed :]:
+            if nodeid in self.position:
+                continue
+            worker = str(getattr(getattr(node, "gateway", None), "id", None) or "main")
+            seq = self.order.setdefault(worker, [])
+            self.position[nodeid] = (worker, len(seq))
+            seq.append(nodeid)
+        self._indexed = len(self._ran)
+
     def predecessors(self, nodeid: str) -> list[str]:
+        self._index()
         worker, index = self.position.get(nodeid, ("main", 0))
         return self.order.get(worker, [])[:index]
 
