@@ -178,7 +178,7 @@ class RerunPlugin:
         if self.spectrum is not None:
             self.spectrum.save()  # this process's own measurement ends before anything else runs
         if exitstatus == 0:
-            from ..engine.changes import record_green
+            from ..engine.gitrev import record_green
 
             record_green(self.out, self.config.rootpath)
             return

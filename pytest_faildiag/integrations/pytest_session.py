@@ -200,7 +200,7 @@ class FaildiagSession:
             if self.controller and self.rerun is not None:
                 self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
             elif self.controller and int(exitstatus) == 0:  # reruns off: a green run is still the baseline
-                from ..engine.changes import record_green  # of the next red run's changed lines
+                from ..engine.gitrev import record_green  # of the next red run's changed lines
 
                 record_green(self.out, self.config.rootpath)
         except Exception as exc:
