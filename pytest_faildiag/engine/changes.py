@@ -16,18 +16,22 @@ import json
 import math
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fsio import atomic_write
 from ..store import LAST_GREEN_GIT, LAST_GREEN_LOCK
+
+# the part a passing session needs lives in gitrev (small); its names stay importable from here
+from .gitrev import GIT_TIMEOUT as GIT_TIMEOUT
+from .gitrev import _git
+from .gitrev import head_revision as head_revision
+from .gitrev import head_revision_fast as head_revision_fast
+from .gitrev import record_green as record_green
 
 GREEN_GIT = LAST_GREEN_GIT
 GREEN_LOCK = LAST_GREEN_LOCK  # written by `faildiag run` after a passing run: its git revision counts too
-GIT_TIMEOUT = 10.0
 MAX_SUSPECTS = 10
 # How much a changed, executed line is suspected, by when it ran: in the failure's own traceback, while the
 # test ran, or only while modules were imported (a ``def`` line runs for every test that imports it).
@@ -54,44 +58,11 @@ class ChangedLines:
 # ---------------------------------------------------------------------------------------------- git
 
 
-def _git(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str] | None:
-    """One bounded git call; ``None`` when git is missing or too slow (no git is no evidence, not an error)."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    try:
-        return subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def repo_top(path: Path) -> Path | None:
     r = _git(["rev-parse", "--show-toplevel"], path)
     if r is None or r.returncode != 0 or not r.stdout.strip():
         return None
     return Path(r.stdout.strip())
-
-
-def head_revision(path: Path) -> str | None:
-    r = _git(["rev-parse", "--verify", "--quiet", "HEAD"], path)
-    return r.stdout.strip() if r is not None and r.returncode == 0 and r.stdout.strip() else None
-
-
-def record_green(out_dir: Path, root: Path) -> str | None:
-    """After a green session: keep the git revision it ran at, the baseline of "changed since". One
-    ``git rev-parse`` (milliseconds); nothing is written outside a git repository."""
-    revision = head_revision(root)
-    if revision is None:
-        return None
-    atomic_write(Path(out_dir) / GREEN_GIT, json.dumps({"revision": revision}) + "\n")
-    return revision
 
 
 def green_revision(out_dir: Path) -> str | None:

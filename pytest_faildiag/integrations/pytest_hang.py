@@ -362,20 +362,19 @@ class PytestTimeoutBridge:
             warn(f"faildiag: stack dump not armed for {item.nodeid}: {exc}")
         return None
 
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Inside the session's own wrapper, so before its diagnosis: a ``Timeout`` raised in the test (the
-        signal method) gets the stacks from its traceback (the main thread, where it waited) and the other
-        threads as they are, whatever the timer dump holds (on a loaded machine the timer thread runs late,
-        or is cut off mid-write by the deadline). The timer dump serves the thread method's ``os._exit``."""
-        rep = yield
+    def failed_report(self, item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
+        """Called by the session's ``pytest_runtest_makereport`` wrapper for a failed report, before its
+        diagnosis (not a hook wrapper of its own: three more wrapper calls per test cost a passing suite
+        more than the journal): a ``Timeout`` raised in the test (the signal method) gets the stacks from
+        its traceback (the main thread, where it waited) and the other threads as they are, whatever the
+        timer dump holds (on a loaded machine the timer thread runs late, or is cut off mid-write by the
+        deadline). The timer dump serves the thread method's ``os._exit``."""
         try:
             exc = call.excinfo.value if call.excinfo is not None else None
             if rep.failed and TIMEOUT_PLUGIN_KEY in item.stash and "Timeout" in str(exc or ""):
                 self.dumper.write(item.nodeid, unwound_stacks(call.excinfo.tb))  # type: ignore[union-attr]
         except Exception as exc_:
             warn(f"faildiag: no stacks for the timeout of {item.nodeid}: {exc_}")
-        return rep
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_timeout_cancel_timer(self, item: pytest.Item) -> None:
@@ -444,6 +443,23 @@ def _phase(excinfo: Any) -> str:
     return phase
 
 
+def _in_test(excinfo: Any) -> bool:
+    """True when the interrupt stopped pytest inside a test's run protocol (from its ``logstart`` to its
+    ``logfinish``: pytest's ``pytest_runtest_protocol`` frame, or a plugin's that replaces it, is on the
+    traceback), False between tests. An ExceptionInfo without a traceback answers True (the old rule)."""
+    try:
+        tb = excinfo.tb
+    except Exception:
+        return True
+    if tb is None:
+        return True
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in ("pytest_runtest_protocol", "runtestprotocol"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 class InterruptWatch:
     """A Ctrl-C (SIGINT: a CI cancel, a person giving up on a stuck run) while a test runs: pytest stops the
     session and makes no report for that test, so without this the hang it interrupted leaves no trace.
@@ -463,14 +479,14 @@ class InterruptWatch:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.active = not session.config.pluginmanager.hasplugin("dsession")  # workers report their own
 
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+    def started_test(self, nodeid: str) -> None:
+        """Called from the session's ``pytest_runtest_logstart`` (no hook of its own: every hook call per
+        test shows in a passing suite's time). When the test ended is read from the interrupt's traceback
+        (``_in_test``), so nothing needs doing at its ``logfinish``."""
         self.nodeid, self.started = nodeid, time.monotonic()
 
-    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        self.nodeid = None
-
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
-        if not self.active or self.nodeid is None:
+        if not self.active or self.nodeid is None or not _in_test(excinfo):
             return
         try:
             self._record(excinfo)

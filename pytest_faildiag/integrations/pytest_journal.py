@@ -97,12 +97,13 @@ class Journal:
             self.close()
 
     def mark(self, event: str, nodeid: str) -> None:
-        """The per-test fast path (``start``/``finish``): one formatted line, one ``write``."""
+        """The per-test fast path (``start``/``finish``): one formatted line, one ``write``. The same line
+        ``write`` makes (``json.dumps`` of a string is ``encode_basestring_ascii``, called here directly)."""
         if self._fd is None:
             return
         worker = f', "worker": "{self.worker}"' if self.worker else ""
         safe = nodeid if nodeid in self._clean else _redacted_id(nodeid)
-        line = f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, "nodeid": {json.dumps(safe)}}}\n'
+        line = f'{{"e": "{event}", "t": {time.time():.3f}, "pid": {self.pid}{worker}, "nodeid": {_quoted(safe)}}}\n'
         try:
             os.write(self._fd, line.encode("utf-8", errors="replace"))
         except OSError as exc:
@@ -116,6 +117,9 @@ class Journal:
             except OSError:
                 pass
             self._fd = None
+
+
+_quoted = json.encoder.encode_basestring_ascii  # json.dumps(str) without its keyword checks and encoder lookup
 
 
 def _redacted_id(nodeid: str) -> str:

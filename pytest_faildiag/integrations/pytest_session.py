@@ -119,6 +119,7 @@ class FaildiagSession:
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
+        self.bridge: Any = None  # pytest-timeout's deadlines: its failed reports go through failed_report
         timeout = timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
             from .pytest_hang import HangWatch, PytestTimeoutBridge, StackDumper
@@ -127,10 +128,12 @@ class FaildiagSession:
             if timeout is not None:
                 config.pluginmanager.register(HangWatch(self.dumper, timeout), HANG_PLUGIN)
             if config.pluginmanager.hasplugin("timeout"):
-                config.pluginmanager.register(PytestTimeoutBridge(self.dumper), "faildiag-timeout-bridge")
+                self.bridge = PytestTimeoutBridge(self.dumper)
+                config.pluginmanager.register(self.bridge, "faildiag-timeout-bridge")
         from .pytest_hang import INTERRUPT_PLUGIN, InterruptWatch  # a Ctrl-C during a test leaves its trace
 
-        config.pluginmanager.register(InterruptWatch(self, is_library_path, _rel), INTERRUPT_PLUGIN)
+        self.interrupt = InterruptWatch(self, is_library_path, _rel)  # told of each test by our logstart
+        config.pluginmanager.register(self.interrupt, INTERRUPT_PLUGIN)
         self._gh_emitted = False
         if self._github():
             config.pluginmanager.register(_GithubTail(self), "faildiag-github-tail")
@@ -197,7 +200,7 @@ class FaildiagSession:
             if self.controller and self.rerun is not None:
                 self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
             elif self.controller and int(exitstatus) == 0:  # reruns off: a green run is still the baseline
-                from ..engine.changes import record_green  # of the next red run's changed lines
+                from ..engine.gitrev import record_green  # of the next red run's changed lines
 
                 record_green(self.out, self.config.rootpath)
         except Exception as exc:
@@ -218,6 +221,7 @@ class FaildiagSession:
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.threads.start(nodeid)
+        self.interrupt.started_test(nodeid)
         if self.journal is not None and not self.distributed:
             self.journal.mark("start", nodeid)
 
@@ -259,6 +263,8 @@ class FaildiagSession:
                     del item.stash[key]
         if rep.outcome == "failed":  # ``rep.failed`` without its property call: this runs 3 times per test
             self._stashed = True
+            if self.bridge is not None:  # the stacks of a pytest-timeout deadline, before the diagnosis
+                self.bridge.failed_report(item, call, rep)
             if self.rerun is not None:
                 self.rerun.note_failed(item, rep)  # its rerun settings travel with the report
             try:
@@ -336,9 +342,13 @@ class FaildiagSession:
     # ------------------------------------------------------------------ per report, on the controller
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.outcome != "failed":  # the passing path first: three of these per test
+            if self.rerun is not None and report.when == "setup":
+                self.rerun.note_setup(report)  # the order tests ran in (one hook call per report, not two)
+            return
         if self.rerun is not None:
-            self.rerun.note_report(report)  # the order tests ran in (one hook call per report, not two)
-        if report.outcome != "failed" or not self.controller:
+            self.rerun.note_report(report)
+        if not self.controller:
             return
         try:
             entry = getattr(report, "faildiag", None)

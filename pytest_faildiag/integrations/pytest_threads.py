@@ -42,10 +42,11 @@ class ThreadEvidence:
 
     def start(self, nodeid: str) -> None:
         """A new test runs: what later threads raise is its evidence. Called for every test, so a session
-        whose threads raise nothing pays one assignment and one lock here."""
-        with self._lock:
-            self.current = nodeid
-            if self.records:
+        whose threads raise nothing pays one assignment here (a single assignment is atomic; the lock
+        is taken only to prune what other threads recorded)."""
+        self.current = nodeid
+        if self.records:
+            with self._lock:
                 self.records = [r for r in self.records if r[0] is None][-MAX_RECORDS:]
 
     def _add(self, text: str) -> None:

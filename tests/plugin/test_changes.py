@@ -12,6 +12,8 @@ from pytest_faildiag.engine.changes import (
     changed_since,
     executed_lines,
     green_revision,
+    head_revision,
+    head_revision_fast,
     ochiai,
     parse_unified_zero,
     rank_suspects,
@@ -45,6 +47,38 @@ def test_changed_lines_cover_commits_uncommitted_edits_and_new_files(tmp_path: P
     assert changes.skipped is None
     assert changes.lines[str(root / "pkg" / "mod.py")] == {2, 7}
     assert changes.lines[str(root / "pkg" / "new.py")] == {1, 2}
+
+
+def test_the_revision_read_from_files_is_gits_in_every_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``head_revision_fast`` (no git process at a green session's end) answers what ``git rev-parse HEAD``
+    answers: a branch's loose ref, the same branch after ``git pack-refs``, a detached HEAD, a linked
+    worktree on its own branch, a sub-folder, a repository without commits and a folder in no repository (or the one around it)."""
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    root = _repo(tmp_path)
+    (root / "pkg" / "new.py").write_text("x = 1\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "second")
+    wt = tmp_path / "wt"
+    git(root, "worktree", "add", "-q", "-b", "side", str(wt))
+    (wt / "side.py").write_text("y = 2\n")
+    git(wt, "add", ".")
+    git(wt, "commit", "-qm", "on side")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [root, root / "pkg", wt, empty, plain]
+    seen = [(head_revision_fast(p), head_revision(p)) for p in cases]
+    git(root, "pack-refs", "--all")  # the branch moves from refs/heads/ into packed-refs
+    assert not (root / ".git" / "refs" / "heads" / "side").exists()
+    seen += [(head_revision_fast(p), head_revision(p)) for p in (root, wt)]
+    git(root, "checkout", "-q", "--detach", "HEAD~1")
+    seen.append((head_revision_fast(root), head_revision(root)))
+    for fast, slow in seen:
+        assert fast == slow
+    assert seen[0][0] != seen[2][0] and seen[3][0] is None  # the worktree's own branch; no commit yet
+    assert seen[7][0] == git(root, "rev-parse", "HEAD~0") and seen[7][0] != seen[0][0]
 
 
 def test_each_reason_to_skip_is_said(tmp_path: Path) -> None:
