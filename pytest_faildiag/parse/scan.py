@@ -367,35 +367,14 @@ class _Scanner:
                     self._bare_exception(number, *bare, rank)
                     return
             if stripped[:5] == "File " and _IPY_FRAME.match(stripped):  # IPython's frames, without the header
-                tb = Traceback(
-                    self.source,
-                    number,
-                    rank=rank,
-                    chained=self.pending_chain.pop(rank, False),
-                    seq=self._seq(),
-                    headless=True,
-                    ipython=True,
-                    margin=_indent(body),
-                )
-                self.open_tb[rank] = tb
-                self._keep_tb(tb)
+                tb = self._open_headless(number, rank, margin=_indent(body), ipython=True)
                 self._ipython_line(tb, body)
                 return
             # an excerpt, a log handler or a launcher printed the frames alone
             if 'File "' in body and _PY_FRAME.match(body):
-                tb = Traceback(
-                    self.source,
-                    number,
-                    rank=rank,
-                    chained=self.pending_chain.pop(rank, False),
-                    seq=self._seq(),
-                    headless=True,
-                    # Python indents a frame by two; a frame pasted without them sits at the log's margin
-                    margin=max(_indent(body) - 2, min(self.floor, _indent(body))),
-                )
-                self.open_tb[rank] = tb
-                self._keep_tb(tb)
-                self._frame(tb, body)
+                # Python indents a frame by two; a frame pasted without them sits at the log's margin
+                margin = max(_indent(body) - 2, min(self.floor, _indent(body)))
+                self._frame(self._open_headless(number, rank, margin=margin), body)
                 return
             pm = _PYTEST_E.match(body) if body[:4] == "E   " else None
             if pm is None and "E   " in body:
@@ -633,6 +612,23 @@ class _Scanner:
                 del ms[1::2]
 
     # -- helpers --------------------------------------------------------------------------------
+    def _open_headless(self, number: int, rank: str | None, margin: int, ipython: bool = False) -> Traceback:
+        """Open a traceback whose ``Traceback (most recent call last):`` header was not printed (an excerpt,
+        a log handler, IPython): its frames start it."""
+        tb = Traceback(
+            self.source,
+            number,
+            rank=rank,
+            chained=self.pending_chain.pop(rank, False),
+            seq=self._seq(),
+            headless=True,
+            ipython=ipython,
+            margin=margin,
+        )
+        self.open_tb[rank] = tb
+        self._keep_tb(tb)
+        return tb
+
     def _seq(self) -> int:
         self.res.seq += 1
         return self.res.seq

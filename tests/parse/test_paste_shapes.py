@@ -8,11 +8,11 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bench.audit_extract import SHAPES  # each: a documented output format every line passes through
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.engine.analyze import analyze, failure_point
 from pytest_faildiag.engine.reason import Facts, frame_owner, gather_facts
@@ -56,19 +56,6 @@ def _run(tmp_path: Path, code: str, *args: str, stdin: str | None = None) -> str
     )
     return p.stdout + p.stderr
 
-
-# Each shape is one documented output format every line of a log passes through.
-SHAPES: dict[str, Callable[[str], str]] = {
-    "markdown quote": lambda s: "> " + s,
-    "indented code block": lambda s: "    " + s,
-    "srun --label": lambda s: "0: " + s,
-    "pdsh": lambda s: "host-12: " + s,
-    "mpirun --tag-output": lambda s: "[1,0]<stderr>:" + s,
-    "docker compose": lambda s: "trainer-1  | " + s,
-    "python logging": lambda s: "2024-05-01 12:00:01,123 - ERROR - " + s,
-    "glog": lambda s: "E0501 12:00:01.123456  1234 train.cc:12] " + s,
-    "ray actor": lambda s: "(RayWorker pid=4242) " + s,
-}
 
 CHAINED = """
     def load(path):
