@@ -1,0 +1,106 @@
+"""Reasoning that holds where no rule knows the message (issue 13), decided on train logs with their rules left out.
+
+Each test shows one general mechanism of ``engine/reason.py`` / ``rules/05-reasoning.toml`` on real evidence:
+output of real processes run here, or real logs of the thread corpus's train split (never dev), diagnosed
+with the pack that knows their message left out, so the reasoning alone has to reach the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.rules import _builtin_packs, build_ruleset
+
+THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def _without(*packs: str):
+    """The built-in rule set without ``packs``: the rules that know a message are left out."""
+    return build_ruleset([p for p in _builtin_packs() if p[0] not in packs])
+
+
+def _train_log(name: str, *without: str):
+    """A train log of the thread corpus (the split is checked: dev logs are never tests), diagnosed without
+    the packs ``without``."""
+    split = json.loads((THREADS / "split.json").read_text())["split"]
+    assert split[name] == "train", name
+    log = THREADS / f"{name}.log"
+    label = json.loads(log.with_suffix(".json").read_text())
+    diag = diagnose(
+        [str(log)], exit_code=label.get("exit_code"), command=label.get("command"), ruleset=_without(*without)
+    )
+    return diag, label
+
+
+def _checks(diag, category: str, name: str) -> list[str]:
+    cause = next(c for c in diag.root_causes if c.category == category)
+    return [v.status for v in cause.validation_checks if v.name == name]
+
+
+def test_pip_finding_no_distribution_reads_as_the_installation_without_its_rule(tmp_path):
+    """Real pip output made here: an install of a requirement no index holds ("Could not find a version
+    that satisfies the requirement …", "No matching distribution found"). With the pack that knows pip's
+    messages left out, nothing names the cause; the message says something the program needs is not
+    there, so the installation leads, and the check says so on both the lifted and the lowered cause."""
+    env = {**os.environ, "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-index",
+            "--find-links",
+            str(tmp_path),
+            "faildiag-no-such-dist==99",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode != 0 and "No matching distribution" in p.stderr, p.stderr
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode, ruleset=_without("35-system-catalogue.toml"))
+    assert not any(c.rule.startswith("pip.") for c in diag.root_causes)
+    assert diag.root_causes[0].category == "environment"
+    assert _checks(diag, "environment", "context:cue:absent") == ["passed"]
+    assert _checks(diag, "model", "context:cue:absent") == ["failed"]
+
+
+def test_a_runtime_library_that_cannot_be_loaded_reads_as_the_installation_without_its_rule():
+    """A real train log: Intel MKL cannot load its CPU-specific library. Without the system catalogue's
+    MKL rule the generic runtime family ties the program, the installation and a library; the absence
+    ("Cannot load libmkl_…") puts the installation first."""
+    diag, label = _train_log("environment/mkl_fatal_cannot_load_avx2_env", "35-system-catalogue.toml")
+    assert label["category"] == "environment"
+    assert not any(c.rule == "mkl.runtime_load" for c in diag.root_causes)
+    assert diag.root_causes[0].category == "environment"
+    assert _checks(diag, "environment", "context:cue:absent") == ["passed"]
+
+
+def test_a_missing_pytest_fixture_from_a_plugin_reads_as_the_installation_without_its_rule():
+    """A real train log: a fixture a pytest plugin provides is 'not found' (the plugin's release lacks
+    it). Without the pytest pack, the absence lifts the installation over the program's code."""
+    diag, label = _train_log("pytest_python/pt_requests_mock_fixture_unreleased_version", "40-pytest.toml")
+    assert label["category"] == "environment"
+    assert diag.root_causes[0].category == "environment"
+    assert _checks(diag, "environment", "context:cue:absent") == ["passed"]
+
+
+def test_a_value_the_code_computes_wrongly_is_not_read_as_absent(tmp_path):
+    """Real Python output: a shape error of the program's own arithmetic says nothing is missing, so the
+    absence fact does not hold and the installation is not lifted."""
+    script = tmp_path / "job.py"
+    script.write_text("def step(xs):\n    return xs[0] / (len(xs) - 3)\n\nstep([1, 2, 3])\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode != 0
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+    assert all(v.name != "context:cue:absent" for c in diag.root_causes for v in c.validation_checks)
+    assert diag.root_causes[0].category != "environment"
