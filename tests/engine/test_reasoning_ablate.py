@@ -104,3 +104,38 @@ def test_a_value_the_code_computes_wrongly_is_not_read_as_absent(tmp_path):
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
     assert all(v.name != "context:cue:absent" for c in diag.root_causes for v in c.validation_checks)
     assert diag.root_causes[0].category != "environment"
+
+
+def test_pytests_own_words_for_the_test_suites_layout_put_the_tests_code_first():
+    """A real train log: pytest's "import file mismatch" (two test modules share a basename). Without the
+    pytest pack the generic family does not list the tests; pytest's report words lift them first."""
+    diag, label = _train_log("pytest_python/pt_import_mismatch_dup_basename_ttnn", "40-pytest.toml")
+    assert label["category"] == "test_code"
+    assert not any(c.rule.startswith("pytest.") for c in diag.root_causes)
+    assert diag.root_causes[0].category == "test_code"
+    assert _checks(diag, "test_code", "context:cue:test_setup") == ["passed"]
+
+
+def test_an_error_at_a_tests_setup_offers_the_tests_code_without_its_rule():
+    """A real train log: "ERROR at setup of …" for a fixture that a plugin's new release removed (the
+    tests still ask for it). Without the pytest pack the tests' code is among the three hypotheses."""
+    diag, label = _train_log("pytest_python/pt_event_loop_fixture_removed_asyncio10", "40-pytest.toml")
+    assert label["category"] == "test_code"
+    assert "test_code" in [c.category for c in diag.root_causes[:3]]
+    assert _checks(diag, "test_code", "context:cue:test_setup") == ["passed"]
+
+
+def test_a_check_of_the_values_a_call_received_reads_as_the_programs_code_without_its_rule():
+    """Real train logs: PyTorch's "Expected all tensors to be on the same device, but found …" and flax's
+    "Initializer expected to generate shape … but got …". Without the packs that know them, the generic
+    runtime family ties the program, the installation and a library; an input check says the caller's
+    values did not fit, so the installation and the library are lowered and the program's code leads."""
+    for name, pack in (
+        ("pytorch/pt_batchnorm_created_in_forward_device_mismatch", "10-pytorch.toml"),
+        ("jax/daxbench_scopeparamshape_obs_size_bug", "70-jax.toml"),
+    ):
+        diag, label = _train_log(name, pack)
+        assert label["category"] == "model", name
+        assert diag.root_causes[0].category == "model", name
+        assert _checks(diag, "environment", "context:cue:input_check") == ["failed"], name
+        assert _checks(diag, "library", "context:cue:input_check") == ["failed"], name
