@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import _builtin_packs, build_ruleset
 
@@ -139,3 +141,44 @@ def test_a_check_of_the_values_a_call_received_reads_as_the_programs_code_withou
         assert diag.root_causes[0].category == "model", name
         assert _checks(diag, "environment", "context:cue:input_check") == ["failed"], name
         assert _checks(diag, "library", "context:cue:input_check") == ["failed"], name
+
+
+def test_version_words_of_a_driver_or_a_package_read_as_the_installation_without_their_rules():
+    """Real train logs: CUDA's "driver version is insufficient for CUDA runtime version" (its
+    cudaErrorInsufficientDriver) and packaging's "Invalid version: '…'" (an installed package's version
+    string). Without the packs that know them, their version words lift the installation first."""
+    for name, pack in (
+        ("environment/cuda_driver_insufficient_old_driver_340", "10-pytorch.toml"),
+        ("mindspore/ms_mindnlp_install_invalid_version_moxing", "35-system-catalogue.toml"),
+    ):
+        diag, label = _train_log(name, pack)
+        assert label["category"] == "environment", name
+        assert diag.root_causes[0].category == "environment", name
+        assert _checks(diag, "environment", "context:cue:version") == ["passed"], name
+
+
+def test_autograds_own_errors_read_as_the_programs_code_without_their_rule():
+    """Real train logs: "modified by an inplace operation" and "backward through the graph a second time"
+    without the ecosystem pack's autograd rule: autograd's words put the program's code first."""
+    for name in ("pytorch/pt_nwpumoc_inplace_add_fpn", "pytorch/pt_sophia_backward_second_time_hessian"):
+        diag, label = _train_log(name, "45-ecosystem.toml")
+        assert label["category"] == "model", name
+        assert not any(c.rule == "torch.autograd_usage" for c in diag.root_causes)
+        assert diag.root_causes[0].category == "model", name
+        assert _checks(diag, "model", "context:cue:autograd") == ["passed"], name
+
+
+def test_a_second_backward_in_real_pytorch_output_reads_as_the_programs_code(tmp_path):
+    """Real PyTorch output made here (CPU): a second backward through a freed graph, diagnosed without the
+    pack that knows the message: the program's code leads, by autograd's words."""
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n\nw = torch.ones(3, requires_grad=True)\nloss = (w * w).sum()\n"
+        "loss.backward()\nloss.backward()\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode != 0 and "a second time" in p.stderr, p.stderr[-2000:]
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode, ruleset=_without("45-ecosystem.toml"))
+    assert diag.root_causes[0].category == "model"
+    assert _checks(diag, "model", "context:cue:autograd") == ["passed"]
