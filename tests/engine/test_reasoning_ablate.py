@@ -182,3 +182,38 @@ def test_a_second_backward_in_real_pytorch_output_reads_as_the_programs_code(tmp
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode, ruleset=_without("45-ecosystem.toml"))
     assert diag.root_causes[0].category == "model"
     assert _checks(diag, "model", "context:cue:autograd") == ["passed"]
+
+
+def test_a_port_that_is_taken_reads_as_the_configured_port_without_its_rule(tmp_path):
+    """Real Python output made here: a second bind to a port a first socket holds ("[Errno 98] Address
+    already in use"). Without the distributed pack that knows it, the os_error family ranks the machine's
+    set-up first; the port being taken puts the configured port (or the process that holds it) first."""
+    script = tmp_path / "serve.py"
+    script.write_text(
+        "import socket\n\nfirst = socket.socket()\nfirst.bind(('127.0.0.1', 0))\nfirst.listen()\n"
+        "port = first.getsockname()[1]\nsecond = socket.socket()\nsecond.bind(('127.0.0.1', port))\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode != 0 and "Address already in use" in p.stderr, p.stderr
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode, ruleset=_without("20-distributed.toml"))
+    assert diag.root_causes[0].category == "config"
+    assert _checks(diag, "config", "context:cue:port_taken") == ["passed"]
+    assert _checks(diag, "environment", "context:cue:port_taken") == ["failed"]
+
+
+def test_a_taken_master_port_in_a_train_log_reads_as_the_configuration_without_its_rule():
+    """A real train log: torch.distributed's store cannot bind its MASTER_PORT (another job holds it)."""
+    diag, label = _train_log("distributed/cdialgpt_master_port_in_use", "20-distributed.toml")
+    assert label["category"] == "config"
+    assert diag.root_causes[0].category == "config"
+
+
+def test_a_kernel_over_the_devices_block_limits_reads_as_the_operator_without_its_rule():
+    """A real train log: Triton's "out of resource: shared memory, Required: …, Hardware limit: …". Without
+    the ecosystem pack's rule the generic runtime family does not list the operator; the kernel's launch
+    limits lift it first (not memory the program ran out of)."""
+    diag, label = _train_log("pytorch/pt_dest3d_triton_shared_memory_num_stages", "45-ecosystem.toml")
+    assert label["category"] == "operator"
+    assert not any(c.rule == "torch.triton_resources" for c in diag.root_causes)
+    assert diag.root_causes[0].category == "operator"
+    assert _checks(diag, "operator", "context:cue:kernel_limits") == ["passed"]
