@@ -217,3 +217,15 @@ def test_a_kernel_over_the_devices_block_limits_reads_as_the_operator_without_it
     assert not any(c.rule == "torch.triton_resources" for c in diag.root_causes)
     assert diag.root_causes[0].category == "operator"
     assert _checks(diag, "operator", "context:cue:kernel_limits") == ["passed"]
+
+
+def test_mlirs_failed_legalization_reads_as_an_unsupported_operator_without_its_rule():
+    """A real train log: "failed to legalize operation 'mhlo.erf'" (a JAX device plugin's lowering has no
+    pattern for the op). Without the XLA catalogue pack, MLIR's words name the type (unsupported_op) and
+    the stage (compile), and the operator leads."""
+    diag, label = _train_log("jax/jax_metal_erf_failed_to_legalize", "72-xla-mindspore-catalogue.toml")
+    assert (label["type"], label["category"]) == ("unsupported_op", "operator")
+    assert not any(c.rule == "xla.legalize_failed" for c in diag.root_causes)
+    assert diag.profile.type == "unsupported_op"
+    assert diag.profile.stage == "compile"
+    assert diag.root_causes[0].category == "operator"
