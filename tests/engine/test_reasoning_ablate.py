@@ -229,3 +229,21 @@ def test_mlirs_failed_legalization_reads_as_an_unsupported_operator_without_its_
     assert diag.profile.type == "unsupported_op"
     assert diag.profile.stage == "compile"
     assert diag.root_causes[0].category == "operator"
+
+
+def test_running_out_of_file_descriptors_offers_the_programs_leak_without_its_rule(tmp_path):
+    """Real Python output made here: a loop that opens files and never closes them under a low descriptor
+    limit ("[Errno 24] Too many open files"). Without the ecosystem pack that knows it, the os_error
+    family lists no cause in the program's code; EMFILE's usual cause (descriptors the code leaks) joins
+    the three hypotheses, and the machine's set-up is lowered."""
+    script = tmp_path / "leak.py"
+    script.write_text(
+        "import resource\n\nresource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\nkept = []\n"
+        "for i in range(1000):\n    kept.append(open(__file__))\n"
+    )
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode != 0 and "Too many open files" in p.stderr, p.stderr
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode, ruleset=_without("45-ecosystem.toml"))
+    assert "model" in [c.category for c in diag.root_causes[:3]]
+    assert _checks(diag, "model", "context:cue:descriptors") == ["passed"]
+    assert _checks(diag, "environment", "context:cue:descriptors") == ["failed"]
