@@ -453,6 +453,90 @@ def _write_cache(key: str, parsed: list[_Parsed], keywords: bytes | None) -> Non
         pass
 
 
+# ------------------------------------------------------------------------------- installed entry points
+def has_entry_points(group: str) -> bool:
+    """Whether any installed distribution declares an entry point in ``group`` (the command line's plugins,
+    which may add rule packs), from a cache when the places Python finds distributions in are unchanged.
+
+    Why: answering it means importing ``importlib.metadata`` (email, zipfile, csv...) and reading every
+    installed distribution's metadata: about a tenth of a fresh ``faildiag diagnose`` of a small log, on
+    every call, to learn that no third-party pack is installed. The answer is kept beside the rule packs'
+    cache, keyed by the Python, ``sys.path`` and the ``*.dist-info`` / ``*.egg-info`` folders in each of its
+    entries with the time of their ``entry_points.txt``: installing, upgrading or removing a distribution
+    changes those, so the next process looks again. A miss, an unreadable or foreign cache: a full look."""
+    key = _entry_points_key(group)
+    path = _entry_points_file(key)
+    try:
+        fsio.check_output_root(path.parent)
+        data = json.loads(fsio.read_capped(path, 1 << 16))
+        if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("found"), bool):
+            return data["found"]
+    except (OSError, ValueError, TypeError, RecursionError, UnicodeError):
+        pass
+    found = _scan_entry_points(group)
+    try:
+        text = json.dumps({"format": CACHE_FORMAT, "key": key, "group": group, "found": found})
+        written = fsio.safe_atomic_write(path.parent, path.name, text, mode=fsio.PRIVATE_FILE_MODE)
+        old = sorted(written.parent.glob("entry-points-*.json"), key=lambda p: p.lstat().st_mtime, reverse=True)
+        for stale in old[KEEP_CACHES:]:  # each install or removal makes a new key
+            stale.unlink(missing_ok=True)
+    except (OSError, ValueError):  # a read-only home or a foreign cache folder: looked at again next time
+        pass
+    return found
+
+
+def _scan_entry_points(group: str) -> bool:
+    from importlib.metadata import entry_points  # the cost that the cache saves
+
+    try:
+        return bool(entry_points(group=group))
+    except Exception:  # a broken distribution's metadata: let the plugin manager's own scan report it
+        return True
+
+
+def _entry_points_key(group: str) -> str:
+    """The distributions Python can find now, as names and times (see ``has_entry_points``)."""
+    h = hashlib.sha256(f"faildiag-entry-points-{CACHE_FORMAT}\0{group}\0{sys.version}\0".encode())
+    h.update(repr([type(f).__qualname__ for f in sys.meta_path]).encode())
+    for entry in sys.path:
+        h.update(f"\0{len(entry)}:{entry}\0".encode("utf-8", "surrogatepass"))
+        for stamp in _distributions_in(entry or "."):
+            h.update(stamp.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:40]
+
+
+def _distributions_in(where: str) -> list[str]:
+    """Each ``*.dist-info`` / ``*.egg-info`` of one ``sys.path`` entry with its ``entry_points.txt``'s time,
+    or the entry's own time when it is a file (a zip). Names and files, not the folder's time: the current
+    folder is often on ``sys.path`` and changes with every output folder written into it."""
+    try:
+        with os.scandir(where) as it:
+            names = sorted(e.name for e in it if e.name.lower().endswith((".dist-info", ".egg-info")))
+    except NotADirectoryError:
+        try:
+            st = os.stat(where)
+        except OSError:
+            return ["-"]
+        return [f"file:{st.st_size}:{st.st_mtime_ns}"]
+    except (OSError, ValueError):
+        return ["-"]
+    out = []
+    for name in names:
+        try:
+            st = os.stat(os.path.join(where, name, "entry_points.txt"))
+            stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        except (OSError, ValueError):
+            stamp = "-"
+        out.append(f"{name}\0{stamp}\0")
+    return out
+
+
+def _entry_points_file(key: str) -> Path:
+    from ..parse.mpscan import cache_dir
+
+    return cache_dir() / f"entry-points-{key}.json"
+
+
 def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> None:
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
