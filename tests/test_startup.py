@@ -153,3 +153,30 @@ def test_a_warm_diagnose_of_a_small_log_imports_no_lock_library_metadata_reader_
         assert (tmp_path / f"out{i}" / "report.json").is_file()
         assert (tmp_path / f"out{i}" / ".faildiag.lock").is_file()  # the snapshot was written under its lock
     assert seen[1] == {"rc": 0, "imported": []}, seen
+
+
+def test_a_built_in_pack_rewritten_with_its_old_size_and_time_is_read_again(tmp_path: Path) -> None:
+    """The built-in packs' cache is found by their files' stamps, not their bytes: a pack rewritten with the
+    same size and its old modification time (``cp -p``, a build that fixes file times) must still be read."""
+    import shutil
+
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "pytest_faildiag", copy / "pytest_faildiag", ignore=shutil.ignore_patterns("__pycache__"))
+    pack = copy / "pytest_faildiag" / "rules" / "05-reasoning.toml"
+    log = tmp_path / "train.log"
+    log.write_text("Traceback (most recent call last):\nValueError: boom\n")
+    env = _env(tmp_path / "cache")
+    env["PYTHONPATH"] = str(copy)
+
+    def summaries(i: int) -> str:
+        return json.dumps(_diagnose(log, tmp_path / f"out{i}", env)["root_causes"])
+
+    first, second = summaries(0), summaries(1)  # the second from the cache
+    assert first == second and "(shapes, options" in first
+    st = pack.stat()
+    text = pack.read_text(encoding="utf-8")
+    assert text.count("rejects (shapes, options") == 1
+    pack.write_text(text.replace("rejects (shapes, options", "rejects (SHAPES, options"), encoding="utf-8")
+    os.utime(pack, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert pack.stat().st_size == st.st_size and pack.stat().st_mtime_ns == st.st_mtime_ns
+    assert "(SHAPES, options" in summaries(2)

@@ -10,7 +10,8 @@ Why a cache: a fresh process (every CLI call) would parse ~20 TOML files, compil
 build the keyword alternation before reading a byte of log: ~0.5 s, more than scanning 10 MB. What parsing
 and checking found depends only on the packs' bytes, so ``load_ruleset`` keeps it (the packs' parsed data,
 which packs were refused and why, the alternation's text) as JSON in the user's cache folder, keyed by a
-hash of every pack's name and bytes, this module and the vocabularies it checks against. A later process
+hash of every pack's name and bytes (for the built-in packs, their files' stamps: ``_builtin_stamps``),
+this module and the vocabularies it checks against. A later process
 builds the same rule set from it with each regex compiled the first time a rule's keyword hits (``LazyRegex``).
 The cache is only read from a private folder of ours (``fsio.check_output_root``); anything unexpected in it
 (a wrong shape, a wrong key, unreadable) is a miss, never an error: the packs are then read in full.
@@ -297,19 +298,46 @@ def pack_rules(data: dict[str, Any], name: str, lazy: bool = False) -> tuple[lis
     return rules, {k: v for k, v in data.items() if k != "rule"}
 
 
+def _is_builtin_pack(name: str) -> bool:
+    return name.endswith(".toml") and name != "retort.toml"
+
+
 def _builtin_packs() -> list[tuple[str, str]]:
     out = []
     for entry in sorted(resources.files(__package__).iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".toml") and entry.name != "retort.toml":
+        if _is_builtin_pack(entry.name):
             out.append((entry.name, entry.read_text(encoding="utf-8")))
     return out
 
 
-def build_ruleset(packs: list[tuple[str, str]], *, cache: bool = False) -> RuleSet:
+def _builtin_stamps() -> list[tuple[str, str]] | None:
+    """Each built-in pack's name with its file's size, times and inode, without reading it; None when the
+    packs are not plain files (a zipped install): then only their bytes identify them.
+
+    Why: reading and hashing the ~0.6 MB of built-in packs to find their cache cost a fresh CLI about as much
+    as reading the cache itself. The change time is in the stamp because nobody can set it: a pack rewritten
+    with the same size and its old modification time (``cp -p``, a build that fixes every file's time) still
+    gets a new stamp."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted((e for e in it if _is_builtin_pack(e.name)), key=lambda e: e.name)
+            stamps = []
+            for e in entries:
+                st = e.stat(follow_symlinks=True)
+                stamps.append((e.name, f"{folder}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"))
+    except OSError:
+        return None
+    return stamps or None
+
+
+def build_ruleset(packs: list[tuple[str, str]], *, cache: bool = False, key: str | None = None) -> RuleSet:
     """The rule set of ``packs`` ((name, TOML text) pairs, later packs replacing rules by id). A pack that
     does not parse or check is skipped with a warning. ``cache``: read and keep what parsing found in the
-    user's cache folder (see the module's docstring); the rule set and the warnings are the same."""
-    key = _cache_key(packs) if cache else ""
+    user's cache folder (see the module's docstring), under ``key`` when the caller has one for these packs
+    (the built-in packs' file stamps), else a hash of their bytes; the rule set and the warnings are the
+    same."""
+    key = (key or _cache_key(packs)) if cache else ""
     stored = _read_cache(key) if cache else None
     if stored is not None:
         parsed, keyword_pattern = stored
@@ -641,7 +669,15 @@ def _trie(words: list[bytes]) -> bytes:
 
 @lru_cache(maxsize=1)
 def _default_ruleset_cached(extra_key: tuple[tuple[str, str], ...]) -> RuleSet:
-    return build_ruleset(_builtin_packs() + list(extra_key), cache=True)
+    stamps = _builtin_stamps()
+    if stamps is None:
+        return build_ruleset(_builtin_packs() + list(extra_key), cache=True)
+    key = _cache_key([("stamp", "\0".join(f"{n}\0{s}" for n, s in stamps)), *extra_key])
+    stored = _read_cache(key)
+    if stored is not None:  # the packs are not even read
+        parsed, keyword_pattern = stored
+        return _assemble(parsed, lazy=True, keyword_pattern=keyword_pattern)
+    return build_ruleset(_builtin_packs() + list(extra_key), cache=True, key=key)
 
 
 def load_ruleset(extra_packs: list[tuple[str, str]] | None = None) -> RuleSet:
