@@ -180,3 +180,23 @@ def test_a_built_in_pack_rewritten_with_its_old_size_and_time_is_read_again(tmp_
     os.utime(pack, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert pack.stat().st_size == st.st_size and pack.stat().st_mtime_ns == st.st_mtime_ns
     assert "(SHAPES, options" in summaries(2)
+
+
+def test_prose_that_says_passes_runs_no_redaction_pattern_and_pass_names_are_still_masked() -> None:
+    """A rule summary in many reports says "the program passes values ...": the word must not set off the
+    whole redaction pass (compiling ~40 patterns), while every secret name spelt with "pass" still does."""
+    probe = """
+import json
+from pytest_faildiag import redact
+prose = redact.redact_text("ValueError: boom - the program passes values the API rejects; 3 passed, 1 passing")
+compiled = [n for n, v in vars(redact).items() if isinstance(v, redact._lazy) and "search" in vars(v)]
+secrets = [redact.redact_text(t) for t in ("PASS=hunter2x", "db_password: s3cr3tval", "Passphrase=abcdefgh",
+           "sshpass -p hunter2 ssh host", "MYSQL_PASSWD=abc123", "pass_word=zzz")]
+print(json.dumps({"prose": prose, "compiled": compiled, "secrets": secrets}))
+"""
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=_env(ROOT), timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["prose"].endswith("3 passed, 1 passing") and out["compiled"] == []
+    for text in out["secrets"]:
+        assert "***REDACTED***" in text and not any(s in text for s in ("hunter2", "s3cr3t", "abcdefgh", "abc123"))
