@@ -356,6 +356,10 @@ def keep_cache(rs: RuleSet, allowed: bool = True) -> None:
     write, rs.cache_write = rs.cache_write, None
     if write is not None and allowed:
         write()
+    pending = list(_ENTRY_POINT_ANSWERS.items())
+    _ENTRY_POINT_ANSWERS.clear()
+    for path, text in pending if allowed else ():
+        _write_entry_points(path, text)
 
 
 _Parsed = tuple[str, "dict[str, Any] | None", str]  # (pack name, its TOML data or None, why it was refused)
@@ -491,7 +495,8 @@ def has_entry_points(group: str) -> bool:
     every call, to learn that no third-party pack is installed. The answer is kept beside the rule packs'
     cache, keyed by the Python, ``sys.path`` and the ``*.dist-info`` / ``*.egg-info`` folders in each of its
     entries with the time of their ``entry_points.txt``: installing, upgrading or removing a distribution
-    changes those, so the next process looks again. A miss, an unreadable or foreign cache: a full look."""
+    changes those, so the next process looks again. A miss, an unreadable or foreign cache: a full look,
+    whose answer is written with the rule set's cache (``keep_cache``: never inside the team cards' folder)."""
     key = _entry_points_key(group)
     path = _entry_points_file(key)
     try:
@@ -502,15 +507,24 @@ def has_entry_points(group: str) -> bool:
     except (OSError, ValueError, TypeError, RecursionError, UnicodeError):
         pass
     found = _scan_entry_points(group)
+    _ENTRY_POINT_ANSWERS[path] = json.dumps({"format": CACHE_FORMAT, "key": key, "group": group, "found": found})
+    return found
+
+
+_ENTRY_POINT_ANSWERS: dict[Path, str] = {}
+"""Answers of ``has_entry_points`` not written yet: like a rule set's cache (``RuleSet.cache_write``) they
+wait for ``keep_cache``, which knows whether the cache folder lies inside the team cards' folder (never
+written to). One process makes at most one entry (the command line's plugin manager is made once)."""
+
+
+def _write_entry_points(path: Path, text: str) -> None:
     try:
-        text = json.dumps({"format": CACHE_FORMAT, "key": key, "group": group, "found": found})
         written = fsio.safe_atomic_write(path.parent, path.name, text, mode=fsio.PRIVATE_FILE_MODE)
         old = sorted(written.parent.glob("entry-points-*.json"), key=lambda p: p.lstat().st_mtime, reverse=True)
         for stale in old[KEEP_CACHES:]:  # each install or removal makes a new key
             stale.unlink(missing_ok=True)
     except (OSError, ValueError):  # a read-only home or a foreign cache folder: looked at again next time
         pass
-    return found
 
 
 def _scan_entry_points(group: str) -> bool:
