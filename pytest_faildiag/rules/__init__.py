@@ -502,8 +502,9 @@ def has_entry_points(group: str) -> bool:
     try:
         fsio.check_output_root(path.parent)
         data = json.loads(fsio.read_capped(path, 1 << 16))
-        if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("found"), bool):
-            return data["found"]
+        found = data.get("found") if isinstance(data, dict) and data.get("key") == key else None
+        if isinstance(found, bool):
+            return found
     except (OSError, ValueError, TypeError, RecursionError, UnicodeError):
         pass
     found = _scan_entry_points(group)
