@@ -1,6 +1,7 @@
 """`faildiag diagnose` on a big training log, side by side with the grep a user would type.
 
     python bench/bench_big_log_grep.py [--mb 300] [--small-mb 10] [--repeat 3] [--dir DIR] [--baseline DIR]
+    python bench/bench_big_log_grep.py --instructions [--baseline DIR]
 
 The log is written the way an 8-rank job writes one (torchrun ``--tee``: every line ``[rankN]:``-prefixed,
 the ranks interleaved): a step line per iteration and rank (loss, lr, grad_norm, tokens/s), NCCL_DEBUG=INFO
@@ -16,6 +17,9 @@ wall time mostly measures the neighbours). The real error must be found in every
 their package's bytecode precompiled (``--no-bytecode``: compiled from source in every run).
 
 Targets (issue 14): <= 2x grep and <= 150 MB peak RSS on 300 MB; a fresh CLI on 10 MB in <= 0.5 s.
+
+``--instructions`` counts instead what the fixed start-up costs: the instructions of a warm fresh CLI on a
+2-line log under valgrind, this checkout beside ``--baseline`` (a figure the neighbours cannot move).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -212,6 +217,42 @@ def compare(
     return grep_t, diag_t, peak
 
 
+SMALL_LOG = "Traceback (most recent call last):\nValueError: boom\n"
+
+
+def startup_instructions(tmp: Path, baseline: Path | None, bytecode: bool = True) -> int:
+    """The fixed cost of a fresh CLI: instructions (valgrind's ``I refs``, fixed hash seed) that a warm
+    ``faildiag diagnose`` of a 2-line log executes, for this checkout and ``baseline``. Unlike wall time on a
+    shared machine, the count repeats to within a fraction of a percent, so two versions compare exactly."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    log = tmp / "two-lines.log"
+    log.write_text(SMALL_LOG)
+    here = Path(__file__).resolve().parent.parent
+    counts = {}
+    for side, root in [("this", here)] + ([("baseline", baseline)] if baseline else []):
+        cache = tmp / f"cache-startup-{side}"
+        shutil.rmtree(cache, ignore_errors=True)
+        env = {**child_env(root, cache, tmp / f"pycache-{side}" if bytecode else None), "PYTHONHASHSEED": "0"}
+        precompile(root, env)
+        cmd = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(log), "--format", "json"]
+        for i in range(3):  # run 1 fills the caches (rule packs, entry points, database); 2 and 3 are counted
+            out = ["--out", str(tmp / f"out-startup-{side}-{i}")]
+            if i == 0:
+                subprocess.run(cmd + out, env=env, cwd=tmp, capture_output=True, check=True)
+                continue
+            valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+            p = subprocess.run(valgrind + cmd + out, env=env, cwd=tmp, capture_output=True, text=True)
+            found = re.search(r"I\s+refs:\s+([\d,]+)", p.stderr)
+            if p.returncode != 0 or found is None:
+                raise SystemExit(f"valgrind run failed ({side}):\n{p.stderr[-2000:]}")
+            counts[side] = int(found.group(1).replace(",", ""))
+            print(f"  start-up ({side}, warm run {i}): {counts[side] / 1e6:,.1f}M instructions", flush=True)
+    if "baseline" in counts:
+        print(f"  start-up: this / baseline = {counts['this'] / counts['baseline']:.3f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=300)
@@ -222,10 +263,21 @@ def main() -> int:
     ap.add_argument(
         "--no-bytecode", action="store_true", help="no bytecode cache: each run compiles the package's sources"
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions of a fresh CLI on a 2-line log (valgrind), beside --baseline, and stop",
+    )
     a = ap.parse_args()
     baseline = Path(a.baseline).resolve() if a.baseline else None
     tmp = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="faildiag-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    if a.instructions:
+        try:
+            return startup_instructions(tmp, baseline, not a.no_bytecode)
+        finally:
+            if not a.dir:
+                shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}   cpus: {os.cpu_count()}")
     print(
         "bytecode: none, every run compiles the sources"

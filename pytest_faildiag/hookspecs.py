@@ -74,10 +74,13 @@ class _FaildiagPluginManager(pluggy.PluginManager):
 def get_plugin_manager() -> pluggy.PluginManager:
     """The command line's manager, with entry-point plugins of group ``faildiag`` loaded once per process
     (under pytest the engine is handed ``config.hook`` instead)."""
+    from .rules import has_entry_points  # a cached answer: no scan of every distribution when none is ours
+
     pm = _FaildiagPluginManager("faildiag")
     pm.add_hookspecs(sys.modules[__name__])
     try:
-        pm.load_setuptools_entrypoints("faildiag")
+        if has_entry_points("faildiag"):
+            pm.load_setuptools_entrypoints("faildiag")
     except Exception as exc:  # third-party code: a plugin that fails to import must not cost the diagnosis
         warnings.warn(f"faildiag: a plugin failed to load: {type(exc).__name__}: {exc}", stacklevel=2)
     return pm

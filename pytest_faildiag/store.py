@@ -20,11 +20,14 @@ passed, without the engine.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -134,6 +137,75 @@ def read_last_green(out: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 # ============================================================================================ writes
+
+LOCK_POLL_S = 0.05  # filelock's default poll interval: a writer waiting for another is not slower than before
+_NO_FLOCK = {errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL}  # file systems without flock (some NFS)
+
+
+@contextmanager
+def folder_lock(path: str | os.PathLike[str], timeout: float) -> Iterator[bool]:
+    """Hold the exclusive lock on ``path`` (a lock file inside the output folder) for the block; yields True,
+    or False when it was not had within ``timeout`` seconds (the caller writes anyway: atomic renames keep
+    every file whole). The lock file is opened without following a symlink.
+
+    Why not ``filelock`` everywhere: importing it (4.x: logging, secrets, inspect, socket...) cost a fresh
+    ``faildiag diagnose`` of a small log about a tenth of its instructions, and where ``fcntl`` is present
+    it takes the very same ``flock`` as here, so writers of either kind exclude each other. ``filelock`` is
+    still what locks where there is no ``flock`` (Windows, a file system that refuses it)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        fcntl = None  # type: ignore[assignment]
+    fd = -1
+    if fcntl is not None:
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o644)
+    try:
+        held = _flock(fcntl, fd, timeout) if fd >= 0 else None
+        if held is None:  # no flock here: the portable lock
+            with _portable_lock(path, timeout) as portable:
+                yield portable
+            return
+        yield held
+    finally:
+        if fd >= 0:
+            os.close(fd)  # closing the descriptor releases its flock
+
+
+def _flock(fcntl: Any, fd: int, timeout: float) -> bool | None:
+    """Take ``flock(LOCK_EX)`` on ``fd``, polling until ``timeout``: True when held, False when another
+    process held it all along, None when this file system has no flock."""
+    deadline = time.monotonic() + max(timeout, 0.0)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(LOCK_POLL_S)
+        except OSError as exc:
+            if exc.errno in _NO_FLOCK:
+                return None
+            raise
+
+
+@contextmanager
+def _portable_lock(path: str | os.PathLike[str], timeout: float) -> Iterator[bool]:
+    from filelock import FileLock, Timeout  # only where flock is missing: see folder_lock
+
+    lock = FileLock(os.fspath(path), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
 
 
 def dump_json(obj: Any) -> str:

@@ -12,9 +12,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import pluggy
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import factory as _factory
 from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
@@ -30,6 +28,9 @@ from .rank import build_causes, stuck_points
 from .reason import gather_facts, refine_profile
 from .report import finish
 from .validate import CheckContext, CheckFn
+
+if TYPE_CHECKING:  # annotations only: pluggy is imported where a plugin manager is made (hookspecs)
+    import pluggy
 
 LOG_SUFFIXES = {".log", ".txt", ".out", ".err", ".stderr", ".stdout", ""}
 MAX_FILES = 2000

@@ -14,8 +14,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from ..fsio import (
     atomic_write,  # noqa: F401 - re-exported: engine.atomic_write, used by the reporters
     ensure_output_root,
@@ -25,7 +23,7 @@ from ..fsio import (
 from ..model import Diagnosis
 from ..redact import redact_obj
 from ..seal import write_seal
-from ..store import FAILURE_LOCK, REPORT_MD, dump_json, write_report
+from ..store import FAILURE_LOCK, REPORT_MD, dump_json, folder_lock, write_report
 from .report import render_markdown
 
 __all__ = ["atomic_write", "dump_json", "report_dict", "write_snapshot"]
@@ -51,11 +49,8 @@ def write_snapshot(
     out = ensure_output_root(out_dir)
     lock_data = lock if lock is not None else diag.extra.get("_lock")
     _own_lock_file(out / ".faildiag.lock")
-    try:
-        with FileLock(str(out / ".faildiag.lock"), timeout=30):
-            _write_all(out, diag, lock_data, extra_files or {})
-    except Timeout:
-        _write_all(out, diag, lock_data, extra_files or {})  # atomic renames still keep every file whole
+    with folder_lock(out / ".faildiag.lock", timeout=30):  # not had in 30 s: written anyway, see folder_lock
+        _write_all(out, diag, lock_data, extra_files or {})
     return out
 
 

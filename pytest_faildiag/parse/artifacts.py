@@ -12,9 +12,6 @@ only a bounded, plain copy of the fields the engine uses leaves this module.
 from __future__ import annotations
 
 import io
-import pickle
-import pickletools
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -46,17 +43,16 @@ _CODE_OPS = frozenset(
 )
 
 
-class _NoClasses(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> NoReturn:  # noqa: D401 - pickle API
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a dump")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("refusing a persistent id in a dump")
+# pickle, pickletools and xml.etree are imported where a dump or a JUnit file is read: every ``faildiag
+# diagnose`` imports this module for ``is_flight_recorder``, and most are given neither.
 
 
 def check_pickle(data: bytes, max_ops: int = MAX_PICKLE_OPS) -> None:
     """Walk the opcodes without building anything: UnpicklingError for more than ``max_ops`` of them
     (the object budget) or for any opcode that imports or calls."""
+    import pickle
+    import pickletools
+
     for n, (op, _arg, _pos) in enumerate(pickletools.genops(io.BytesIO(data)), 1):
         if n > max_ops:
             raise pickle.UnpicklingError(f"more than {max_ops} pickle opcodes")
@@ -67,7 +63,17 @@ def check_pickle(data: bytes, max_ops: int = MAX_PICKLE_OPS) -> None:
 def load_pickle(data: bytes, max_ops: int = MAX_PICKLE_OPS) -> Any:
     """Unpickle plain data only, within the object budget. Raises UnpicklingError (or ValueError, EOFError
     for a cut file) for anything else."""
+    import pickle
+
     check_pickle(data, max_ops)
+
+    class _NoClasses(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> NoReturn:  # noqa: D401 - pickle API
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a dump")
+
+        def persistent_load(self, pid: Any) -> Any:
+            raise pickle.UnpicklingError("refusing a persistent id in a dump")
+
     return _NoClasses(io.BytesIO(data)).load()
 
 
@@ -192,6 +198,8 @@ def read_elastic_error(path: Path) -> str | None:
 
 def read_junit(path: Path) -> str | None:
     """JUnit XML → a pytest-like text of its failures, so the same rules read it."""
+    import xml.etree.ElementTree as ET
+
     try:
         root = ET.fromstring(read_capped(path, MAX_ARTIFACT))
     except (OSError, ET.ParseError, ValueError):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from .. import fsio
 
@@ -75,10 +75,11 @@ class Patterns:
         return self.combined_of if isinstance(self.combined_of, bytes) else self.combined_of()
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One expression of the database: its bytes (a regex for a structural marker, else a literal), case
-    mode, whether a hit makes its line a candidate, and its keyword role (0: none) and length."""
+    mode, whether a hit makes its line a candidate, and its keyword role (0: none) and length. A named
+    tuple, not a frozen dataclass: every diagnosis makes one per keyword (~1,700), and a frozen
+    dataclass's ``__init__`` costs several times a tuple's."""
 
     expr: bytes
     caseless: bool
@@ -276,13 +277,20 @@ def cache_dir() -> Path:
 
 
 def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any) -> str:
-    import platform  # only when a database is looked up: importing it costs every CLI call otherwise
-
     h = hashlib.sha256(_CACHE_FORMAT)
-    h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + platform.machine().encode() + b"\0")
-    for e, f in zip(exprs, flags, strict=True):
-        h.update(e + b"\0" + str(f).encode() + b"\n")
+    h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + _machine().encode() + b"\0")
+    h.update(b"".join(e + b"\0" + str(f).encode() + b"\n" for e, f in zip(exprs, flags, strict=True)))
     return h.hexdigest()[:40]
+
+
+def _machine() -> str:
+    """``platform.machine()`` without importing ``platform`` (a fresh CLI's every call would pay it)."""
+    try:
+        return os.uname().machine
+    except AttributeError:  # Windows
+        import platform
+
+        return platform.machine()
 
 
 def _cache_file(key: str) -> Path:

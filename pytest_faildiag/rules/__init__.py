@@ -10,7 +10,8 @@ Why a cache: a fresh process (every CLI call) would parse ~20 TOML files, compil
 build the keyword alternation before reading a byte of log: ~0.5 s, more than scanning 10 MB. What parsing
 and checking found depends only on the packs' bytes, so ``load_ruleset`` keeps it (the packs' parsed data,
 which packs were refused and why, the alternation's text) as JSON in the user's cache folder, keyed by a
-hash of every pack's name and bytes, this module and the vocabularies it checks against. A later process
+hash of every pack's name and bytes (for the built-in packs, their files' stamps: ``_builtin_stamps``),
+this module and the vocabularies it checks against. A later process
 builds the same rule set from it with each regex compiled the first time a rule's keyword hits (``LazyRegex``).
 The cache is only read from a private folder of ours (``fsio.check_output_root``); anything unexpected in it
 (a wrong shape, a wrong key, unreadable) is a miss, never an error: the packs are then read in full.
@@ -297,19 +298,46 @@ def pack_rules(data: dict[str, Any], name: str, lazy: bool = False) -> tuple[lis
     return rules, {k: v for k, v in data.items() if k != "rule"}
 
 
+def _is_builtin_pack(name: str) -> bool:
+    return name.endswith(".toml") and name != "retort.toml"
+
+
 def _builtin_packs() -> list[tuple[str, str]]:
     out = []
     for entry in sorted(resources.files(__package__).iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".toml") and entry.name != "retort.toml":
+        if _is_builtin_pack(entry.name):
             out.append((entry.name, entry.read_text(encoding="utf-8")))
     return out
 
 
-def build_ruleset(packs: list[tuple[str, str]], *, cache: bool = False) -> RuleSet:
+def _builtin_stamps() -> list[tuple[str, str]] | None:
+    """Each built-in pack's name with its file's size, times and inode, without reading it; None when the
+    packs are not plain files (a zipped install): then only their bytes identify them.
+
+    Why: reading and hashing the ~0.6 MB of built-in packs to find their cache cost a fresh CLI about as much
+    as reading the cache itself. The change time is in the stamp because nobody can set it: a pack rewritten
+    with the same size and its old modification time (``cp -p``, a build that fixes every file's time) still
+    gets a new stamp."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted((e for e in it if _is_builtin_pack(e.name)), key=lambda e: e.name)
+            stamps = []
+            for e in entries:
+                st = e.stat(follow_symlinks=True)
+                stamps.append((e.name, f"{folder}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"))
+    except OSError:
+        return None
+    return stamps or None
+
+
+def build_ruleset(packs: list[tuple[str, str]], *, cache: bool = False, key: str | None = None) -> RuleSet:
     """The rule set of ``packs`` ((name, TOML text) pairs, later packs replacing rules by id). A pack that
     does not parse or check is skipped with a warning. ``cache``: read and keep what parsing found in the
-    user's cache folder (see the module's docstring); the rule set and the warnings are the same."""
-    key = _cache_key(packs) if cache else ""
+    user's cache folder (see the module's docstring), under ``key`` when the caller has one for these packs
+    (the built-in packs' file stamps), else a hash of their bytes; the rule set and the warnings are the
+    same."""
+    key = (key or _cache_key(packs)) if cache else ""
     stored = _read_cache(key) if cache else None
     if stored is not None:
         parsed, keyword_pattern = stored
@@ -328,6 +356,10 @@ def keep_cache(rs: RuleSet, allowed: bool = True) -> None:
     write, rs.cache_write = rs.cache_write, None
     if write is not None and allowed:
         write()
+    pending = list(_ENTRY_POINT_ANSWERS.items())
+    _ENTRY_POINT_ANSWERS.clear()
+    for path, text in pending if allowed else ():
+        _write_entry_points(path, text)
 
 
 _Parsed = tuple[str, "dict[str, Any] | None", str]  # (pack name, its TOML data or None, why it was refused)
@@ -453,6 +485,101 @@ def _write_cache(key: str, parsed: list[_Parsed], keywords: bytes | None) -> Non
         pass
 
 
+# ------------------------------------------------------------------------------- installed entry points
+def has_entry_points(group: str) -> bool:
+    """Whether any installed distribution declares an entry point in ``group`` (the command line's plugins,
+    which may add rule packs), from a cache when the places Python finds distributions in are unchanged.
+
+    Why: answering it means importing ``importlib.metadata`` (email, zipfile, csv...) and reading every
+    installed distribution's metadata: about a tenth of a fresh ``faildiag diagnose`` of a small log, on
+    every call, to learn that no third-party pack is installed. The answer is kept beside the rule packs'
+    cache, keyed by the Python, ``sys.path`` and the ``*.dist-info`` / ``*.egg-info`` folders in each of its
+    entries with the time of their ``entry_points.txt``: installing, upgrading or removing a distribution
+    changes those, so the next process looks again. A miss, an unreadable or foreign cache: a full look,
+    whose answer is written with the rule set's cache (``keep_cache``: never inside the team cards' folder)."""
+    key = _entry_points_key(group)
+    path = _entry_points_file(key)
+    try:
+        fsio.check_output_root(path.parent)
+        data = json.loads(fsio.read_capped(path, 1 << 16))
+        found = data.get("found") if isinstance(data, dict) and data.get("key") == key else None
+        if isinstance(found, bool):
+            return found
+    except (OSError, ValueError, TypeError, RecursionError, UnicodeError):
+        pass
+    found = _scan_entry_points(group)
+    _ENTRY_POINT_ANSWERS[path] = json.dumps({"format": CACHE_FORMAT, "key": key, "group": group, "found": found})
+    return found
+
+
+_ENTRY_POINT_ANSWERS: dict[Path, str] = {}
+"""Answers of ``has_entry_points`` not written yet: like a rule set's cache (``RuleSet.cache_write``) they
+wait for ``keep_cache``, which knows whether the cache folder lies inside the team cards' folder (never
+written to). One process makes at most one entry (the command line's plugin manager is made once)."""
+
+
+def _write_entry_points(path: Path, text: str) -> None:
+    try:
+        written = fsio.safe_atomic_write(path.parent, path.name, text, mode=fsio.PRIVATE_FILE_MODE)
+        old = sorted(written.parent.glob("entry-points-*.json"), key=lambda p: p.lstat().st_mtime, reverse=True)
+        for stale in old[KEEP_CACHES:]:  # each install or removal makes a new key
+            stale.unlink(missing_ok=True)
+    except (OSError, ValueError):  # a read-only home or a foreign cache folder: looked at again next time
+        pass
+
+
+def _scan_entry_points(group: str) -> bool:
+    from importlib.metadata import entry_points  # the cost that the cache saves
+
+    try:
+        return bool(entry_points(group=group))
+    except Exception:  # a broken distribution's metadata: let the plugin manager's own scan report it
+        return True
+
+
+def _entry_points_key(group: str) -> str:
+    """The distributions Python can find now, as names and times (see ``has_entry_points``)."""
+    h = hashlib.sha256(f"faildiag-entry-points-{CACHE_FORMAT}\0{group}\0{sys.version}\0".encode())
+    h.update(repr([type(f).__qualname__ for f in sys.meta_path]).encode())
+    for entry in sys.path:
+        h.update(f"\0{len(entry)}:{entry}\0".encode("utf-8", "surrogatepass"))
+        for stamp in _distributions_in(entry or "."):
+            h.update(stamp.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:40]
+
+
+def _distributions_in(where: str) -> list[str]:
+    """Each ``*.dist-info`` / ``*.egg-info`` of one ``sys.path`` entry with its ``entry_points.txt``'s time,
+    or the entry's own time when it is a file (a zip). Names and files, not the folder's time: the current
+    folder is often on ``sys.path`` and changes with every output folder written into it."""
+    try:
+        with os.scandir(where) as it:
+            names = sorted(e.name for e in it if e.name.lower().endswith((".dist-info", ".egg-info")))
+    except NotADirectoryError:
+        try:
+            st = os.stat(where)
+        except OSError:
+            return ["-"]
+        return [f"file:{st.st_size}:{st.st_mtime_ns}"]
+    except (OSError, ValueError):
+        return ["-"]
+    out = []
+    for name in names:
+        try:
+            st = os.stat(os.path.join(where, name, "entry_points.txt"))
+            stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        except (OSError, ValueError):
+            stamp = "-"
+        out.append(f"{name}\0{stamp}\0")
+    return out
+
+
+def _entry_points_file(key: str) -> Path:
+    from ..parse.mpscan import cache_dir
+
+    return cache_dir() / f"entry-points-{key}.json"
+
+
 def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> None:
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
@@ -557,7 +684,15 @@ def _trie(words: list[bytes]) -> bytes:
 
 @lru_cache(maxsize=1)
 def _default_ruleset_cached(extra_key: tuple[tuple[str, str], ...]) -> RuleSet:
-    return build_ruleset(_builtin_packs() + list(extra_key), cache=True)
+    stamps = _builtin_stamps()
+    if stamps is None:
+        return build_ruleset(_builtin_packs() + list(extra_key), cache=True)
+    key = _cache_key([("stamp", "\0".join(f"{n}\0{s}" for n, s in stamps)), *extra_key])
+    stored = _read_cache(key)
+    if stored is not None:  # the packs are not even read
+        parsed, keyword_pattern = stored
+        return _assemble(parsed, lazy=True, keyword_pattern=keyword_pattern)
+    return build_ruleset(_builtin_packs() + list(extra_key), cache=True, key=key)
 
 
 def load_ruleset(extra_packs: list[tuple[str, str]] | None = None) -> RuleSet:
