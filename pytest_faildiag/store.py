@@ -206,8 +206,6 @@ def _portable_lock(path: str | os.PathLike[str], timeout: float) -> Iterator[boo
         lock.release()
 
 
-
-
 def dump_json(obj: Any) -> str:
     """How every JSON file of the output folder is laid out."""
     return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
