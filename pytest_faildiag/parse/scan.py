@@ -86,8 +86,9 @@ _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P
 # any class qualified by its module (``django.core.exceptions.ImproperlyConfigured: msg``): Python prints
 # the module of every exception class that is not a builtin, and a lower-case dotted path followed by a
 # capitalised name and ``: `` is that form. Warnings are left out: printed alone they are not failures.
+# ``Name: msg``; never ``Name::member`` (a C++ qualified name in a native backtrace, ``c10::DistError::DistError``)
 _BARE_EXC = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::\s?(?P<msg>.*))?$"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::(?!:)\s?(?P<msg>.*))?$"
 )
 _BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
 _QUOTE = re.compile(r"^(?:(?:>>>|>|\.\.\.)\s?)+")  # REPL prompts or Markdown quotes before an exception line

@@ -189,7 +189,9 @@ KERNEL_XID = """\
 import os, sys, time
 t = time.time()
 with open(os.environ["KERNEL_FILE"], "w") as f:  # where this cluster's syslog puts kern.*
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".000000+00:00"
+    # rsyslog's high-precision RFC 3339 stamp carries the microseconds (a stamp cut to the second is read
+    # as lying anywhere in that second, so it would not precede the rank's line half a second later)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}+00:00"
     f.write(f"{stamp} gpu07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus.\\n")
 time.sleep(0.5)
 print("[rank13]:RuntimeError: CUDA error: unspecified launch failure", file=sys.stderr)

@@ -5,6 +5,7 @@ plain output. Real output is produced here in subprocesses; the logs from public
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,7 @@ from bench.audit_extract import SHAPES  # each: a documented output format every
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.engine.analyze import analyze, failure_point
 from pytest_faildiag.engine.reason import Facts, frame_owner, gather_facts
-from pytest_faildiag.parse.scan import ScanResult, scan_text
+from pytest_faildiag.parse.scan import ScanResult, prefixed_exception, scan_text
 from pytest_faildiag.rules import load_ruleset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -244,3 +245,25 @@ def test_an_exception_group_keeps_its_own_frames_and_each_sub_exception(tmp_path
         ("ValueError", ["main", "load"]),
     ]
     assert facts.exc_type == "ValueError" and facts.raise_frame.func == "load"
+
+
+def test_a_native_backtrace_frame_is_not_an_exception_line(tmp_path):
+    """Real PyTorch: a c10d store that nobody serves, with C++ stack traces on. The backtrace names C++
+    members (``#6 c10::DistError::DistError(...)``); behind a prefix, ``DistError::DistError`` is a
+    qualified name, not Python's ``DistError: message`` (read as one, a peer's cascade line looked like the
+    failure that started a job)."""
+    pytest.importorskip("torch")
+    code = textwrap.dedent(
+        """
+        import datetime, socket
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+        import torch.distributed as dist
+        dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=1))
+        """
+    )
+    env = {**os.environ, "TORCH_SHOW_CPP_STACKTRACES": "1"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    members = [ln for ln in p.stderr.splitlines() if "::DistError::DistError(" in ln]
+    assert p.returncode != 0 and members, p.stderr[-2000:]
+    assert all(prefixed_exception(ln) is None for ln in members)
+    assert prefixed_exception("[rank1]: ValueError: bad batch shape") == ("ValueError", "bad batch shape")
