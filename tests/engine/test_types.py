@@ -278,3 +278,26 @@ def test_the_dispatchers_no_kernel_message_logged_without_its_class_is_unsupport
     diag = _diagnose(out, rc)
     assert diag.profile.type == "unsupported_op"
     assert diag.root_causes[0].category == "operator"
+
+
+@pytest.mark.parametrize(
+    ("sig", "rule", "first"),
+    [(signal.SIGBUS, "proc.sigbus", "resource"), (signal.SIGFPE, "proc.sigfpe", "library")],
+)
+def test_a_process_killed_by_sigbus_or_sigfpe_is_a_crash(tmp_path, sig, rule, first):
+    """signal(7): a real child dies of SIGBUS / SIGFPE and the shell reports it as 128+N ("Bus error (core
+    dumped)", exit 135; "Floating point exception", exit 136). Both are crashes, with the catalogue's usual
+    causes first (mapped memory that could not be backed; an integer division by zero in native code)."""
+    script = tmp_path / "die.py"
+    script.write_text(f"import os, signal\nprint('step 1 loss 0.5', flush=True)\nos.kill(os.getpid(), {int(sig)})\n")
+    p = subprocess.run(
+        ["bash", "-c", f"ulimit -c 0; '{sys.executable}' '{script}'; exit $?"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 128 + int(sig), (p.returncode, p.stderr)
+    d = _diagnose(p.stdout + p.stderr, p.returncode)
+    assert d.profile.type == "crash"
+    assert any(c.rule == rule for c in d.root_causes)
+    assert d.root_causes[0].category == first
