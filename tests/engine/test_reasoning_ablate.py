@@ -7,36 +7,15 @@ with the pack that knows their message left out, so the reasoning alone has to r
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.rules import _builtin_packs, build_ruleset
-
-THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
-
-
-def _without(*packs: str):
-    """The built-in rule set without ``packs``: the rules that know a message are left out."""
-    return build_ruleset([p for p in _builtin_packs() if p[0] not in packs])
-
-
-def _train_log(name: str, *without: str):
-    """A train log of the thread corpus (the split is checked: dev logs are never tests), diagnosed without
-    the packs ``without``."""
-    split = json.loads((THREADS / "split.json").read_text())["split"]
-    assert split[name] == "train", name
-    log = THREADS / f"{name}.log"
-    label = json.loads(log.with_suffix(".json").read_text())
-    diag = diagnose(
-        [str(log)], exit_code=label.get("exit_code"), command=label.get("command"), ruleset=_without(*without)
-    )
-    return diag, label
+from tests.engine.corpus_logs import train_log as _train_log
+from tests.engine.corpus_logs import without as _without
 
 
 def _checks(diag, category: str, name: str) -> list[str]:

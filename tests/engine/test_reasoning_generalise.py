@@ -8,11 +8,8 @@ from moving its candidate down, fails here.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -20,26 +17,10 @@ from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.reason import frame_owner
 from pytest_faildiag.parse.scan import Frame
 from pytest_faildiag.rules import load_ruleset
+from tests.engine.corpus_logs import run_failing as _run
+from tests.engine.corpus_logs import train_log as _train_log
 
-THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
 LIBS = load_ruleset().reasoning.libraries
-
-
-def _run(tmp_path: Path, code: str) -> tuple[str, int]:
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(code))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert p.returncode != 0, p.stdout + p.stderr
-    return p.stderr, p.returncode
-
-
-def _train_log(name: str):
-    """A train log of the thread corpus with its label (the split is checked: dev logs are never tests)."""
-    split = json.loads((THREADS / "split.json").read_text())["split"]
-    assert split[name] == "train", name
-    log = THREADS / f"{name}.log"
-    label = json.loads(log.with_suffix(".json").read_text())
-    return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
 
 
 def _check(cause, name: str) -> list[str]:

@@ -8,44 +8,17 @@ reasoning alone must then reach what the rule would have said.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.rules import _builtin_packs, build_ruleset
-
-THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
-
-
-def _without(*packs: str):
-    """The built-in rule set without ``packs``: the rules that know a message are left out."""
-    return build_ruleset([p for p in _builtin_packs() if p[0] not in packs])
-
-
-def _train_log(name: str, *without: str):
-    """A train log of the thread corpus (the split is checked: dev logs are never tests), diagnosed with
-    every built-in pack, or without the packs ``without`` (a log whose message no rule knows)."""
-    split = json.loads((THREADS / "split.json").read_text())["split"]
-    assert split[name] == "train", name
-    log = THREADS / f"{name}.log"
-    label = json.loads(log.with_suffix(".json").read_text())
-    rs = _without(*without) if without else None
-    return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command"), ruleset=rs), label
+from tests.engine.corpus_logs import run_failing as _run
+from tests.engine.corpus_logs import train_log as _train_log
+from tests.engine.corpus_logs import without as _without
 
 
 def _cats(diag, n: int = 3) -> list[str]:
     return [c.category for c in diag.root_causes[:n]]
-
-
-def _run(tmp_path: Path, code: str) -> tuple[str, int]:
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(code))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert p.returncode != 0, p.stdout + p.stderr
-    return p.stderr, p.returncode
 
 
 def test_a_stage_the_family_does_not_list_still_names_a_hypothesis(tmp_path):

@@ -1,0 +1,42 @@
+"""Helpers shared by the reasoning tests: train logs of the thread corpus (the split is checked, so a dev
+log can never become a test), optionally diagnosed with the packs that know their message left out, and
+real Python processes run here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.model import Diagnosis
+from pytest_faildiag.rules import RuleSet, _builtin_packs, build_ruleset
+
+THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def without(*packs: str) -> RuleSet:
+    """The built-in rule set without ``packs``: the rules that know a message are left out."""
+    return build_ruleset([p for p in _builtin_packs() if p[0] not in packs])
+
+
+def train_log(name: str, *left_out: str) -> tuple[Diagnosis, dict]:
+    """A train log and its label, diagnosed with every built-in pack, or without the packs ``left_out``
+    (a log whose message no rule knows)."""
+    split = json.loads((THREADS / "split.json").read_text())["split"]
+    assert split[name] == "train", name
+    log = THREADS / f"{name}.log"
+    label = json.loads(log.with_suffix(".json").read_text())
+    rs = without(*left_out) if left_out else None
+    return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command"), ruleset=rs), label
+
+
+def run_failing(tmp_path: Path, code: str) -> tuple[str, int]:
+    """Run ``code`` as a real Python script in ``tmp_path``; it must fail. Its stderr and exit status."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(code))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return p.stderr, p.returncode
