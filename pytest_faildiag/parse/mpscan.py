@@ -425,10 +425,17 @@ class _Re2Lines:
 # ------------------------------------------------------------------------------------------- the scanner's view
 def next_line(starts: list[int]) -> Callable[[int], tuple[int, int] | None]:
     """``find(pos)`` over precomputed line starts: the first hit line starting at or after ``pos``, as the
-    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner."""
+    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner. The scanner asks
+    with ``pos`` growing, so the search goes on from the last answer (a bisection only when it went back)."""
+    at = [0]
 
     def find(pos: int) -> tuple[int, int] | None:
-        i = bisect_left(starts, pos)
+        i = at[0]
+        if i and starts[i - 1] >= pos:
+            i = bisect_left(starts, pos)
+        while i < len(starts) and starts[i] < pos:
+            i += 1
+        at[0] = i
         return (starts[i], starts[i]) if i < len(starts) else None
 
     return find

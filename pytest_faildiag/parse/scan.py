@@ -1077,12 +1077,26 @@ def _scan_chunk(
         _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
     # tail: the last lines of this chunk replace older ones
-    last = buf[max(0, n - 64 * 1024) : n].decode("utf-8", "replace").splitlines()
+    last = buf[_tail_start(buf, n) : n].decode("utf-8", "replace").splitlines()
     for line in last[-TAIL_LINES:]:
         vis = _visible(line[:MAX_LINE])
         if vis.strip():
             tail.append(vis)
     return line_no
+
+
+def _tail_start(buf: bytes | bytearray, n: int) -> int:
+    """Where the text that holds the last ``TAIL_LINES`` lines of ``buf[:n]`` starts: after the newline
+    that ends the line before them, within the last 64 KiB. Every newline ends a line of ``splitlines``
+    (which also splits at other breaks), so the lines after it hold those lines; decoding every chunk's
+    whole last 64 KiB for them cost more than its lines' search."""
+    floor = max(0, n - 64 * 1024)
+    at = n - 1  # the newline that ends the block is not a break before a line
+    for _ in range(TAIL_LINES):
+        at = buf.rfind(b"\n", floor, at) if at > floor else -1
+        if at < 0:
+            return floor
+    return at + 1
 
 
 def _seen(
