@@ -223,12 +223,13 @@ class _HyperscanLines:
         return self.scan(buf)[0]
 
     def scan(
-        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None, limit: int = PREFILTER_LIMIT
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None, limit: int | None = None
     ) -> tuple[list[int], Occurrences | None]:
         """The candidate line starts of ``buf[:n]`` and the keyword occurrences per line (``view``: a
         memoryview of ``buf``, so the block is scanned where it lies). A block with ``limit`` prefilter
-        lines is scanned again with the markers themselves (-1: no limit)."""
+        lines (default ``PREFILTER_LIMIT``) is scanned again with the markers themselves (-1: no limit)."""
         n = len(buf) if n is None else n
+        limit = PREFILTER_LIMIT if limit is None else limit
         starts: list[int] = []
         occ: Occurrences = {}
         maybe: list[tuple[int, int, re.Pattern[bytes]]] = []  # prefilter lines: (start, end, the marker)
