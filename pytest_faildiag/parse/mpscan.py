@@ -235,7 +235,7 @@ class _HyperscanLines:
         maybe: list[tuple[int, int, re.Pattern[bytes]]] = []  # prefilter lines: (start, end, the marker)
         candidate, table, verify = self.candidate, self.table, self.verify
         line = [0, -1, 0]  # the line being reported (start, end, 1: a candidate, 2: a maybe): O(1) per hit
-        here: list[list[tuple[int, int]]] = [[]]
+        here: list[list[tuple[int, int]] | None] = [None]  # its keyword occurrences, once it has one
 
         def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> bool:
             at = end - 1  # matches never span a newline: the byte before the end is in the hit's line
@@ -244,9 +244,12 @@ class _HyperscanLines:
                 nl = buf.find(b"\n", at, n)
                 line[1] = n if nl < 0 else nl
                 line[2] = 0
-                here[0] = occ.setdefault(line[0], [])
+                here[0] = None
             if table[i][1]:
-                here[0].append((end, i))
+                got = here[0]
+                if got is None:
+                    got = here[0] = occ.setdefault(line[0], [])
+                got.append((end, i))
             if line[2] != 1:
                 if candidate[i]:
                     line[2] = 1

@@ -267,7 +267,7 @@ class _Scanner:
         if m:
             rank = m["rank"]
             body = text[m.end() :]
-            while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
+            while body[:1] == "[" and (m := _RANK_PREFIX.match(body)) is not None:  # "[default1]:[rank1]: …"
                 body = body[m.end() :]
         body = self._strip_prefix(body)
         while body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
@@ -327,7 +327,10 @@ class _Scanner:
         stripped = body.strip()
         if self.elastic is not None:
             self._elastic_line(body)
-        if "Root Cause (first observed failure)" in body:
+        # every header looked for below holds "(", "~~~ " or "above exception": most lines hold none, and one
+        # search for each is cheaper than a search for each header
+        headers = "(" in body or "~~~ " in body or "above exception" in body
+        if headers and "Root Cause (first observed failure)" in body:
             self.elastic = RootCauseBlock(self.source, number)
             self.elastic_left = 40
             self._keep(self.res.elastic, self.elastic)
@@ -342,14 +345,14 @@ class _Scanner:
                 self.dump.frames[-1].code = stripped[:300]
                 return
             self.dump = None
-        if "~~~ Stack of " in body or "(most recent call first)" in body:
+        if headers and ("~~~ Stack of " in body or "(most recent call first)" in body):
             thread = stripped.strip("~ ").replace("Stack of ", "").replace(" (most recent call first):", "").rstrip(":")
             self.dump = StackDump(
                 self.source, number, thread, innermost_first="most recent call first" in body, rank=rank
             )
             self._keep(self.res.dumps, self.dump)
             return
-        if "Traceback (most recent call last)" in body:
+        if headers and "Traceback (most recent call last)" in body:
             opened = Traceback(
                 self.source,
                 number,
@@ -362,7 +365,7 @@ class _Scanner:
             self.open_tb[rank] = opened
             self._keep_tb(opened)
             return
-        if _CHAIN[0] in body or _CHAIN[1] in body:
+        if headers and (_CHAIN[0] in body or _CHAIN[1] in body):
             self.pending_chain[rank] = True
             return
         tb = self.open_tb.get(rank)
@@ -390,8 +393,10 @@ class _Scanner:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            has_py = ".py:" in stripped
-            lm = _PYTEST_LOC.match(stripped) if has_py else None
+            py_at = stripped.find(".py:")
+            has_py = py_at >= 0
+            # ``_PYTEST_LOC``'s path holds no space: its ``.py:`` comes before the line's first one
+            lm = _PYTEST_LOC.match(stripped) if has_py and not 0 <= stripped.find(" ", 0, py_at) else None
             if lm is None and has_py:
                 # behind a prefix; only a line that ends as pytest's entries do (``: in f``, ``: ExcType``;
                 # a warning's ``path.py:N: UserWarning: message`` does not) is searched
@@ -717,8 +722,13 @@ class _Seen:
 def exception_line(text: str) -> tuple[str, str] | None:
     """(exception class, message) when ``text`` is an exception line as Python prints it below a traceback
     (``ValueError: msg``, ``Exception: msg``, ``django.core.exceptions.ImproperlyConfigured: msg``)."""
+    if text[:1] not in _NAME_START:  # both patterns start with a class or module name (most log lines do not)
+        return None
     m = _BARE_EXC.match(text) or _BARE_QUALIFIED.match(text)
     return (m["type"], m["msg"] or "") if m else None
+
+
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
 def prefixed_exception(text: str) -> tuple[str, str] | None:
