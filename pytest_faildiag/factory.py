@@ -769,7 +769,18 @@ def _join(fac: Factory, records: Iterable[Record]) -> None:
         taken.append(i)
         _, _, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable = row
         rules.append(
-            CardRule(cid, title, cat, f"factory:{rel}", keywords, sigs if usable is None else usable, hints, folded, typ, stack)
+            CardRule(
+                cid,
+                title,
+                cat,
+                f"factory:{rel}",
+                keywords,
+                sigs if usable is None else usable,
+                hints,
+                folded,
+                typ,
+                stack,
+            )
         )
         rows.append(row)
 
@@ -1140,7 +1151,16 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
         rows = [records[i][3] for i in taken]
         rules: list[Rule] = [
             CardRule(
-                cid, title, cat, f"factory:{rel}", keywords, sigs if usable is None else usable, hints, folded, typ, stack
+                cid,
+                title,
+                cat,
+                f"factory:{rel}",
+                keywords,
+                sigs if usable is None else usable,
+                hints,
+                folded,
+                typ,
+                stack,
             )
             for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
         ]
@@ -1151,23 +1171,12 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
 
 def previous_records(data: dict[str, Any] | None) -> dict[str, Record]:
     """The records of an index made for another listing of the same factory, by relative path: the cards
-    of that reading whose size, times and inode are unchanged need not be read again. Only records of the
-    expected shape, made by this very code (``head``); none otherwise."""
+    of that reading whose size, times and inode are unchanged need not be read again. Only from an index
+    made by this very code (``head``), as trusted as an index for the current listing; a record not of
+    the expected shape makes ``load_factory`` read every card."""
     if data is None or data.get("head") != _head_hash() or not isinstance(data.get("files"), list):
         return {}
-    out: dict[str, Record] = {}
-    for rec in data["files"]:
-        if (
-            isinstance(rec, list)
-            and len(rec) == 5
-            and isinstance(rec[0], str)
-            and isinstance(rec[1], str)
-            and isinstance(rec[4], str)
-            and (rec[2] is None or isinstance(rec[2], str))
-            and (rec[3] is None or (isinstance(rec[3], list) and len(rec[3]) == 12 and rec[3][0] == rec[0]))
-        ):
-            out[rec[0]] = rec
-    return out
+    return {rec[0]: rec for rec in data["files"] if isinstance(rec, list) and len(rec) == 5 and isinstance(rec[0], str)}
 
 
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:
