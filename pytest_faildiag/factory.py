@@ -12,7 +12,8 @@ signature is compiled the first time its keyword occurs in a log, once per proce
 (unbalanced groups, a dangling backslash) are caught at load; anything subtler when first compiled, and
 ``faildiag card --check`` compiles every signature. A broken card is one warning line and is skipped.
 What a reading found is kept in a private per-user index (see "the index" below), so a fresh process
-reads one file rather than every card while the factory's listing is unchanged.
+reads one file rather than every card while the factory's listing is unchanged, and only the cards that
+changed when it is not.
 
 How a match counts (``support``): it is supporting evidence, never a substitute for what the logs show.
 It raises the cause the rules already found in the card's category (noisy-or, like a second signature),
@@ -685,7 +686,7 @@ parses thousands of records, and every object made is one more for the garbage c
 
 
 def _stamp(st: tuple[int, int, int, int]) -> str:
-    return f"{st[0]}:{st[1]}:{st[2]}:{st[3]}"
+    return f"{st[0]:x}.{st[1]:x}.{st[2]:x}.{st[3]:x}"
 
 
 def read_factory(
@@ -1028,10 +1029,13 @@ _INNER_WORDS = LazyRegex(rb"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]{3,}(?=[^A-Za-z0-9_])"
 #
 # Why: a fresh process (every CLI call, every pytest session) would otherwise open and parse every card
 # and derive every keyword again: ~30 µs a card, 0.15 s for 5,000, close to the diagnosis itself. What
-# the reading found (cards, keywords, the problem lines) depends only on the cards' bytes, so it is kept once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``),
-# keyed by the listing: every card's relative path, size, modification and change times and inode, plus
-# this module and the vocabularies it checks against. Any card added, removed, edited, replaced or
-# chmod-ed changes the key and the factory is read again in full (same checks, same problem lines).
+# the reading found (cards, keywords, the problem lines) depends only on the cards' bytes, so it is kept
+# once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``), keyed by the listing:
+# every card's relative path, size, modification and change times and inode, plus this module and the
+# vocabularies it checks against. Any card added, removed, edited, replaced or chmod-ed changes the key;
+# the next reading then takes every card whose size, times and inode are unchanged from its record (one
+# per card file, ``Record``) and reads only the others, deciding duplicate ids across all of them again:
+# the same checks and problem lines as a full reading (a test compares both), for the cost of one card.
 # The index is never written inside the factory, is private (folder 0700, file 0600, written atomically
 # without following links) and is read only when it is a regular file of ours that nobody else can
 # write; anything unexpected in it is a miss, never an error. Deleting it is always safe.
@@ -1123,14 +1127,19 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
     process a full reading): each card's record (what it says, its keywords, its problem lines)."""
     if fac.records is None:
         return  # not a factory read from a listing by ``read_factory``
-    taken = fac.taken
+    records = fac.records
     payload = {
         "format": INDEX_FORMAT,
         "key": key,
         "head": _head_hash(),
-        "files": fac.records,
-        "cards": taken,
+        "cards": fac.taken,
         "problems": fac.problems,
+        # the records, as few objects as they can be (a fresh process parses them all): each card's row,
+        # else ``[rel, id]`` (no usable signature) or ``[rel]`` (did not parse); stamps and the problem
+        # lines of the few cards that have some beside them
+        "files": [row if row is not None else [rel] if cid is None else [rel, cid] for rel, _, cid, row, _ in records],
+        "stamps": [rec[1] for rec in records],
+        "own": {str(i): rec[4] for i, rec in enumerate(records) if rec[4]},
     }
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
@@ -1148,7 +1157,7 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
     if not all(isinstance(x, str) for x in problems):
         return None
     try:
-        rows = [records[i][3] for i in taken]
+        rows = [records[i] for i in taken]
         rules: list[Rule] = [
             CardRule(
                 cid,
@@ -1174,9 +1183,19 @@ def previous_records(data: dict[str, Any] | None) -> dict[str, Record]:
     of that reading whose size, times and inode are unchanged need not be read again. Only from an index
     made by this very code (``head``), as trusted as an index for the current listing; a record not of
     the expected shape makes ``load_factory`` read every card."""
-    if data is None or data.get("head") != _head_hash() or not isinstance(data.get("files"), list):
+    if data is None or data.get("head") != _head_hash():
         return {}
-    return {rec[0]: rec for rec in data["files"] if isinstance(rec, list) and len(rec) == 5 and isinstance(rec[0], str)}
+    files, stamps, own = data.get("files"), data.get("stamps"), data.get("own")
+    if not isinstance(files, list) or not isinstance(stamps, list) or not isinstance(own, dict):
+        return {}
+    if len(files) != len(stamps):
+        return {}
+    out: dict[str, Record] = {}
+    for i, (x, stamp) in enumerate(zip(files, stamps, strict=True)):
+        if isinstance(x, list) and x and isinstance(x[0], str) and isinstance(stamp, str):
+            n = len(x)
+            out[x[0]] = [x[0], stamp, x[1] if n > 1 else None, x if n > 2 else None, own.get(str(i), "")]
+    return out
 
 
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:

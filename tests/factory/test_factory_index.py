@@ -107,9 +107,9 @@ def test_an_index_that_is_not_ours_or_not_current_is_ignored(tmp_path, _private_
     assert F.read_index(path, key) is not None
     good = path.read_bytes()
     lying = json.loads(good)
-    lying["files"][0][3][4] = "dataset"  # a stale or forged reading: ignored unless its key matches, and its
+    lying["files"][0][4] = "dataset"  # a stale or forged reading: ignored unless its key matches, and its
     lying["key"] = "0" * 64  # records are only taken for cards whose size, times and inode they name
-    lying["files"][0][1] = "0:0:0:0"
+    lying["stamps"][0] = "0.0.0.0"
     for data in (b"not json", b"[]", b'{"format": 1}', json.dumps(lying).encode(), good[: len(good) // 2]):
         path.write_bytes(data)
         assert F.read_index(path, key) is None
