@@ -397,8 +397,13 @@ def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) ->
 
 
 # an API the message names with its module: ``module 'M' has no attribute 'x'`` (Python's AttributeError on a
-# module), ``cannot import name 'x' from 'M'`` (ImportError of ``from M import x``)
-_MODULE_API = re.compile(r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
+# module), ``cannot import name 'x' from 'M'`` (ImportError of ``from M import x``), ``No module named 'M.sub'``
+# (Python names the first part of a dotted import that fails: M itself imported, so the installed M lacks
+# ``sub``; a missing top-level package is "No module named 'M'", an install, not an API)
+_MODULE_API = re.compile(
+    r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from '?(?P<b>[\w.]+)"
+    r"|No module named '(?P<c>\w+)\.\w[\w.]*'"
+)
 # a file inside an installed package (``…/site-packages/torch/lib/fbgemm.dll``, ``…\Lib\site-packages\…``)
 # (a code location ``…/site-packages/x/log.py:16`` or a frame line is where code ran, not a file it failed on)
 _INSTALLED_PATH = re.compile(
@@ -416,7 +421,7 @@ def _package(name: str) -> str:
 def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
     """Which code made the call that an installed package does not offer (any more), when a library's frame
     raised. The message names the module (``module 'M' has no attribute``, ``cannot import name … from
-    'M'``): the library asked another package for the name (``api:cross_library``: it was written against
+    'M'``, ``No module named 'M.sub'``): the library asked another package for the name (``api:cross_library``: it was written against
     another version of that package, so the two installed versions do not fit together) or its own package
     (``api:own_library``: a partial or mixed install, or a release whose own imports are broken). Or the
     message says an API changed (``cue:api_change``: removed, renamed, deprecated, a call signature that does
@@ -428,7 +433,7 @@ def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | 
         return None
     m = _MODULE_API.search(facts.message)
     if m:
-        same = _package(m["a"] or m["b"]) == _package(facts.library)
+        same = _package(m["a"] or m["b"] or m["c"]) == _package(facts.library)
         return "api:own_library" if same else "api:cross_library"
     if API_CUE not in facts.cued:
         return None

@@ -90,6 +90,15 @@ def test_a_library_asking_another_package_for_a_missing_name_is_version_skew(tmp
     model = [c for c in diag.root_causes if c.category == "model"]
     assert not model or _checks(diag, "model")["context:api:cross_library"] == "failed"
 
+    # the same skew at import: alpha imports a submodule the installed beta lacks (Python names the first
+    # part of a dotted import that fails, so beta itself imported)
+    (site / "alpha" / "compat.py").write_text("from beta.compat import inf\n")
+    err, rc = _run(tmp_path, site, "import alpha.compat\n", "compat.py")
+    assert "No module named 'beta.compat'" in err
+    skew = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert set(_cats(skew, 2)) == {"environment", "library"}
+    assert _checks(skew, "library")["context:api:cross_library"] == "passed"
+
     err, rc = _run(tmp_path, site, "import beta\nbeta.convert(1)\n", "own.py")
     own = diagnose(texts={"stderr": err}, exit_code=rc)
     assert "context:api:cross_library" not in _all_checks(own)
@@ -114,8 +123,9 @@ def test_a_removed_api_called_by_another_library_is_skew_not_the_program(tmp_pat
 
 def test_a_library_missing_a_name_of_its_own_package_is_its_install_or_release(tmp_path):
     """alpha's ``__init__`` imports ``run`` from its own ``alpha.core``, which this copy lacks (a partial or
-    mixed install, or a broken release): the environment and the library are the two hypotheses, and the
-    move is shown as ``context:api:own_library``."""
+    mixed install, or a broken release), or a package's own compiled extension is missing: the
+    environment and the library are the two hypotheses, and the move is shown as
+    ``context:api:own_library``."""
     site = _site(
         tmp_path, {"alpha/__init__.py": "from alpha.core import run\n", "alpha/core.py": "def start():\n    pass\n"}
     )
@@ -124,6 +134,14 @@ def test_a_library_missing_a_name_of_its_own_package_is_its_install_or_release(t
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
     assert set(_cats(diag, 2)) == {"environment", "library"}
     assert _checks(diag, "library")["context:api:own_library"] == "passed"
+
+    # a package whose compiled extension is missing from this copy (imported by its own __init__)
+    site = _site(tmp_path / "ext", {"epsilon/__init__.py": "from epsilon._C import ops\n"})
+    err, rc = _run(tmp_path, site, "import epsilon\n", "ext.py")
+    assert "No module named 'epsilon._C'" in err
+    ext = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert set(_cats(ext, 2)) == {"environment", "library"}
+    assert _checks(ext, "library")["context:api:own_library"] == "passed"
 
 
 def test_a_shared_library_inside_an_installed_package_is_the_installation(tmp_path):
