@@ -1,0 +1,136 @@
+"""Where a pytest failure's cause lives, failed for real with pytester: pytest's and pluggy's own words
+(unregistered markers, async tests without a plugin, hooks pluggy rejects), the code under test raising
+(the test stays a home beside it), and warnings turned into errors (a deprecation, an exception nothing
+could catch). Each test asserts the distinct homes the top three must hold, not one home twice."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from pytest_faildiag.engine.api import diagnose
+from tests.engine.corpus_logs import train_log
+
+
+def _diagnose(result):
+    out = "\n".join(result.outlines)
+    err = "\n".join(result.errlines)
+    diag = diagnose(texts={"stdout.txt": out, "stderr.txt": err}, exit_code=int(result.ret), command="pytest")
+    return diag, [c.category for c in diag.root_causes], {c.rule for c in diag.root_causes}
+
+
+def test_an_unregistered_marker_under_strict_markers_is_the_configuration_first(pytester):
+    pytester.makepyfile(test_m="import pytest\n\n@pytest.mark.slowish\ndef test_x():\n    pass\n")
+    diag, cats, rules = _diagnose(pytester.runpytest("-p", "no:faildiag", "--strict-markers"))
+    assert "pytest.strict_markers" in rules
+    assert "slowish" in diag.root_causes[0].summary
+    assert cats[0] == "config"
+    # a misspelt marker (the test) and a plugin that registers it (the installation) are the alternatives,
+    # and the generic collection error ("a test module failed to import") does not compete with them
+    assert {"test_code", "environment"} <= set(cats[:3])
+    assert "pytest.collection_error" not in rules
+
+
+def test_an_async_test_without_a_plugin_is_the_installation_then_its_mode(pytester):
+    pytester.makepyfile(test_a="async def test_x():\n    assert True\n")
+    diag, cats, rules = _diagnose(
+        pytester.runpytest("-p", "no:faildiag", "-W", "error::pytest.PytestUnhandledCoroutineWarning")
+        if _pytest_before(8, 4)
+        else pytester.runpytest("-p", "no:faildiag")
+    )
+    assert "pytest.async_unsupported" in rules
+    assert cats[0] == "environment"
+    assert {"config", "test_code"} <= set(cats[:3])
+
+
+def _pytest_before(major: int, minor: int) -> bool:
+    import pytest
+
+    return tuple(int(x) for x in pytest.__version__.split(".")[:2]) < (major, minor)
+
+
+def test_a_hook_pluggy_rejects_in_the_tests_conftest_is_the_tests_code(pytester):
+    pytester.makeconftest("def pytest_frobnicate(config):\n    pass\n")
+    pytester.makepyfile(test_h="def test_x():\n    pass\n")
+    diag, cats, rules = _diagnose(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.plugin_validation_conftest" in rules
+    # the INTERNALERROR's generic reading (a plugin's bug) is silenced: pluggy named the conftest
+    assert "pytest.internalerror" not in rules
+    assert cats[0] == "test_code"
+    assert "environment" in cats[:3]
+
+
+def test_a_hook_pluggy_rejects_in_a_plugin_weighs_versions_and_the_plugin():
+    # train log: pluggy rejects a plugin's module-level name as an unknown hook (a pytest regression)
+    diag, label = train_log("pytest_python/pt_unknown_hook_pytest_config_variable")
+    cats = [c.category for c in diag.root_causes]
+    assert any(c.rule == "pytest.plugin_validation" for c in diag.root_causes)
+    assert {"environment", "library", "test_code"} == set(cats[:3])
+    assert label["category"] in cats[:3]
+
+
+def test_an_exception_in_the_code_under_test_keeps_the_test_among_the_homes(pytester):
+    pytester.makepyfile(
+        shop="def unit_price(total, count):\n    return {'price': total / count}['price']\n",
+        test_shop="from shop import unit_price\n\ndef test_price():\n    assert unit_price(10, 0) == 0\n",
+    )
+    diag, cats, _rules = _diagnose(pytester.runpytest("-p", "no:faildiag"))
+    assert diag.profile.type == "runtime_error"
+    assert cats[0] == "model"
+    assert "test_code" in cats[:3]
+    top = {c.category: c for c in diag.root_causes}
+    moved = {v.name: v.status for v in top["model"].validation_checks}
+    assert moved.get("context:raiser:under_test") == "passed"
+
+
+def test_a_deprecation_made_fatal_offers_the_call_the_release_and_the_filter(pytester):
+    pytester.makepyfile(
+        legacy=textwrap.dedent(
+            """\
+            import warnings
+
+            def old_api():
+                warnings.warn("old_api() is deprecated, use new_api()", DeprecationWarning, stacklevel=2)
+                return 1
+
+            def run():
+                return old_api()
+            """
+        ),
+        test_legacy="from legacy import run\n\ndef test_run():\n    assert run() == 1\n",
+    )
+    diag, cats, _rules = _diagnose(pytester.runpytest("-p", "no:faildiag", "-W", "error::DeprecationWarning"))
+    assert any(c.rule == "differential:deprecation" for c in diag.root_causes)
+    assert {"model", "environment", "config"} == set(cats[:3])
+
+
+def test_a_deprecation_made_fatal_in_a_script_has_no_test_among_its_homes(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import warnings\n\n"
+        "def old_api():\n"
+        "    warnings.warn('old_api() is deprecated', DeprecationWarning, stacklevel=2)\n\n"
+        "old_api()\n"
+    )
+    import subprocess
+
+    p = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", str(script)], capture_output=True, text=True)
+    assert p.returncode != 0
+    diag = diagnose(texts={"stderr.txt": p.stderr}, exit_code=p.returncode, command="python job.py")
+    cats = [c.category for c in diag.root_causes]
+    assert any(c.rule == "differential:deprecation" for c in diag.root_causes)
+    assert cats[0] == "model"
+    assert "test_code" not in cats[:3]
+
+
+def test_an_exception_nothing_could_catch_is_the_code_first(pytester):
+    pytester.makepyfile(
+        conn="class Conn:\n    def __del__(self):\n        raise ValueError('close on a closed socket')\n",
+        test_conn="from conn import Conn\n\ndef test_open():\n    Conn()\n",
+    )
+    diag, cats, _rules = _diagnose(
+        pytester.runpytest("-p", "no:faildiag", "-W", "error::pytest.PytestUnraisableExceptionWarning")
+    )
+    assert diag.profile.type == "runtime_error"
+    assert cats[0] == "model"
+    assert len(set(cats[:3])) == 3
