@@ -5,8 +5,12 @@ could catch). Each test asserts the distinct homes the top three must hold, not 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import train_log
@@ -44,8 +48,6 @@ def test_an_async_test_without_a_plugin_is_the_installation_then_its_mode(pytest
 
 
 def _pytest_before(major: int, minor: int) -> bool:
-    import pytest
-
     return tuple(int(x) for x in pytest.__version__.split(".")[:2]) < (major, minor)
 
 
@@ -112,8 +114,6 @@ def test_a_deprecation_made_fatal_in_a_script_has_no_test_among_its_homes(tmp_pa
         "    warnings.warn('old_api() is deprecated', DeprecationWarning, stacklevel=2)\n\n"
         "old_api()\n"
     )
-    import subprocess
-
     p = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", str(script)], capture_output=True, text=True)
     assert p.returncode != 0
     diag = diagnose(texts={"stderr.txt": p.stderr}, exit_code=p.returncode, command="python job.py")
@@ -134,3 +134,71 @@ def test_an_exception_nothing_could_catch_is_the_code_first(pytester):
     assert diag.profile.type == "runtime_error"
     assert cats[0] == "model"
     assert len(set(cats[:3])) == 3
+
+
+_DEADLOCK = "import threading\n\nLOCK = threading.Lock()\n\ndef work():\n    with LOCK:\n        with LOCK:\n            return 1\n"
+
+
+def test_a_time_limit_hit_in_the_code_under_test_is_that_code_first(pytester):
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(
+        worker=_DEADLOCK, test_worker="from worker import work\n\ndef test_w():\n    assert work() == 1\n"
+    )
+    # signal method: pytest-timeout raises at the frame it interrupted, which is the code under test
+    diag, cats, rules = _diagnose(pytester.runpytest_subprocess("-p", "no:faildiag", "--timeout=2"))
+    assert diag.profile.type == "hang"
+    assert "pytest.timeout" in rules
+    assert cats[:2] == ["model", "test_code"]
+
+
+def test_a_dumped_stack_stuck_in_the_code_under_test_names_its_owner(pytester):
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(
+        worker=_DEADLOCK, test_worker="from worker import work\n\ndef test_w():\n    assert work() == 1\n"
+    )
+    # thread method: the stacks are dumped; the innermost frame is worker.py (the program's own file)
+    diag, cats, _rules = _diagnose(
+        pytester.runpytest_subprocess("-p", "no:faildiag", "--timeout=2", "--timeout-method=thread")
+    )
+    assert diag.profile.type == "hang"
+    assert diag.root_causes[0].rule == "stuck_frame"
+    assert cats[0] == "model"
+    assert "worker.py" in diag.root_causes[0].summary
+    assert "test_code" in cats[:3]
+
+
+def test_a_dumped_stack_stuck_in_the_test_is_the_test(pytester):
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(test_spin="def test_spin():\n    n = 0\n    while n >= 0:\n        n += 1\n")
+    diag, cats, _rules = _diagnose(
+        pytester.runpytest_subprocess("-p", "no:faildiag", "--timeout=2", "--timeout-method=thread")
+    )
+    assert diag.profile.type == "hang"
+    assert cats[0] == "test_code"
+    assert "model" in cats[:3]
+
+
+def test_a_utf8_file_read_in_the_locale_codec_is_the_reading_code(tmp_path):
+    (tmp_path / "notes.txt").write_bytes("café\n".encode())
+    (tmp_path / "job.py").write_text('print(open("notes.txt").read())\n')
+    env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0"}
+    env.pop("PYTHONUTF8", None)
+    p = subprocess.run(
+        [sys.executable, "-X", "utf8=0", "job.py"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
+    assert p.returncode != 0 and "codec can't decode" in p.stderr
+    diag = diagnose(texts={"stderr.txt": p.stderr}, exit_code=p.returncode, command="python job.py")
+    top = diag.root_causes[0]
+    assert top.category == "model"
+    assert {v.name: v.status for v in top.validation_checks}.get("context:cue:locale_codec") == "passed"
+    assert "test_code" not in [c.category for c in diag.root_causes[:3]]
+
+
+def test_a_plugin_named_with_p_and_loaded_by_its_entry_point_is_the_command_line(pytester):
+    pytest.importorskip("pytest_timeout")
+    pytester.makepyfile(test_t="def test_x():\n    pass\n")
+    # the installed plugin autoloads through its entry point; naming it again with -p registers it twice
+    diag, cats, rules = _diagnose(pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "pytest_timeout"))
+    assert "pytest.plugin_registered_twice" in rules
+    assert cats[0] == "config"
+    assert {"environment", "test_code"} <= set(cats[:3])
