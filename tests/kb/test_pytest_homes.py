@@ -202,3 +202,20 @@ def test_a_plugin_named_with_p_and_loaded_by_its_entry_point_is_the_command_line
     assert "pytest.plugin_registered_twice" in rules
     assert cats[0] == "config"
     assert {"environment", "test_code"} <= set(cats[:3])
+
+
+def test_an_error_in_a_fixture_offers_the_set_up_the_service_and_the_code(pytester):
+    pytester.makepyfile(
+        store="def connect(url):\n    raise ConnectionRefusedError(111, 'Connection refused: ' + url)\n"
+    )
+    pytester.makeconftest(
+        "import pytest\nfrom store import connect\n\n@pytest.fixture\ndef db():\n    return connect('db:5432')\n"
+    )
+    pytester.makepyfile(test_store="def test_read(db):\n    assert db is not None\n")
+    diag, cats, rules = _diagnose(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.setup_error" in rules
+    # the set-up (a fixture) and the service it needs (the machine's) are both among the homes
+    assert cats[0] == "test_code"
+    assert "environment" in cats[:3]
+    setup = next(c for c in diag.root_causes if c.rule == "pytest.setup_error")
+    assert "setup of test_read" in setup.summary
