@@ -214,8 +214,22 @@ def test_an_error_in_a_fixture_offers_the_set_up_the_service_and_the_code(pytest
     pytester.makepyfile(test_store="def test_read(db):\n    assert db is not None\n")
     diag, cats, rules = _diagnose(pytester.runpytest("-p", "no:faildiag"))
     assert "pytest.setup_error" in rules
-    # the set-up (a fixture) and the service it needs (the machine's) are both among the homes
-    assert cats[0] == "test_code"
-    assert "environment" in cats[:3]
+    # the service the fixture needs (the machine's) and the set-up (a fixture) are both homes
+    assert {"test_code", "environment"} <= set(cats[:3])
     setup = next(c for c in diag.root_causes if c.rule == "pytest.setup_error")
     assert "setup of test_read" in setup.summary
+
+
+def test_an_error_in_a_plugins_fixture_puts_the_plugin_before_the_tests_set_up(pytester):
+    site = pytester.mkdir("venv").joinpath("site-packages")
+    site.mkdir()
+    site.joinpath("pytest_fakeclient.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef fake_client():\n    raise RuntimeError('client backend not started')\n"
+    )
+    pytester.syspathinsert(site)
+    pytester.makepyfile(test_c="def test_call(fake_client):\n    pass\n")
+    diag, cats, rules = _diagnose(pytester.runpytest("-p", "no:faildiag", "-p", "pytest_fakeclient"))
+    assert "pytest.setup_error" in rules
+    # a site-packages frame raised: the plugin and its versions lead, the tests' set-up stays a home
+    assert cats[:2] in (["library", "environment"], ["environment", "library"])
+    assert "test_code" in cats[:3]
