@@ -1,7 +1,9 @@
 """Pack 47 (Dynamo's graph-break catalogue, recompile limits, Hugging Face messages): each rule is shown on
-output produced for real. The logs under tests/data/kb/hf_dynamo_catalogue/ were printed by torch 2.13 on
-the CPU (torch.compile in a child process; only the install and project paths were replaced), and one test
-runs a failing compile here with the installed torch, so a change of Dynamo's wording shows up."""
+output produced for real. The logs under tests/data/kb/hf_dynamo_catalogue/ were printed by child processes:
+dynamo_* by torch 2.13 on the CPU (torch.compile), hf_*/datasets_* by transformers 5.24 / datasets 5.2 in a
+separate environment without torch or pillow (offline, local files only); only the install and project
+paths were replaced. One test runs a failing compile here with the installed torch, so a change of Dynamo's
+wording shows up."""
 
 from __future__ import annotations
 
@@ -112,4 +114,42 @@ def test_the_pack_carries_no_rule_without_a_test_here():
     assert ids <= tested, ids - tested
 
 
-HF_RULES: list[str] = []
+HF_CASES = [
+    # transformers' BACKENDS_MAPPING: an optional backend missing (pillow, torchvision, torch) -> environment
+    ("hf_image_processor_without_pillow", "hf.requires_backend", "environment", "startup"),
+    ("hf_model_without_torch", "hf.requires_backend", "environment", "startup"),
+    # transformers 5 load report: a head of another size in the checkpoint, ignore_mismatched_sizes=False
+    ("hf_head_size_mismatch_load_report", "hf.load_report_mismatch", "checkpoint", "checkpoint"),
+    # datasets verification: the files hold other split sizes than the recorded dataset_info
+    ("datasets_split_sizes_do_not_match", "datasets.verification_failed", "dataset", "data"),
+    # transformers 5 wording of the custom-code refusal (35-system-catalogue's hub.trust_remote_code)
+    ("hf_custom_code_without_trust_remote_code", "hub.trust_remote_code", "config", "startup"),
+]
+HF_RULES = [c[1] for c in HF_CASES]
+
+
+@pytest.mark.parametrize(("name", "rule", "category", "stage"), HF_CASES, ids=[c[0] for c in HF_CASES])
+def test_it_reads_the_hugging_face_message_by_its_catalogue(name, rule, category, stage):
+    d = diagnose([str(LOGS / f"{name}.log")])
+    cats = [c.category for c in d.root_causes]
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", stage), cats
+    assert d.root_causes[0].rule == rule, [c.rule for c in d.root_causes]
+    assert cats[0] == category, cats
+
+
+def test_the_newly_initialized_weights_report_is_not_the_failure():
+    """The load report's MISSING rows (newly initialised head; 'Some weights ... were not initialized' before
+    transformers 5) are a warning: the failure is the refused size mismatch that follows."""
+    log = LOGS / "hf_head_size_mismatch_load_report.log"
+    text = log.read_text()
+    assert "newly initialized" in text
+    d = diagnose([str(log)])
+    top = d.root_causes[0]
+    assert top.rule == "hf.load_report_mismatch"
+    assert all("newly initialized" not in e.excerpt for e in top.evidence)
+
+
+def test_the_missing_backend_summary_names_the_class_and_the_library():
+    d = diagnose([str(LOGS / "hf_image_processor_without_pillow.log")])
+    top = d.root_causes[0]
+    assert "ViTImageProcessor needs" in top.summary
