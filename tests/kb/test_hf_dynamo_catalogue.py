@@ -124,8 +124,21 @@ HF_CASES = [
     ("datasets_split_sizes_do_not_match", "datasets.verification_failed", "dataset", "data"),
     # transformers 5 wording of the custom-code refusal (35-system-catalogue's hub.trust_remote_code)
     ("hf_custom_code_without_trust_remote_code", "hub.trust_remote_code", "config", "startup"),
+    # peft's NoMatchingPeftModuleError: Llama-style names on a BERT model -> the adapter configuration
+    ("peft_target_modules_not_in_model", "peft.no_matching_target_modules", "config", "startup"),
+    # a GPT-2 classification head, batch of 4, no pad_token_id in the config
+    ("hf_batch_without_pad_token", "hf.no_pad_token_batch", "config", "runtime"),
 ]
-HF_RULES = [c[1] for c in HF_CASES]
+HF_RULES = [c[1] for c in HF_CASES] + ["datasets.no_data_files"]
+
+
+def test_an_empty_data_directory_is_read_as_a_path_or_data_question():
+    """An empty directory handed to load_dataset: the path (config) and the data's absence (dataset) are the
+    two readings the message allows; both lead, nothing else."""
+    d = diagnose([str(LOGS / "datasets_no_data_files.log")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "data")
+    assert d.root_causes[0].rule == "datasets.no_data_files"
+    assert {c.category for c in d.root_causes[:2]} == {"config", "dataset"}
 
 
 @pytest.mark.parametrize(("name", "rule", "category", "stage"), HF_CASES, ids=[c[0] for c in HF_CASES])
