@@ -128,6 +128,10 @@ HF_CASES = [
     ("peft_target_modules_not_in_model", "peft.no_matching_target_modules", "config", "startup"),
     # a GPT-2 classification head, batch of 4, no pad_token_id in the config
     ("hf_batch_without_pad_token", "hf.no_pad_token_batch", "config", "runtime"),
+    # Trainer on a dataset whose label column is named `target`: dropped as unused, no loss comes back
+    ("hf_trainer_no_labels", "hf.trainer_no_loss", "dataset", "runtime"),
+    # a batch of two sentences of different lengths, return_tensors='pt' without padding
+    ("hf_tokenizer_ragged_batch", "hf.tokenizer_ragged_tensor", "config", "data"),
 ]
 HF_RULES = [c[1] for c in HF_CASES] + ["datasets.no_data_files"]
 
