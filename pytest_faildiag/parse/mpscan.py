@@ -11,6 +11,13 @@ exactly those lines to Python, as the standard-library path does, so all three g
 Not ``HS_FLAG_SINGLEMATCH``: a block holds thousands of lines, and a pattern reported once per block would
 hide its later lines. Matches are reported by end offset and folded into line starts as they come.
 
+A structural marker Hyperscan would anchor on a literal that healthy logs are full of (``.py:`` of pytest's
+``path.py:12: in f``, in every line of a logger printing ``trainer.py:412``: half the scan time of a training
+log) is searched by a rarer necessary condition instead (``Patterns.prefilters``), and Python's re checks the
+marker itself on the few lines that hold the condition and no other hit. A block where too many lines do
+(a log format that puts the condition in every line) is scanned again with the marker itself, so that
+worst case costs what the plain database costs.
+
 The compiled Hyperscan database (~0.1 s to build for today's knowledge base) is kept in the user's cache
 folder (``$XDG_CACHE_HOME/faildiag``, private 0o700, written through ``fsio``'s no-follow helpers), keyed by
 a hash of the patterns, their flags and the engine's version, so a fresh CLI loads it in microseconds. A
@@ -26,8 +33,8 @@ import os
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -38,6 +45,7 @@ ENGINES = ("hyperscan", "re2", "python")
 MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re when RE2 is the engine (see ``worth_it``)
 KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
 MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
+PREFILTER_LIMIT = 1024  # prefilter lines of one block verified by Python's re, at most (~1 ms); more: rescan
 RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
 _CACHE_FORMAT = b"faildiag-mpscan-2"
 
@@ -67,6 +75,10 @@ class Patterns:
     """The same search split in two (the built-in rules', the team cards'), for Hyperscan: one database
     each, their reports joined. The built-in one is the database of every diagnosis without cards (cached
     on disk), so a new or edited factory compiles only its cards' literals. Empty: one database."""
+    prefilters: tuple[tuple[bytes, bytes], ...] = ()
+    """(structural marker, a regex every line holding the marker also holds): Hyperscan searches the second,
+    whose literal is rare where the marker's is common, and the marker is checked by Python's re on the lines
+    it hits (see the module's docstring). RE2 and Python's re search the marker itself."""
 
     @cached_property
     def combined(self) -> bytes:
@@ -86,6 +98,7 @@ class Entry(NamedTuple):
     candidate: bool
     kinds: int = 0
     length: int = 0
+    verify: bytes = b""  # a prefilter's marker (``Patterns.prefilters``): its lines are candidates if it matches
 
 
 def engine_name() -> str:
@@ -141,7 +154,8 @@ def entries(patterns: Patterns) -> list[Entry]:
     """The database's expressions: the structural markers, the rule keywords (candidates) and the keyword
     search's literals, one id per distinct literal and case mode (a case-folded literal is spelt in lower
     case: the engine folds ASCII only, as Python's re does on bytes)."""
-    out = [Entry(e, False, True) for e in patterns.structural]
+    pre = dict(patterns.prefilters)
+    out = [Entry(pre[e], False, False, verify=e) if e in pre else Entry(e, False, True) for e in patterns.structural]
     merged: dict[tuple[bytes, bool], list[int]] = {}  # (literal, caseless) -> [candidate, kinds]
     for kw, ignore_case in sorted(set(patterns.keywords)):
         if kw:
@@ -180,7 +194,8 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
         db = hs.Database(mode=hs.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
         _store_cached(key, hs.dumpb(db), patterns.keep_out)
-    return _HyperscanLines(db, hs, ents)
+    exact = partial(_hyperscan, replace(patterns, prefilters=())) if patterns.prefilters else None
+    return _HyperscanLines(db, hs, ents, exact)
 
 
 Occurrences = dict[int, list[tuple[int, int]]]
@@ -192,48 +207,91 @@ class _HyperscanLines:
     ``scan`` also reports where the keyword search's literals are (``Occurrences``); ``table`` gives each
     expression id's (length, kinds)."""
 
-    def __init__(self, db: Any, hs: Any, ents: list[Entry]) -> None:
+    def __init__(
+        self, db: Any, hs: Any, ents: list[Entry], exact: Callable[[], LineStarts | None] | None = None
+    ) -> None:
         self.db = db
         self.hs = hs
         self.candidate = [e.candidate for e in ents]
         self.table = [(e.length, e.kinds) for e in ents]
         self.keywords = any(e.kinds for e in ents)
+        self.verify = [re.compile(e.verify) if e.verify else None for e in ents]
+        self.exact = exact  # builds the database of the markers themselves, for a block of too many maybes
+        self.exact_lines: list[LineStarts | None] = []  # what ``exact`` built, once built
 
     def __call__(self, buf: bytes) -> list[int]:
         return self.scan(buf)[0]
 
     def scan(
-        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None, limit: int | None = None
     ) -> tuple[list[int], Occurrences | None]:
         """The candidate line starts of ``buf[:n]`` and the keyword occurrences per line (``view``: a
-        memoryview of ``buf``, so the block is scanned where it lies)."""
+        memoryview of ``buf``, so the block is scanned where it lies). A block with ``limit`` prefilter
+        lines (default ``PREFILTER_LIMIT``) is scanned again with the markers themselves (-1: no limit)."""
         n = len(buf) if n is None else n
+        limit = PREFILTER_LIMIT if limit is None else limit
         starts: list[int] = []
         occ: Occurrences = {}
-        candidate, table = self.candidate, self.table
-        line = [0, -1, 0]  # the line being reported (start, end, recorded as a candidate): O(1) per hit
-        here: list[list[tuple[int, int]]] = [[]]
+        maybe: list[tuple[int, int, re.Pattern[bytes]]] = []  # prefilter lines: (start, end, the marker)
+        candidate, table, verify = self.candidate, self.table, self.verify
+        line = [0, -1, 0]  # the line being reported (start, end, 1: a candidate, 2: a maybe): O(1) per hit
+        here: list[list[tuple[int, int]] | None] = [None]  # its keyword occurrences, once it has one
 
-        def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> bool:
             at = end - 1  # matches never span a newline: the byte before the end is in the hit's line
             if not line[0] <= at <= line[1]:
                 line[0] = buf.rfind(b"\n", 0, at) + 1
                 nl = buf.find(b"\n", at, n)
                 line[1] = n if nl < 0 else nl
                 line[2] = 0
-                here[0] = occ.setdefault(line[0], [])
+                here[0] = None
             if table[i][1]:
-                here[0].append((end, i))
-            if not line[2] and candidate[i]:
-                line[2] = 1
-                starts.append(line[0])
+                got = here[0]
+                if got is None:
+                    got = here[0] = occ.setdefault(line[0], [])
+                got.append((end, i))
+            if line[2] != 1:
+                if candidate[i]:
+                    line[2] = 1
+                    starts.append(line[0])
+                elif not line[2] and (marker := verify[i]) is not None:
+                    line[2] = 2
+                    maybe.append((line[0], line[1], marker))
+                    return len(maybe) == limit  # too many: stop, the block is scanned with the markers
+            return False
 
         if n:
             block = (view if view is not None else memoryview(buf))[:n] if n < len(buf) or view is not None else buf
-            self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
-        if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
+            try:
+                self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
+            except self.hs.ScanTerminated:
+                exact = self._exact()
+                if exact is None:  # no database of the markers (cannot happen short of a compile error)
+                    return self.scan(buf, n, view, -1)
+                return cast("_HyperscanLines", exact).scan(buf, n, view)
+        if maybe:
+            starts = _verified(buf, starts, maybe)
+        elif any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
             starts = sorted(set(starts))
         return starts, (occ if self.keywords else None)
+
+    def _exact(self) -> LineStarts | None:
+        """The line finder of the markers themselves, built (or loaded from the cache) on first use: the
+        same ids, a prefilter's id being its marker's."""
+        if not self.exact_lines and self.exact is not None:
+            self.exact_lines.append(self.exact())
+        return self.exact_lines[0] if self.exact_lines else None
+
+
+def _verified(
+    buf: bytes | bytearray, starts: list[int], maybe: list[tuple[int, int, re.Pattern[bytes]]]
+) -> list[int]:
+    """The candidate line starts plus those prefilter lines that hold their marker, sorted."""
+    have = set(starts)
+    for start, end, marker in maybe:
+        if start not in have and marker.search(buf, start, end):
+            have.add(start)
+    return sorted(have)
 
 
 class _JoinedLines:
@@ -371,10 +429,17 @@ class _Re2Lines:
 # ------------------------------------------------------------------------------------------- the scanner's view
 def next_line(starts: list[int]) -> Callable[[int], tuple[int, int] | None]:
     """``find(pos)`` over precomputed line starts: the first hit line starting at or after ``pos``, as the
-    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner."""
+    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner. The scanner asks
+    with ``pos`` growing, so the search goes on from the last answer (a bisection only when it went back)."""
+    at = [0]
 
     def find(pos: int) -> tuple[int, int] | None:
-        i = bisect_left(starts, pos)
+        i = at[0]
+        if i and starts[i - 1] >= pos:
+            i = bisect_left(starts, pos)
+        while i < len(starts) and starts[i] < pos:
+            i += 1
+        at[0] = i
         return (starts[i], starts[i]) if i < len(starts) else None
 
     return find
