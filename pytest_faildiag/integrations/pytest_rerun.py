@@ -149,6 +149,12 @@ class RerunPlugin:
         if report.failed and isinstance(info, dict):
             self.info.setdefault(report.nodeid, info)
 
+    def order_sink(self) -> Callable[[tuple[str, Any]], None]:
+        """Where the session's logstart notes ``(nodeid, None)`` for each test a process without pytest-xdist
+        runs (the order of its setup reports, one bound ``list.append`` call per test): passing tests then
+        need no ``pytest_runtest_logreport`` of ours at all."""
+        return self._ran.append
+
     def note_setup(self, report: pytest.TestReport) -> None:
         """A passing setup report on the controller, straight from the session's hook: one list append.
         Which worker ran it and where it stands in that worker's order are worked out by ``_index`` only

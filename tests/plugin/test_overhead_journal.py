@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_faildiag.integrations.pytest_journal import Journal, dead_tests, ended_cleanly, read_events
+from pytest_faildiag.integrations.pytest_journal import Journal, ended_cleanly
+from pytest_faildiag.integrations.pytest_journal_replay import dead_tests, read_events
 from pytest_faildiag.redact import MASK, redact_text
 
 from .conftest import entry_for, session_index
