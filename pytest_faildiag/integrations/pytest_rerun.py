@@ -140,7 +140,8 @@ class RerunPlugin:
                 pass
 
     def note_report(self, report: pytest.TestReport) -> None:
-        """Every report, on the controller: the order tests ran in per worker, the failures' settings."""
+        """A failed report on the controller (and under pytest-xdist every setup report, through
+        ``note_setup``): the order tests ran in per worker, the failures' settings."""
         if not self.controller or (report.when != "setup" and report.outcome != "failed"):
             return  # the order is known from each test's setup report; a passing call or teardown adds nothing
         if report.when == "setup":

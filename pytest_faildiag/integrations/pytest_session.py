@@ -8,9 +8,11 @@ environment lock (built once, on the first failure); run the engine; attach a ``
 reports); write ``<out>/<slug>/``. The controller (the only process without ``workerinput``) collects the
 dicts, diagnoses crashed xdist workers, writes ``<out>/session.json`` and the terminal summary.
 
-Passing tests cost one journal line and a few attribute checks: no lock, no engine, and none of the
-modules only a failure needs (the store, the engine, redaction's full pattern set) is imported before one
-happens: ``bench/bench_plugin_overhead.py`` holds a passing suite to 1.03x plain pytest. Every hook body is
+Passing tests cost one journal line, a ``pytest_runtest_logstart`` and a ``pytest_runtest_makereport``
+wrapper per phase: no ``pytest_runtest_logreport`` of ours until a failure (``_ReportLog``), no lock, no
+engine, and none of the modules only a failure needs (the engine, the journal's replay, redaction's full
+pattern set) is imported before one happens: ``bench/bench_plugin_overhead.py`` holds a passing suite to
+1.03x plain pytest. Every hook body is
 wrapped: an internal error becomes a ``PytestFaildiagWarning`` and the session goes on. Outcomes are never
 changed (the hang watchdog fails a hung test only because the user asked for ``--faildiag-timeout``).
 """
