@@ -9,7 +9,8 @@ lock is built again, as in a CI job's first run) and ``warm`` into one folder ke
 Every run is printed. Printed after: median wall time of each, their ratios (target <= 1.03, cold), and
 the CPU time `faildiag run` itself used per second of run.
 
-Job length: 20 CPU-seconds by default. `faildiag run` wraps training and test jobs whose failure needs a
+Job length: 20 seconds by default (calibrated on the bare run's wall time, so CPU-seconds on a quiet
+machine and fewer on a busy one). `faildiag run` wraps training and test jobs whose failure needs a
 diagnosis, and those run for minutes: importing torch alone costs about 3 CPU-seconds (bench_lock.py), and
 the shortest such job a CI pipeline runs (a smoke training run of a few steps) takes tens of seconds. 20 s
 is the short end of that, so the wrapper's fixed cost (its start-up, and the environment lock a cold run
