@@ -149,9 +149,10 @@ def test_a_green_run_imports_nothing_only_a_failure_needs(pytester: pytest.Pytes
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", timeout=180)
     result.assert_outcomes(passed=2)
     # the previous session ended cleanly: its journal is set aside unread (no replay module, no dataclasses)
-    assert "pytest_faildiag.integrations.pytest_journal_replay" not in json.loads(
-        (pytester.path / "modules.json").read_text()
-    )["modules"]
+    assert (
+        "pytest_faildiag.integrations.pytest_journal_replay"
+        not in json.loads((pytester.path / "modules.json").read_text())["modules"]
+    )
 
     pytester.makepyfile(test_ok="def test_ok():\n    assert 0\n")
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", "--faildiag-rerun=0", timeout=180)
