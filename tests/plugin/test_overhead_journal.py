@@ -141,9 +141,10 @@ def test_a_green_run_imports_nothing_only_a_failure_needs(pytester: pytest.Pytes
     # (nor the secret-name pattern: the command line's -p and --faildiag hold no secret word)
     assert seen["compiled"] == []
     # the package's modules come through Python's own import, not pytest's assertion rewriter; only the
-    # two loaded before the plugin could say so stay rewritten
-    rewritten = sorted(m for m, loader in seen["loaders"].items() if loader == "AssertionRewritingHook")
-    assert rewritten == ["pytest_faildiag", "pytest_faildiag.plugin"]
+    # two loaded before the plugin could say so may stay rewritten (an editable install is never marked for
+    # rewriting at all: pytest marks the files a distribution lists, which then are only its path hook)
+    rewritten = {m for m, loader in seen["loaders"].items() if loader == "AssertionRewritingHook"}
+    assert rewritten <= {"pytest_faildiag", "pytest_faildiag.plugin"}
     assert seen["loaders"]["pytest_faildiag.integrations.pytest_session"] == "SourceFileLoader"
 
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", timeout=180)
