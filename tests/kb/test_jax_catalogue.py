@@ -58,14 +58,18 @@ def test_it_diagnoses_the_real_log(label):
     rules = [c.rule for c in diag.root_causes]
     cats = [c.category for c in diag.root_causes]
     assert diag.profile.type == label["type"], (diag.profile.type, rules)
+    assert label["rule"] in rules, rules
     top = diag.root_causes[0]
-    assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
-    assert top.fix_hints
+    if label["first"]:
+        assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
+        assert top.fix_hints
+    else:  # a hypothesis next to the error that ended the run: among the first three, not ahead of it
+        assert label["category"] in cats[:3], list(zip(rules, cats, strict=True))
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
 def test_it_diagnoses_the_real_log_from_its_text_alone(label):
-    """A scorer may hand over the log only: the signature must carry it."""
+    """A scorer may hand over the log only (no exit status): the signature must carry it."""
     diag = diagnose([str(DATA / label["log"])])
     assert diag.profile.type == label["type"]
     assert label["category"] in [c.category for c in diag.root_causes[:3]]
@@ -92,14 +96,16 @@ def test_a_pool_oom_still_reads_as_the_pool_oom():
     assert [c.rule for c in diag.root_causes] == [c.rule for c in with_pack.root_causes]
 
 
-def _jax_python() -> str:
+def _jax_python(name: str) -> str:
     pytest.importorskip("jax")
+    if name.startswith("flax_"):
+        pytest.importorskip("flax")
     return sys.executable
 
 
-@pytest.mark.parametrize("name", ["dyn_slice", "vmap_rank0", "scan_carry", "tree_dict"])
+@pytest.mark.parametrize("name", ["dyn_slice", "vmap_rank0", "scan_carry", "tree_dict", "flax_invalid_rng"])
 def test_it_diagnoses_the_failure_produced_live_when_jax_is_installed(tmp_path, name):
-    python = _jax_python()
+    python = _jax_python(name)
     label = next(lab for lab in LABELS if lab["log"] == f"{name}.log")
     proc = subprocess.run(
         [python, "-c", label["code"]],
