@@ -2,8 +2,8 @@
 
 It loads without warnings and replaces no earlier rule; it diagnoses real failures: logs produced for real
 on a CPU machine by jax/jaxlib 0.10.2 (the code that produced each log is kept beside it in
-tests/data/kb/jax_catalogue/labels.json) and a train log of the thread corpus (an XLA direct allocation
-that fails outside JAX's preallocated pool). When jax is importable the test also produces failures live
+tests/data/kb/jax_catalogue/labels.json, flax 0.12.8 for the flax_* logs) and train logs of the thread
+corpus (an XLA direct allocation that fails outside JAX's preallocated pool; a glog CHECK failure). When jax is importable the test also produces failures live
 and diagnoses their stderr.
 """
 
@@ -49,7 +49,7 @@ def test_the_pack_replaces_no_earlier_rule():
 
 def test_every_rule_of_the_pack_has_a_real_log():
     here = {r["id"] for r in tomllib.loads(PACK.read_text())["rule"]}
-    assert here - {lab["rule"] for lab in LABELS} == {"xla.gpu.platform_alloc_failed"}
+    assert here - {lab["rule"] for lab in LABELS} == {"xla.gpu.platform_alloc_failed"}  # a train log below
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
@@ -119,3 +119,16 @@ def test_it_diagnoses_the_failure_produced_live_when_jax_is_installed(tmp_path, 
     diag = diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
     assert diag.root_causes[0].rule == label["rule"], [c.rule for c in diag.root_causes]
     assert diag.root_causes[0].category == label["category"]
+
+
+def test_a_check_failure_is_read_as_the_library_invariant_next_to_the_specific_reading():
+    """caffe: "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error" (a Caffe regression).
+    NCCL's meaning of the checked result stays first; the failed CHECK adds the library that asserted it."""
+    diag, label = train_log("distributed/caffe_nccl_unhandled_cuda_m2090_regression")
+    cats = [c.category for c in diag.root_causes]
+    rules = [c.rule for c in diag.root_causes]
+    assert diag.root_causes[0].rule == "nccl.result.unhandled_cuda", rules
+    assert "glog.check_failed" in rules[:3], rules
+    assert label["category"] == "library" and "library" in cats[:3], cats
+    alone, _ = train_log("distributed/caffe_nccl_unhandled_cuda_m2090_regression", "74-jax-catalogue.toml")
+    assert "library" not in [c.category for c in alone.root_causes[:3]]
