@@ -20,6 +20,11 @@ Targets (issue 14): <= 2x grep and <= 150 MB peak RSS on 300 MB; a fresh CLI on 
 
 ``--instructions`` counts instead what the fixed start-up costs: the instructions of a warm fresh CLI on a
 2-line log under valgrind, this checkout beside ``--baseline`` (a figure the neighbours cannot move).
+
+``--split`` says where a warm run's CPU goes, per checkout (``--baseline`` beside): start-up (a fresh CLI on a
+2-line log), then, in one process on the big log, reading its chunks, counting their newlines (line numbers),
+the engine's scan (Hyperscan, its callbacks included) and the rest of ``scan_file``: Python on the candidate
+lines and the loop around them. Each figure is the best of three.
 """
 
 from __future__ import annotations
@@ -219,6 +224,68 @@ def compare(
 
 SMALL_LOG = "Traceback (most recent call last):\nValueError: boom\n"
 
+SPLIT = r"""
+import json, sys, time
+from pytest_faildiag.parse import scan
+from pytest_faildiag.rules import load_ruleset
+
+path = sys.argv[1]
+rs = load_ruleset()
+finder = scan.compiled(rs).line_starts()
+buf = bytearray(scan.CHUNK)
+view = memoryview(buf)
+lines = [0]
+
+def chunks(each):
+    with open(path, "rb", buffering=0) as f:
+        while got := f.readinto(view):
+            each(got)
+
+def engine(got):
+    lines[0] += len(finder.scan(buf, got, view)[0])
+
+def best(run):
+    times = []
+    for _ in range(3):
+        t = time.process_time()
+        run()
+        times.append(time.process_time() - t)
+    return min(times)
+
+read = best(lambda: chunks(lambda got: None))
+count = best(lambda: chunks(lambda got: buf.count(b"\n", 0, got)))
+scanned = best(lambda: chunks(engine)) if finder is not None else read
+full = best(lambda: scan.scan_file(path, "x", rs, scan.ScanResult()))
+print(json.dumps({"read": read, "count": count - read, "engine": scanned - read,
+                  "python": full - count - scanned + read, "scan_file": full, "candidates": lines[0] // 3}))
+"""
+
+
+def split(log: Path, tmp: Path, baseline: Path | None, bytecode: bool = True) -> None:
+    """Print where a warm run's CPU goes, for this checkout and ``baseline`` (see the module's docstring)."""
+    small = tmp / "two-lines.log"
+    small.write_text(SMALL_LOG)
+    here = Path(__file__).resolve().parent.parent
+    for side, root in [("this", here)] + ([("baseline", baseline)] if baseline else []):
+        cache = tmp / f"cache-split-{side}"
+        env = child_env(root, cache, tmp / f"pycache-{side}" if bytecode else None)
+        precompile(root, env)
+        starts = []
+        for i in range(4):  # run 1 fills the caches
+            cpu0 = _children_cpu()
+            _diagnose(small, tmp / f"out-split-{side}-{i}", env)
+            starts.append(_children_cpu() - cpu0)
+        p = subprocess.run(
+            [sys.executable, "-c", SPLIT, str(log)], env=env, cwd=tmp, capture_output=True, text=True, check=True
+        )
+        got = json.loads(p.stdout)
+        print(
+            f"  {side}: start-up {min(starts[1:]):.3f} s; in scan_file {got['scan_file']:.3f} s: reading "
+            f"{got['read']:.3f}, newline count {got['count']:.3f}, engine {got['engine']:.3f}, Python on "
+            f"{got['candidates']:,} candidate lines and the loop {got['python']:.3f} (CPU seconds, best of 3)",
+            flush=True,
+        )
+
 
 def startup_instructions(tmp: Path, baseline: Path | None, bytecode: bool = True) -> int:
     """The fixed cost of a fresh CLI: instructions (valgrind's ``I refs``, fixed hash seed) that a warm
@@ -263,6 +330,7 @@ def main() -> int:
     ap.add_argument(
         "--no-bytecode", action="store_true", help="no bytecode cache: each run compiles the package's sources"
     )
+    ap.add_argument("--split", action="store_true", help="where a warm run's CPU goes (see the docstring), and stop")
     ap.add_argument(
         "--instructions",
         action="store_true",
@@ -279,6 +347,14 @@ def main() -> int:
             if not a.dir:
                 shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}   cpus: {os.cpu_count()}")
+    if a.split:
+        log = tmp / f"train-{a.mb:g}mb.log"
+        if not log.exists():
+            write_log(log, a.mb)
+        split(log, tmp, baseline, not a.no_bytecode)
+        if not a.dir:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return 0
     print(
         "bytecode: none, every run compiles the sources"
         if a.no_bytecode

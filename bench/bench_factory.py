@@ -9,15 +9,18 @@ on one rank). Diagnoses it with and without the factory, side by side, in one ru
   read, the log scanned): what every CLI call and pytest session costs once faildiag and the factory have
   been used before;
 * first reading: the same with no index yet and no engine database holding the cards (every card parsed
-  and checked, the index written, the database compiled): what the first diagnosis after a card was added,
-  edited or removed costs. Each repetition starts from an empty cache folder and one uncounted run
-  without the factory (what any earlier diagnosis leaves there);
+  and checked, the index written, the database compiled): what the first diagnosis with a new factory
+  costs (or with a factory whose index was lost). Each repetition starts from an empty cache folder and
+  one uncounted run without the factory (what any earlier diagnosis leaves there);
+* a card edited: the first diagnosis after one card changed (a signature edited, so a new keyword), with
+  the last reading's index and databases there: what the first diagnosis after a card was added, edited
+  or removed costs (the other cards are taken from the index, the new keyword gets a small database);
 * warm: later diagnoses in one process (rule packs and cards already read, as in a pytest session);
 * nothing cached: both sides from an empty cache folder (rule packs parsed, the built-in engine database
   compiled, and with the factory every card read and its database compiled): what a CI job that keeps
   no cache between runs pays on every run (informational: the target is on the first reading).
 
-Every run is printed. Target: with the factory within 1.5x the time without it, cold and warm (CPU time:
+Every run is printed. Target: with the factory within 1.5x the time without it (CPU time:
 wall time on a shared machine mostly measures the neighbours). The index goes to a temporary cache folder.
 
     .venv/bin/python bench/bench_factory.py [--cards 5000] [--mb 10] [--repeat 3] [--baseline DIR]
@@ -134,6 +137,15 @@ print(time.perf_counter() - t0, cpu() - c0, d.root_causes[0].id if d.root_causes
 """
 
 
+def edit_card(root: Path, n: int) -> None:
+    """Edit the signature of one card in place (a new keyword, new bytes, new times): what a team member
+    does to one card of the factory between two diagnoses."""
+    cards = sorted(root.rglob("*.md"))
+    path = cards[(n * 997) % len(cards)]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('signatures = ["', f'signatures = ["edited {n}: ', 1), encoding="utf-8")
+
+
 def cpu() -> float:
     """CPU seconds of this process and its finished children (grep): what the work costs, whatever else
     the machine is doing (wall time on a shared machine mostly measures the neighbours)."""
@@ -206,6 +218,7 @@ def main() -> int:
                 "cold without",
                 "cold with",
                 "first reading with",
+                "edited with",
                 "warm without",
                 "warm with",
                 "nothing cached without",
@@ -238,6 +251,13 @@ def main() -> int:
                     print(
                         f"cold run {i + 1} {side:8} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
                     )
+            edit_card(root, i)  # one card changed since the runs above: each side reads it the first time
+            for side, env in envs.items():
+                wall, cpu_s, what = cold(log, root, env)
+                runs["edited with" if side == "this" else "baseline edited with"].append((wall, cpu_s))
+                print(
+                    f"cold run {i + 1} {side:8} {'a card edited, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                )
             for side, env in envs.items():
                 shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)
                 wall, cpu_s, what = cold(log, root, env)
@@ -259,7 +279,8 @@ def main() -> int:
             for p, _ in sides
             for name, without_runs, with_runs, target in (
                 ("cold", "cold without", "cold with", TARGET),
-                ("first reading", "cold without", "first reading with", TARGET),  # once per factory change
+                ("first reading", "cold without", "first reading with", TARGET),  # a new factory, no index
+                ("a card edited", "cold without", "edited with", TARGET),  # once per factory change
                 ("warm", "warm without", "warm with", TARGET),
                 ("nothing cached", "nothing cached without", "nothing cached with", None),  # CI without a cache
             )

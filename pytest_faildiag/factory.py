@@ -12,7 +12,8 @@ signature is compiled the first time its keyword occurs in a log, once per proce
 (unbalanced groups, a dangling backslash) are caught at load; anything subtler when first compiled, and
 ``faildiag card --check`` compiles every signature. A broken card is one warning line and is skipped.
 What a reading found is kept in a private per-user index (see "the index" below), so a fresh process
-reads one file rather than every card while the factory's listing is unchanged.
+reads one file rather than every card while the factory's listing is unchanged, and only the cards that
+changed when it is not.
 
 How a match counts (``support``): it is supporting evidence, never a substitute for what the logs show.
 It raises the cause the rules already found in the card's category (noisy-or, like a second signature),
@@ -98,7 +99,9 @@ class Factory:
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     complete: bool = True  # False when a card could not be read: such a reading is never kept in the index
-    rows: list[list[Any]] = field(default_factory=list, repr=False)  # each card as the index keeps it
+    rows: list[list[Any]] = field(default_factory=list, repr=False)  # each card's row (see ``_read_card``)
+    records: list[list[Any]] | None = field(default=None, repr=False)  # what the index keeps (``Record``)
+    taken: list[int] = field(default_factory=list, repr=False)  # the positions in ``records`` of ``rows``
     _cards: list[Card] | None = field(default=None, repr=False)
 
     @property
@@ -673,40 +676,114 @@ class CardRule(Rule):
         return value
 
 
-def read_factory(root: Path, files: list[str] | None = None) -> Factory:
+Record = list[Any]
+"""What reading one card found, as the index keeps it: ``[rel, stamp, id, row, problems]``. ``stamp``: the
+card's size, modification and change times and inode (``_stamp``); ``id`` None: the card did not parse;
+``row`` None: it did, but no signature is usable; ``problems``: the card's own problem lines (its skip
+line, or the signatures it skipped), newline-separated. Whether it is a duplicate depends on the other
+cards, so that is decided when the records are joined (``_join``). Few objects per card: a fresh process
+parses thousands of records, and every object made is one more for the garbage collector to walk."""
+
+
+def _stamp(st: tuple[int, int, int, int]) -> str:
+    return f"{st[0]:x}.{st[1]:x}.{st[2]:x}.{st[3]:x}"
+
+
+def read_factory(
+    root: Path,
+    files: list[str] | None = None,
+    *,
+    listing: Listing | None = None,
+    previous: Mapping[str, Record] | None = None,
+) -> Factory:
     """Read every card of ``root`` (front matter only). Broken cards become problem lines, never errors;
     a later card with an id already seen is skipped (ids cite cards, so they must be unique). What a
     card says goes straight into its rule and its index row (``Card`` objects are made from the rows
-    when asked: a diagnosis needs none)."""
+    when asked: a diagnosis needs none).
+
+    ``listing``: the walk that found the cards (their sizes and times go into the records). ``previous``:
+    the records of the last reading by relative path; a card whose size, times and inode are unchanged is
+    not read again (after one card of thousands changed, only that card is parsed)."""
     fac = Factory(root)
-    seen: dict[str, str] = {}
     base = str(root)
-    rules, rows, problems = fac.rules, fac.rows, fac.problems
-    for path in files if files is not None else card_files(root):
+    if listing is not None:
+        found: Iterable[tuple[str, Any]] = listing.files
+    else:
+        found = ((p, None) for p in (files if files is not None else card_files(root)))
+    records: list[Record] | None = [] if listing is not None else None
+    joined: list[Record] = []
+    for path, st in found:
         rel = _rel(path, base)
-        try:
-            head = read_head(path)
-            data = _plain_card(head)
-            cid, title, sigs, cat, stack, typ, hints, links = card_fields(
-                data if data is not None else load_toml(split_front_matter(head)[0])
-            )
-            if cid in seen:
-                raise CardError(f"duplicate id {cid!r} (also in {seen[cid]})")
-            source = f"factory:{rel}"
-            keywords, usable, folded = keywords_of(sigs, source, problems)
-        except CardError as exc:
-            problems.append(f"factory:{rel}: skipped: {exc}")
+        stamp = _stamp(st) if st is not None else ""
+        old = previous.get(rel) if previous is not None and stamp else None
+        if old is not None and old[1] == stamp:
+            rec = old
+        else:
+            try:
+                cid, row, own = _read_card(path, rel)
+            except OSError as exc:
+                fac.problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
+                fac.complete = False
+                continue
+            rec = [rel, stamp, cid, row, own]
+        if records is not None:
+            records.append(rec)
+        joined.append(rec)
+    _join(fac, joined)
+    fac.records = records
+    return fac
+
+
+def _read_card(path: str, rel: str) -> tuple[str | None, list[Any] | None, str]:
+    """(id, index row, own problem lines) of one card (see ``Record``); OSError when it cannot be read."""
+    problems: list[str] = []
+    try:
+        head = read_head(path)
+        data = _plain_card(head)
+        cid, title, sigs, cat, stack, typ, hints, links = card_fields(
+            data if data is not None else load_toml(split_front_matter(head)[0])
+        )
+    except CardError as exc:
+        return None, None, f"factory:{rel}: skipped: {exc}"
+    try:
+        keywords, usable, folded = keywords_of(sigs, f"factory:{rel}", problems)
+    except CardError as exc:
+        return cid, None, f"factory:{rel}: skipped: {exc}"
+    row = [rel, cid, title, sigs, cat, stack, typ, hints, links, keywords, folded, None if usable == sigs else usable]
+    return cid, row, "\n".join(problems)
+
+
+def _join(fac: Factory, records: Iterable[Record]) -> None:
+    """The rules, rows and problem lines of the cards ``records`` found, in order: a card whose id an
+    earlier card has is skipped (one line), as is a card without a usable signature."""
+    seen: dict[str, str] = {}
+    rules, rows, problems, taken = fac.rules, fac.rows, fac.problems, fac.taken
+    for i, (rel, _, cid, row, own) in enumerate(records):
+        if cid is not None and cid in seen:
+            problems.append(f"factory:{rel}: skipped: duplicate id {cid!r} (also in {seen[cid]})")
             continue
-        except OSError as exc:
-            problems.append(f"factory:{rel}: skipped: unreadable ({exc.strerror or exc})")
-            fac.complete = False
+        if own:
+            problems.extend(own.split("\n"))
+        if row is None:
             continue
         seen[cid] = rel
-        rules.append(CardRule(cid, title, cat, source, keywords, usable, hints, folded, typ, stack))
-        rows.append(
-            [rel, cid, title, sigs, cat, stack, typ, hints, links, keywords, folded, None if usable == sigs else usable]
+        taken.append(i)
+        _, _, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable = row
+        rules.append(
+            CardRule(
+                cid,
+                title,
+                cat,
+                f"factory:{rel}",
+                keywords,
+                sigs if usable is None else usable,
+                hints,
+                folded,
+                typ,
+                stack,
+            )
         )
-    return fac
+        rows.append(row)
 
 
 def _rel(path: str, root: str) -> str:
@@ -952,15 +1029,18 @@ _INNER_WORDS = LazyRegex(rb"(?<=[^A-Za-z0-9_])[A-Za-z0-9_]{3,}(?=[^A-Za-z0-9_])"
 #
 # Why: a fresh process (every CLI call, every pytest session) would otherwise open and parse every card
 # and derive every keyword again: ~30 µs a card, 0.15 s for 5,000, close to the diagnosis itself. What
-# the reading found (cards, keywords, the problem lines) depends only on the cards' bytes, so it is kept once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``),
-# keyed by the listing: every card's relative path, size, modification and change times and inode, plus
-# this module and the vocabularies it checks against. Any card added, removed, edited, replaced or
-# chmod-ed changes the key and the factory is read again in full (same checks, same problem lines).
+# the reading found (cards, keywords, the problem lines) depends only on the cards' bytes, so it is kept
+# once per factory in ``$XDG_CACHE_HOME/faildiag/`` (else ``~/.cache/faildiag/``), keyed by the listing:
+# every card's relative path, size, modification and change times and inode, plus this module and the
+# vocabularies it checks against. Any card added, removed, edited, replaced or chmod-ed changes the key;
+# the next reading then takes every card whose size, times and inode are unchanged from its record (one
+# per card file, ``Record``) and reads only the others, deciding duplicate ids across all of them again:
+# the same checks and problem lines as a full reading (a test compares both), for the cost of one card.
 # The index is never written inside the factory, is private (folder 0700, file 0600, written atomically
 # without following links) and is read only when it is a regular file of ours that nobody else can
 # write; anything unexpected in it is a miss, never an error. Deleting it is always safe.
 
-INDEX_FORMAT = 2  # 2: no keyword lookup tables (made when Python searches a line, see ``CardKeywords``)
+INDEX_FORMAT = 3  # 3: one record per card file (``Record``), so a changed factory re-reads only what changed
 MAX_INDEX = 64 * 1024 * 1024
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -995,17 +1075,26 @@ def index_path(root: Path) -> Path | None:
 def index_key(root: Path, listing: Listing) -> str:
     """The listing's fingerprint (see above); ``root`` only makes the paths relative."""
     prefix = str(root).rstrip(os.sep) + os.sep
-    code = os.stat(__file__)
-    head = repr((INDEX_FORMAT, code.st_size, code.st_mtime_ns, CATEGORIES, STACKS, TYPES, MIN_KEYWORD, MAX_KEYWORD))
-    rows = [head]
+    rows = [_index_head()]
     rows.extend(
         f"{p[len(prefix) :] if p.startswith(prefix) else p}\0{s[0]}\0{s[1]}\0{s[2]}\0{s[3]}" for p, s in listing.files
     )
     return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def read_index(path: Path, key: str) -> dict[str, Any] | None:
-    """The stored index when it is ours, private, regular and for ``key``; None otherwise (never raises)."""
+def _index_head() -> str:
+    """What a card's record depends on besides its bytes: this module and the vocabularies it checks."""
+    code = os.stat(__file__)
+    return repr((INDEX_FORMAT, code.st_size, code.st_mtime_ns, CATEGORIES, STACKS, TYPES, MIN_KEYWORD, MAX_KEYWORD))
+
+
+def _head_hash() -> str:
+    return hashlib.sha256(_index_head().encode()).hexdigest()[:32]
+
+
+def read_index(path: Path, key: str | None) -> dict[str, Any] | None:
+    """The stored index when it is ours, private, regular and for ``key`` (None: for any listing); None
+    otherwise (never raises)."""
     try:
         st = os.lstat(path.parent)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
@@ -1028,17 +1117,30 @@ def read_index(path: Path, key: str) -> dict[str, Any] | None:
         return None
     finally:
         os.close(fd)
-    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or data.get("key") != key:
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or (key is not None and data.get("key") != key):
         return None
     return data
 
 
 def write_index(path: Path, key: str, fac: Factory) -> None:
     """Keep what reading ``fac`` found (best effort: a read-only home or a full disk only costs the next
-    process a full reading): the problem lines and each card's row (what it says, its keywords)."""
-    if len(fac.rows) != len(fac.rules):
-        return  # not a factory read by ``read_factory``
-    payload = {"format": INDEX_FORMAT, "key": key, "problems": fac.problems, "cards": fac.rows}
+    process a full reading): each card's record (what it says, its keywords, its problem lines)."""
+    if fac.records is None:
+        return  # not a factory read from a listing by ``read_factory``
+    records = fac.records
+    payload = {
+        "format": INDEX_FORMAT,
+        "key": key,
+        "head": _head_hash(),
+        "cards": fac.taken,
+        "problems": fac.problems,
+        # the records, as few objects as they can be (a fresh process parses them all): each card's row,
+        # else ``[rel, id]`` (no usable signature) or ``[rel]`` (did not parse); stamps and the problem
+        # lines of the few cards that have some beside them
+        "files": [row if row is not None else [rel] if cid is None else [rel, cid] for rel, _, cid, row, _ in records],
+        "stamps": [rec[1] for rec in records],
+        "own": {str(i): rec[4] for i, rec in enumerate(records) if rec[4]},
+    }
     try:
         safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
     except (OSError, ValueError):
@@ -1046,12 +1148,16 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
 
 
 def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
-    """The factory as stored; None when the index is not in the expected shape (then it is read again)."""
-    problems = data.get("problems")
-    rows = data.get("cards")
-    if not isinstance(problems, list) or not all(isinstance(x, str) for x in problems) or not isinstance(rows, list):
+    """The factory as stored; None when the index is not in the expected shape (then it is read again).
+    The records' join (``_join``) is stored with them: ``cards`` are the positions of the cards taken,
+    ``problems`` the problem lines, so a fresh process makes the rules in one pass over those."""
+    records, taken, problems = data.get("files"), data.get("cards"), data.get("problems")
+    if not isinstance(records, list) or not isinstance(taken, list) or not isinstance(problems, list):
+        return None
+    if not all(isinstance(x, str) for x in problems):
         return None
     try:
+        rows = [records[i] for i in taken]
         rules: list[Rule] = [
             CardRule(
                 cid,
@@ -1067,22 +1173,46 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
             )
             for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
         ]
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
     return Factory(root, rules=rules, problems=problems, rows=rows)
 
 
+def previous_records(data: dict[str, Any] | None) -> dict[str, Record]:
+    """The records of an index made for another listing of the same factory, by relative path: the cards
+    of that reading whose size, times and inode are unchanged need not be read again. Only from an index
+    made by this very code (``head``), as trusted as an index for the current listing; a record not of
+    the expected shape makes ``load_factory`` read every card."""
+    if data is None or data.get("head") != _head_hash():
+        return {}
+    files, stamps, own = data.get("files"), data.get("stamps"), data.get("own")
+    if not isinstance(files, list) or not isinstance(stamps, list) or not isinstance(own, dict):
+        return {}
+    if len(files) != len(stamps):
+        return {}
+    out: dict[str, Record] = {}
+    for i, (x, stamp) in enumerate(zip(files, stamps, strict=True)):
+        if isinstance(x, list) and x and isinstance(x[0], str) and isinstance(stamp, str):
+            n = len(x)
+            out[x[0]] = [x[0], stamp, x[1] if n > 1 else None, x if n > 2 else None, own.get(str(i), "")]
+    return out
+
+
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:
-    """The factory of ``root``: from the index when it is current, else read in full (and indexed)."""
+    """The factory of ``root``: from the index when it is current, else read (and indexed); a card the
+    last reading saw unchanged is taken from its record rather than read again."""
     listing = walk(root) if listing is None else listing
     path = index_path(root)
     key = index_key(root, listing) if path is not None else ""
-    if path is not None:
-        data = read_index(path, key)
-        fac = from_index(root, data) if data is not None else None
+    data = read_index(path, None) if path is not None else None
+    if data is not None and data.get("key") == key:
+        fac = from_index(root, data)
         if fac is not None:
             return fac
-    fac = read_factory(root, [p for p, _ in listing.files])
+    try:
+        fac = read_factory(root, listing=listing, previous=previous_records(data))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # a record not of this code's shape
+        fac = read_factory(root, listing=listing)
     if path is not None and fac.complete:
         write_index(path, key, fac)
     return fac

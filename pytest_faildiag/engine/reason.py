@@ -50,6 +50,7 @@ MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
+API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
 # a log level below error: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so", a
 # UserWarning); NCCL's WARN level is how it reports its errors, so it is read
@@ -246,6 +247,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
+    _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     return facts
 
 
@@ -339,11 +341,14 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
         facts.user_frame = frames[own[-1]]
     if kind in ("library", "stdlib") and not own:
         facts.library_only = True
+    if kind == "stdlib":
+        # the standard library raises on behalf of the code that called it: the nearest frame that is not
+        # the standard library's (a library loading its own DLL through ctypes is that library's failure;
+        # the program opening a file through io is the program's)
+        kind, pkg = next(((k, p) for k, p in reversed(owners) if k != "stdlib"), ("stdlib", None))
     facts.raiser = kind
     if kind == "library":
         facts.library = pkg
-    elif kind == "stdlib" and own:  # the standard library raising on the program's behalf
-        facts.raiser = owners[own[-1]][0]
     if own and owners[own[-1]][0] == "user":
         # application code a test called: a test's frame sits above the program's frame that raised
         facts.called_from_test = any(k == "test" for k, _ in owners[: own[-1]])
@@ -391,6 +396,84 @@ def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) ->
     return None
 
 
+# an API the message names with its module: ``module 'M' has no attribute 'x'`` (Python's AttributeError on a
+# module), ``cannot import name 'x' from 'M'`` (ImportError of ``from M import x``), ``No module named 'M.sub'``
+# (Python names the first part of a dotted import that fails: M itself imported, so the installed M lacks
+# ``sub``; a missing top-level package is "No module named 'M'", an install, not an API)
+_MODULE_API = re.compile(
+    r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from '?(?P<b>[\w.]+)"
+    r"|No module named '(?P<c>\w+)\.\w[\w.]*'"
+)
+# a file inside an installed package (``…/site-packages/torch/lib/fbgemm.dll``, ``…\Lib\site-packages\…``)
+# (a code location ``…/site-packages/x/log.py:16`` or a frame line is where code ran, not a file it failed on)
+_INSTALLED_PATH = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]+\w[^\s'\"<>():]*(?P<loc>:\d+|\"?, line \d+)?", re.IGNORECASE
+)
+# lines of a message that are not what it says: a traceback's frame line, a warning printed before it
+_NOT_MESSAGE = re.compile(r'^\s*File "|(?i:warning)')
+
+
+def _package(name: str) -> str:
+    """A top-level package as a comparable name: ``_pytest`` and ``pytest``, ``PIL`` and ``pil`` are one."""
+    return name.split(".")[0].lstrip("_").lower()
+
+
+def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """Which code made the call that an installed package does not offer (any more), when a library's frame
+    raised. The message names the module (``module 'M' has no attribute``, ``cannot import name … from
+    'M'``, ``No module named 'M.sub'``): the library asked another package for the name (``api:cross_library``: it was written against
+    another version of that package, so the two installed versions do not fit together) or its own package
+    (``api:own_library``: a partial or mixed install, or a release whose own imports are broken). Or the
+    message says an API changed (``cue:api_change``: removed, renamed, deprecated, a call signature that does
+    not fit) and the code that called into the raising package is another library's: ``api:cross_library``.
+    Either way the program's code did not make the call. Raised in the program's own frame, or called from
+    it, this says nothing new (the code was written for another version, or it is wrong): the message's
+    cues weigh it."""
+    if facts.raiser != "library" or not facts.library:
+        return None
+    m = _MODULE_API.search(facts.message)
+    if m:
+        same = _package(m["a"] or m["b"] or m["c"]) == _package(facts.library)
+        return "api:own_library" if same else "api:cross_library"
+    if API_CUE not in facts.cued:
+        return None
+    caller = _calling_library(frames, facts.library, reasoning.libraries)
+    return "api:cross_library" if caller else None
+
+
+def _calling_library(frames: list[Frame], raiser: str, libraries: frozenset[str]) -> str | None:
+    """The library whose code called into the package ``raiser`` on the way to the failure: the nearest
+    frame outside that package (the standard library skipped) when it is another library's; None when it
+    is the program's or a test's (or there is none)."""
+    for fr in reversed(frames):
+        kind, pkg = frame_owner(fr, libraries)
+        if kind == "stdlib" or (kind == "library" and pkg and _package(pkg) == _package(raiser)):
+            continue
+        return pkg if kind == "library" else None
+    return None
+
+
+def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
+    """A structural fact that needs the message's cues: it holds, and its ``[[context]]`` applies."""
+    if not fact or fact in facts.active:
+        return
+    facts.active.append(fact)
+    entry = next((c for c in reasoning.contexts if c.fact == fact and c.pattern is None), None)
+    if entry is not None:
+        facts.contexts.append((entry.fact, entry.why, entry.factors))
+
+
+def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
+    """The message names a file inside an installed package (a DLL or shared library shipped in a wheel, a
+    module whose import failed, a data file of a package): a file the installation put there, not a path
+    the program was configured with or its data. Frame lines and warnings are not the message."""
+    fp = analysis.profile.first_failure
+    text = "\n".join(t for t in (facts.message or facts.lead, fp.excerpt if fp is not None else "") if t)
+    return any(
+        not m["loc"] and not _NOT_MESSAGE.search(ln) for ln in text.splitlines() for m in _INSTALLED_PATH.finditer(ln)
+    )
+
+
 def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
     for fr in reversed(frames):
         path = fr.file.replace("\\", "/")
@@ -426,6 +509,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append("import:own_module")
         if _TEST_FILE.search(own.replace(".", "/") + ".py"):
             act.append("import:own_test_module")  # a test helper or conftest imported as a module
+    if _names_installed_file(facts, analysis):
+        act.append("path:installed")
     if not facts.distributed:
         act.append("run:single_process")
     elif facts.family in ("runtime", "value_error", "type_error", "timeout"):

@@ -11,6 +11,13 @@ exactly those lines to Python, as the standard-library path does, so all three g
 Not ``HS_FLAG_SINGLEMATCH``: a block holds thousands of lines, and a pattern reported once per block would
 hide its later lines. Matches are reported by end offset and folded into line starts as they come.
 
+A structural marker Hyperscan would anchor on a literal that healthy logs are full of (``.py:`` of pytest's
+``path.py:12: in f``, in every line of a logger printing ``trainer.py:412``: half the scan time of a training
+log) is searched by a rarer necessary condition instead (``Patterns.prefilters``), and Python's re checks the
+marker itself on the few lines that hold the condition and no other hit. A block where too many lines do
+(a log format that puts the condition in every line) is scanned again with the marker itself, so that
+worst case costs what the plain database costs.
+
 The compiled Hyperscan database (~0.1 s to build for today's knowledge base) is kept in the user's cache
 folder (``$XDG_CACHE_HOME/faildiag``, private 0o700, written through ``fsio``'s no-follow helpers), keyed by
 a hash of the patterns, their flags and the engine's version, so a fresh CLI loads it in microseconds. A
@@ -22,12 +29,13 @@ cache that cannot be read or written is ignored: it only costs the compile.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -38,6 +46,7 @@ ENGINES = ("hyperscan", "re2", "python")
 MIN_BYTES = 256 * 1024  # below this a log is scanned by Python's re when RE2 is the engine (see ``worth_it``)
 KEEP_DATABASES = 8  # cached databases kept (several rule sets: with and without team cards)
 MAX_DB_BYTES = 64 << 20  # a cached database larger than this is not ours
+PREFILTER_LIMIT = 1024  # prefilter lines of one block verified by Python's re, at most (~1 ms); more: rescan
 RE2_MAX_MEM = 64 << 20  # RE2's DFA budget: generous for the alternation, small beside the RSS target
 _CACHE_FORMAT = b"faildiag-mpscan-2"
 
@@ -67,6 +76,10 @@ class Patterns:
     """The same search split in two (the built-in rules', the team cards'), for Hyperscan: one database
     each, their reports joined. The built-in one is the database of every diagnosis without cards (cached
     on disk), so a new or edited factory compiles only its cards' literals. Empty: one database."""
+    prefilters: tuple[tuple[bytes, bytes], ...] = ()
+    """(structural marker, a regex every line holding the marker also holds): Hyperscan searches the second,
+    whose literal is rare where the marker's is common, and the marker is checked by Python's re on the lines
+    it hits (see the module's docstring). RE2 and Python's re search the marker itself."""
 
     @cached_property
     def combined(self) -> bytes:
@@ -86,6 +99,7 @@ class Entry(NamedTuple):
     candidate: bool
     kinds: int = 0
     length: int = 0
+    verify: bytes = b""  # a prefilter's marker (``Patterns.prefilters``): its lines are candidates if it matches
 
 
 def engine_name() -> str:
@@ -137,11 +151,13 @@ def build(name: str, patterns: Patterns) -> LineStarts | None:
 
 
 # ---------------------------------------------------------------------------------------------- Hyperscan
-def entries(patterns: Patterns) -> list[Entry]:
+def entries(patterns: Patterns, literal: bool = False) -> list[Entry]:
     """The database's expressions: the structural markers, the rule keywords (candidates) and the keyword
     search's literals, one id per distinct literal and case mode (a case-folded literal is spelt in lower
-    case: the engine folds ASCII only, as Python's re does on bytes)."""
-    out = [Entry(e, False, True) for e in patterns.structural]
+    case: the engine folds ASCII only, as Python's re does on bytes). ``literal``: the literals as they
+    are, for Hyperscan's literal compiler (no ``re.escape``, a few µs each with thousands of cards)."""
+    pre = dict(patterns.prefilters)
+    out = [Entry(pre[e], False, False, verify=e) if e in pre else Entry(e, False, True) for e in patterns.structural]
     merged: dict[tuple[bytes, bool], list[int]] = {}  # (literal, caseless) -> [candidate, kinds]
     for kw, ignore_case in sorted(set(patterns.keywords)):
         if kw:
@@ -151,7 +167,7 @@ def entries(patterns: Patterns) -> list[Entry]:
         if raw:
             merged.setdefault((raw.lower() if caseless else raw, caseless), [0, 0])[1] |= kind
     for (raw, caseless), (cand, kinds) in merged.items():
-        out.append(Entry(re.escape(raw), caseless, bool(cand), kinds, len(raw)))
+        out.append(Entry(raw if literal else re.escape(raw), caseless, bool(cand), kinds, len(raw)))
     return out
 
 
@@ -169,18 +185,115 @@ def _hyperscan(patterns: Patterns) -> LineStarts | None:
     hs = _module("hyperscan")
     if hs is None:
         return None
-    ents = entries(patterns)
+    literal = not patterns.structural  # the team cards' part: literals only
+    ents = entries(patterns, literal)
     exprs = [e.expr for e in ents]
     flags = [hs.HS_FLAG_CASELESS if e.caseless else 0 for e in ents]
     if not exprs:
         return None
-    key = _cache_key(exprs, flags, hs)
+    key = _cache_key(exprs, flags, hs, literal)
+    db = _load_cached(key, hs)
+    if db is None and literal and patterns.keep_out is not None:
+        tiered = _tiered(hs, ents, patterns.keep_out)
+        if tiered is not None:
+            return tiered
+    if db is None:
+        db = _compile(hs, exprs, flags, literal)
+        _store_cached(key, hs.dumpb(db), patterns.keep_out)
+        if literal and patterns.keep_out is not None and len(ents) >= TIER_FROM:
+            _store_manifest(patterns.keep_out, key, ents)
+    exact = partial(_hyperscan, replace(patterns, prefilters=())) if patterns.prefilters else None
+    return _HyperscanLines(db, hs, ents, exact)
+
+
+# ------------------------------------------------------------------------- a changed factory's cards
+# Why: the cards' database holds every card keyword (~11 µs each to compile: 0.06 s for 5,000 cards), and
+# one card edited or added changes its key. So the last full database of a factory is its *stable* one,
+# named in a small manifest beside it (the literals in their id order); a later set of keywords is scanned
+# with that database plus a *delta* database of only the literals it lacks, and the stable literals no
+# card holds any more are kept out of the reports (never a candidate, no keyword role): together they
+# report exactly what one database of the current keywords reports. When the delta grows past a quarter
+# of the stable set (or the literals no card holds any more do), the full database is compiled again and
+# becomes the stable one. A factory of under TIER_FROM literals compiles in full (a few ms), never tiered.
+MIN_DELTA = 256
+TIER_FROM = 1024
+_MANIFEST_FORMAT = 1
+
+
+def _manifest_file(keep_out: str) -> Path:
+    name = hashlib.sha256(keep_out.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return cache_dir() / f"hs-cards-{name}.json"
+
+
+def _store_manifest(keep_out: str, key: str, ents: list[Entry]) -> None:
+    """Name the database ``key`` as the stable one of the factory ``keep_out``; never fatal."""
+    where = os.path.realpath(cache_dir())
+    if where == keep_out or where.startswith(keep_out.rstrip(os.sep) + os.sep):
+        return
+    literals = [[e.expr.decode("latin-1"), int(e.caseless)] for e in ents]
+    body = json.dumps({"format": _MANIFEST_FORMAT, "key": key, "literals": literals}, separators=(",", ":"))
+    try:
+        fsio.safe_atomic_write(cache_dir(), _manifest_file(keep_out).name, body, mode=fsio.PRIVATE_FILE_MODE)
+    except (OSError, ValueError):
+        pass
+
+
+def _tiered(hs: Any, ents: list[Entry], keep_out: str) -> LineStarts | None:
+    """The stable database of the factory ``keep_out`` and a delta database of the literals it lacks (see
+    above); None when there is no usable stable database or the delta is too large to be worth it."""
+    try:
+        fsio.check_output_root(cache_dir())
+        data = json.loads(fsio.read_capped(_manifest_file(keep_out), MAX_DB_BYTES))
+        if not isinstance(data, dict) or data.get("format") != _MANIFEST_FORMAT:
+            return None
+        key, literals = data["key"], [(str(x).encode("latin-1"), bool(c)) for x, c in data["literals"]]
+    except Exception:  # missing, not ours, not of this shape: compile in full
+        return None
+    if len(literals) < TIER_FROM:
+        return None
+    flags = [hs.HS_FLAG_CASELESS if c else 0 for _, c in literals]
+    if _cache_key([x for x, _ in literals], flags, hs, True) != key:
+        return None  # the manifest does not name the database it describes
+    current = {(e.expr, e.caseless): e for e in ents}
+    stable = [current.pop(lit) if lit in current else Entry(lit[0], lit[1], False, 0, len(lit[0])) for lit in literals]
+    delta = list(current.values())
+    dead = len(literals) - (len(ents) - len(delta))
+    if max(len(delta), dead) > max(MIN_DELTA, len(literals) // 4):
+        return None
     db = _load_cached(key, hs)
     if db is None:
-        db = hs.Database(mode=hs.HS_MODE_BLOCK)
-        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-        _store_cached(key, hs.dumpb(db), patterns.keep_out)
-    return _HyperscanLines(db, hs, ents)
+        return None
+    found: list[_HyperscanLines] = [_HyperscanLines(db, hs, stable)]
+    if delta:
+        exprs = [e.expr for e in delta]
+        dflags = [hs.HS_FLAG_CASELESS if e.caseless else 0 for e in delta]
+        dkey = _cache_key(exprs, dflags, hs, True)
+        ddb = _load_cached(dkey, hs)
+        if ddb is None:
+            try:
+                ddb = _compile(hs, exprs, dflags, True)
+            except Exception:
+                return None
+            _store_cached(dkey, hs.dumpb(ddb), keep_out)
+        found.append(_HyperscanLines(ddb, hs, delta))
+    return found[0] if len(found) == 1 else _JoinedLines(found)
+
+
+def _compile(hs: Any, exprs: list[bytes], flags: list[int], literal: bool) -> Any:
+    """The database of ``exprs``. Literals go to Hyperscan's literal compiler (Hyperscan 5.2+): about a
+    third faster than the same literals escaped as regexes, which is most of what a factory's first
+    reading spends on its cards' database; an engine without it gets the escaped regexes."""
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    ids = list(range(len(exprs)))
+    if literal:
+        try:
+            db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags, literal=True)
+            return db
+        except Exception:  # an older wheel (no ``literal``) or engine: the regex compiler below
+            db = hs.Database(mode=hs.HS_MODE_BLOCK)
+            exprs = [re.escape(e) for e in exprs]
+    db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+    return db
 
 
 Occurrences = dict[int, list[tuple[int, int]]]
@@ -192,48 +305,89 @@ class _HyperscanLines:
     ``scan`` also reports where the keyword search's literals are (``Occurrences``); ``table`` gives each
     expression id's (length, kinds)."""
 
-    def __init__(self, db: Any, hs: Any, ents: list[Entry]) -> None:
+    def __init__(
+        self, db: Any, hs: Any, ents: list[Entry], exact: Callable[[], LineStarts | None] | None = None
+    ) -> None:
         self.db = db
         self.hs = hs
         self.candidate = [e.candidate for e in ents]
         self.table = [(e.length, e.kinds) for e in ents]
         self.keywords = any(e.kinds for e in ents)
+        self.verify = [re.compile(e.verify) if e.verify else None for e in ents]
+        self.exact = exact  # builds the database of the markers themselves, for a block of too many maybes
+        self.exact_lines: list[LineStarts | None] = []  # what ``exact`` built, once built
 
     def __call__(self, buf: bytes) -> list[int]:
         return self.scan(buf)[0]
 
     def scan(
-        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None, limit: int | None = None
     ) -> tuple[list[int], Occurrences | None]:
         """The candidate line starts of ``buf[:n]`` and the keyword occurrences per line (``view``: a
-        memoryview of ``buf``, so the block is scanned where it lies)."""
+        memoryview of ``buf``, so the block is scanned where it lies). A block with ``limit`` prefilter
+        lines (default ``PREFILTER_LIMIT``) is scanned again with the markers themselves (-1: no limit)."""
         n = len(buf) if n is None else n
+        limit = PREFILTER_LIMIT if limit is None else limit
         starts: list[int] = []
         occ: Occurrences = {}
-        candidate, table = self.candidate, self.table
-        line = [0, -1, 0]  # the line being reported (start, end, recorded as a candidate): O(1) per hit
-        here: list[list[tuple[int, int]]] = [[]]
+        maybe: list[tuple[int, int, re.Pattern[bytes]]] = []  # prefilter lines: (start, end, the marker)
+        candidate, table, verify = self.candidate, self.table, self.verify
+        line = [0, -1, 0]  # the line being reported (start, end, 1: a candidate, 2: a maybe): O(1) per hit
+        here: list[list[tuple[int, int]] | None] = [None]  # its keyword occurrences, once it has one
 
-        def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        def on_match(i: int, _start: int, end: int, _flags: int, _ctx: object) -> bool:
             at = end - 1  # matches never span a newline: the byte before the end is in the hit's line
             if not line[0] <= at <= line[1]:
                 line[0] = buf.rfind(b"\n", 0, at) + 1
                 nl = buf.find(b"\n", at, n)
                 line[1] = n if nl < 0 else nl
                 line[2] = 0
-                here[0] = occ.setdefault(line[0], [])
+                here[0] = None
             if table[i][1]:
-                here[0].append((end, i))
-            if not line[2] and candidate[i]:
-                line[2] = 1
-                starts.append(line[0])
+                got = here[0]
+                if got is None:
+                    got = here[0] = occ.setdefault(line[0], [])
+                got.append((end, i))
+            if line[2] != 1:
+                if candidate[i]:
+                    line[2] = 1
+                    starts.append(line[0])
+                elif not line[2] and (marker := verify[i]) is not None:
+                    line[2] = 2
+                    maybe.append((line[0], line[1], marker))
+                    return len(maybe) == limit  # too many: stop, the block is scanned with the markers
+            return False
 
         if n:
             block = (view if view is not None else memoryview(buf))[:n] if n < len(buf) or view is not None else buf
-            self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
-        if any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
+            try:
+                self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
+            except self.hs.ScanTerminated:
+                exact = self._exact()
+                if exact is None:  # no database of the markers (cannot happen short of a compile error)
+                    return self.scan(buf, n, view, -1)
+                return cast("_HyperscanLines", exact).scan(buf, n, view)
+        if maybe:
+            starts = _verified(buf, starts, maybe)
+        elif any(a >= b for a, b in zip(starts, starts[1:], strict=False)):  # reports come in end order
             starts = sorted(set(starts))
         return starts, (occ if self.keywords else None)
+
+    def _exact(self) -> LineStarts | None:
+        """The line finder of the markers themselves, built (or loaded from the cache) on first use: the
+        same ids, a prefilter's id being its marker's."""
+        if not self.exact_lines and self.exact is not None:
+            self.exact_lines.append(self.exact())
+        return self.exact_lines[0] if self.exact_lines else None
+
+
+def _verified(buf: bytes | bytearray, starts: list[int], maybe: list[tuple[int, int, re.Pattern[bytes]]]) -> list[int]:
+    """The candidate line starts plus those prefilter lines that hold their marker, sorted."""
+    have = set(starts)
+    for start, end, marker in maybe:
+        if start not in have and marker.search(buf, start, end):
+            have.add(start)
+    return sorted(have)
 
 
 class _JoinedLines:
@@ -276,8 +430,8 @@ def cache_dir() -> Path:
     return base / "faildiag"
 
 
-def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any) -> str:
-    h = hashlib.sha256(_CACHE_FORMAT)
+def _cache_key(exprs: Sequence[bytes], flags: Sequence[int], hs: Any, literal: bool = False) -> str:
+    h = hashlib.sha256(_CACHE_FORMAT + (b"-literal" if literal else b""))
     h.update(str(getattr(hs, "__version__", "?")).encode() + b"\0" + _machine().encode() + b"\0")
     h.update(b"".join(e + b"\0" + str(f).encode() + b"\n" for e, f in zip(exprs, flags, strict=True)))
     return h.hexdigest()[:40]
@@ -371,10 +525,17 @@ class _Re2Lines:
 # ------------------------------------------------------------------------------------------- the scanner's view
 def next_line(starts: list[int]) -> Callable[[int], tuple[int, int] | None]:
     """``find(pos)`` over precomputed line starts: the first hit line starting at or after ``pos``, as the
-    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner."""
+    (start, end) of a match inside it, like ``re.search(buf, pos)`` gives the scanner. The scanner asks
+    with ``pos`` growing, so the search goes on from the last answer (a bisection only when it went back)."""
+    at = [0]
 
     def find(pos: int) -> tuple[int, int] | None:
-        i = bisect_left(starts, pos)
+        i = at[0]
+        if i and starts[i - 1] >= pos:
+            i = bisect_left(starts, pos)
+        while i < len(starts) and starts[i] < pos:
+            i += 1
+        at[0] = i
         return (starts[i], starts[i]) if i < len(starts) else None
 
     return find

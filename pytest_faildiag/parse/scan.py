@@ -34,20 +34,26 @@ MAX_FRAMES = 120
 MAX_MEM_SAMPLES = 4000
 TAIL_LINES = 40
 
+# pytest's ``path.py:N: in f`` entries (Windows paths too), at a line's start or behind a launcher's or a
+# paste's prefix (``[rank3]:``, ``0: ``, ``> ``): after a character no path holds
+_PY_LOCATION = rb"(?m:(?:^|[^\w\n/.\-\\:])[\w/.\-\\:]+\.py:\d+: \w)"
 _STRUCTURAL = [
     rb"Traceback \(most recent call last\)",
     rb"Root Cause \(first observed failure\)",
     rb"~~~ Stack of ",
     rb"\(most recent call first\)",
-    # pytest's ``E   `` lines and ``path.py:N: in f`` entries (Windows paths too), at a line's start or behind a
-    # launcher's or a paste's prefix (``[rank3]:``, ``0: ``, ``> ``): after a character no path holds
+    # pytest's ``E   `` lines, at a line's start or behind a prefix, as ``_PY_LOCATION``
     rb"(?m:(?:^|[^\w\n] ?)E {3})",
-    rb"(?m:(?:^|[^\w\n/.\-\\:])[\w/.\-\\:]+\.py:\d+: \w)",
+    _PY_LOCATION,
     rb'File "[^"\n]*", line \d+, in ',  # a traceback's frame, also when its header was not printed
     rb"File [^\s\"][^\n]*:\d+, in ",  # IPython 8's frame (``File ~/x.py:12, in f(a)``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
 ]
+# What Hyperscan searches instead of a marker whose literal healthy logs are full of (``mpscan.Patterns.
+# prefilters``): ``.py:`` is in every line of a logger printing ``trainer.py:412``, and anchoring on it cost
+# half the scan of a training log; every line holding ``_PY_LOCATION`` also holds ``\d: \w``, few others do.
+_PREFILTERS = ((_PY_LOCATION, rb"\d: \w"),)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[^\s(]+)')
 # a SyntaxError's last frame has no function: it names the file (or ``<string>``) that does not parse
 _SYNTAX_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+\.py|<[^"]+>)", line (?P<line>\d+)\s*$')
@@ -261,7 +267,7 @@ class _Scanner:
         if m:
             rank = m["rank"]
             body = text[m.end() :]
-            while (m := _RANK_PREFIX.match(body)) is not None:  # torchrun --tee: "[default1]:[rank1]: …"
+            while body[:1] == "[" and (m := _RANK_PREFIX.match(body)) is not None:  # "[default1]:[rank1]: …"
                 body = body[m.end() :]
         body = self._strip_prefix(body)
         while body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
@@ -321,7 +327,10 @@ class _Scanner:
         stripped = body.strip()
         if self.elastic is not None:
             self._elastic_line(body)
-        if "Root Cause (first observed failure)" in body:
+        # every header looked for below holds "(", "~~~ " or "above exception": most lines hold none, and one
+        # search for each is cheaper than a search for each header
+        headers = "(" in body or "~~~ " in body or "above exception" in body
+        if headers and "Root Cause (first observed failure)" in body:
             self.elastic = RootCauseBlock(self.source, number)
             self.elastic_left = 40
             self._keep(self.res.elastic, self.elastic)
@@ -336,14 +345,14 @@ class _Scanner:
                 self.dump.frames[-1].code = stripped[:300]
                 return
             self.dump = None
-        if "~~~ Stack of " in body or "(most recent call first)" in body:
+        if headers and ("~~~ Stack of " in body or "(most recent call first)" in body):
             thread = stripped.strip("~ ").replace("Stack of ", "").replace(" (most recent call first):", "").rstrip(":")
             self.dump = StackDump(
                 self.source, number, thread, innermost_first="most recent call first" in body, rank=rank
             )
             self._keep(self.res.dumps, self.dump)
             return
-        if "Traceback (most recent call last)" in body:
+        if headers and "Traceback (most recent call last)" in body:
             opened = Traceback(
                 self.source,
                 number,
@@ -356,7 +365,7 @@ class _Scanner:
             self.open_tb[rank] = opened
             self._keep_tb(opened)
             return
-        if _CHAIN[0] in body or _CHAIN[1] in body:
+        if headers and (_CHAIN[0] in body or _CHAIN[1] in body):
             self.pending_chain[rank] = True
             return
         tb = self.open_tb.get(rank)
@@ -384,8 +393,10 @@ class _Scanner:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
                 return
-            has_py = ".py:" in stripped
-            lm = _PYTEST_LOC.match(stripped) if has_py else None
+            py_at = stripped.find(".py:")
+            has_py = py_at >= 0
+            # ``_PYTEST_LOC``'s path holds no space: its ``.py:`` comes before the line's first one
+            lm = _PYTEST_LOC.match(stripped) if has_py and not 0 <= stripped.find(" ", 0, py_at) else None
             if lm is None and has_py:
                 # behind a prefix; only a line that ends as pytest's entries do (``: in f``, ``: ExcType``;
                 # a warning's ``path.py:N: UserWarning: message`` does not) is searched
@@ -711,8 +722,13 @@ class _Seen:
 def exception_line(text: str) -> tuple[str, str] | None:
     """(exception class, message) when ``text`` is an exception line as Python prints it below a traceback
     (``ValueError: msg``, ``Exception: msg``, ``django.core.exceptions.ImproperlyConfigured: msg``)."""
+    if text[:1] not in _NAME_START:  # both patterns start with a class or module name (most log lines do not)
+        return None
     m = _BARE_EXC.match(text) or _BARE_QUALIFIED.match(text)
     return (m["type"], m["msg"] or "") if m else None
+
+
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 
 def prefixed_exception(text: str) -> tuple[str, str] | None:
@@ -846,6 +862,7 @@ def compiled(ruleset: RuleSet) -> CompiledRules:
             None if hits is None else tuple(hits),
             _keep_out(ruleset),
             _card_parts(ruleset, keywords, hits),
+            _PREFILTERS,
         ),
     )
     ruleset.scanner = built
@@ -873,7 +890,7 @@ def _card_parts(
     split = sum(len(r.keywords) for r in ruleset.rules[: len(ruleset.rules) - count])
     keep_out = _keep_out(ruleset)
     return (
-        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own), keep_out),
+        mpscan.Patterns(tuple(_STRUCTURAL), keywords[:split], b"", tuple(own), keep_out, prefilters=_PREFILTERS),
         mpscan.Patterns((), keywords[split:], b"", tuple(hits[len(own) :]), keep_out),
     )
 
@@ -1070,12 +1087,26 @@ def _scan_chunk(
         _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
     # tail: the last lines of this chunk replace older ones
-    last = buf[max(0, n - 64 * 1024) : n].decode("utf-8", "replace").splitlines()
+    last = buf[_tail_start(buf, n) : n].decode("utf-8", "replace").splitlines()
     for line in last[-TAIL_LINES:]:
         vis = _visible(line[:MAX_LINE])
         if vis.strip():
             tail.append(vis)
     return line_no
+
+
+def _tail_start(buf: bytes | bytearray, n: int) -> int:
+    """Where the text that holds the last ``TAIL_LINES`` lines of ``buf[:n]`` starts: after the newline
+    that ends the line before them, within the last 64 KiB. Every newline ends a line of ``splitlines``
+    (which also splits at other breaks), so the lines after it hold those lines; decoding every chunk's
+    whole last 64 KiB for them cost more than its lines' search."""
+    floor = max(0, n - 64 * 1024)
+    at = n - 1  # the newline that ends the block is not a break before a line
+    for _ in range(TAIL_LINES):
+        at = buf.rfind(b"\n", floor, at) if at > floor else -1
+        if at < 0:
+            return floor
+    return at + 1
 
 
 def _seen(

@@ -74,3 +74,54 @@ def test_compiling_the_scanner_leaves_the_keyword_alternation_uncompiled():
     assert rs.keyword_regex._re is None
     assert scan.compiled(rs).patterns.parts == ()
     assert rs.keyword_regex._re is None
+
+
+def test_a_changed_factory_compiles_only_the_literals_its_stable_database_lacks(tmp_path, monkeypatch):
+    """After a card is edited or added, the cards' last full database (the stable one) is scanned with a
+    delta database of the new literals only, and the literals no card holds any more are never reported:
+    the joined reports are what one database of the current keywords says."""
+    from .test_speed_keyword_hits import PROBE_PACK, _factory
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(mpscan, "TIER_FROM", 1)  # the real threshold is for thousands of literals
+    (tmp_path / "factory").mkdir()
+    root = _factory(tmp_path / "factory")
+    base = build_ruleset([*_builtin_packs(), ("99-probe.toml", PROBE_PACK)])
+    compiled: list[int] = []
+    real = mpscan._compile
+
+    def counting(hs, exprs, flags, literal):
+        if literal:
+            compiled.append(len(exprs))
+        return real(hs, exprs, flags, literal)
+
+    monkeypatch.setattr(mpscan, "_compile", counting)
+
+    def finder():
+        fac = factory.read_factory(root)
+        assert not fac.problems
+        c = scan.compiled(factory.with_cards(base, fac.rules, root=root))
+        return c, mpscan.build("hyperscan", c.patterns)
+
+    _, first = finder()
+    count = len(first.parts[1].table)
+    assert compiled == [count]  # a new factory: its cards' full database
+    text = (root / "xid.md").read_text(encoding="utf-8").replace('"Xid 4242"', '"Xid 5151 fell off"')
+    (root / "xid.md").write_text(text, encoding="utf-8")
+    (root / "new.md").write_text(
+        '+++\nid = "new"\ntitle = "t"\nsignatures = ["Lustre OST0007 lost"]\ncategory = "hardware"\n+++\n',
+        encoding="utf-8",
+    )
+    c, tiered = finder()
+    assert compiled == [count, 2]  # only "Xid 5151 fell off" and "Lustre OST0007 lost"
+    card_part = tiered.parts[1]
+    assert type(card_part).__name__ == "_JoinedLines" and len(card_part.parts) == 2
+    single = mpscan.build("hyperscan", dataclasses.replace(c.patterns, parts=()))
+    lines = _stress_lines(factory.with_cards(base, factory.read_factory(root).rules), 23, 3000)
+    lines += [b"kernel: Xid 4242 on gpu 3", b"Xid 5151 fell off the bus", b"Lustre OST0007 lost", b"XID 79 SEEN"]
+    starts, hits = _hits(tiered, c, lines)
+    assert (starts, hits) == _hits(single, c, lines)
+    assert not any("4242" in h for h in hits[-4])  # a keyword no card holds any more: never reported
+    assert any(h.startswith("Xid 5151") for h in hits[-3]) and any(h.startswith("Lustre OST") for h in hits[-2])
+    _, again = finder()  # the next process loads the delta database too: nothing compiled
+    assert compiled == [count, 2] and type(again.parts[1]).__name__ == "_JoinedLines"

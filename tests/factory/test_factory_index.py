@@ -107,8 +107,9 @@ def test_an_index_that_is_not_ours_or_not_current_is_ignored(tmp_path, _private_
     assert F.read_index(path, key) is not None
     good = path.read_bytes()
     lying = json.loads(good)
-    lying["cards"][0][4] = "dataset"  # a stale or forged reading: ignored unless its key matches
-    lying["key"] = "0" * 64
+    lying["files"][0][4] = "dataset"  # a stale or forged reading: ignored unless its key matches, and its
+    lying["key"] = "0" * 64  # records are only taken for cards whose size, times and inode they name
+    lying["stamps"][0] = "0.0.0.0"
     for data in (b"not json", b"[]", b'{"format": 1}', json.dumps(lying).encode(), good[: len(good) // 2]):
         path.write_bytes(data)
         assert F.read_index(path, key) is None
@@ -184,3 +185,38 @@ def test_an_index_matches_a_fresh_reading(tmp_path):
     assert {kw for kw, _, _ in hits} == {
         kw for v in [*built.anchors.values(), *built.folded.values()] for kw in v
     } | set(built.partial)
+
+
+def test_a_changed_factory_reads_only_the_cards_that_changed(tmp_path, _private_cache, monkeypatch):
+    """After one card of many changed, a fresh process takes every other card from the last reading's
+    records (same size, times and inode) and reports exactly what reading every card reports: the same
+    rules, rows and problem lines, duplicates decided across old and new cards alike."""
+    cards = {f"c{i:02d}.md": QUOTA_CARD.replace("slurm-qos-gres", f"card-{i}") for i in range(20)}
+    root = write_factory(tmp_path / "factory", {**cards, **BROKEN})
+    F.load_factory(root)  # the first reading writes the index
+    reads: list[str] = []
+    real = F._read_card
+
+    def counting(path, rel):
+        reads.append(rel)
+        return real(path, rel)
+
+    monkeypatch.setattr(F, "_read_card", counting)
+    assert F.load_factory(root).rules and reads == []  # the index is current: no card read
+    edited = root / "c05.md"
+    stamp = edited.stat()
+    edited.write_text(cards["c05.md"].replace("QOSMaxGRESPerUser", "QOSMaxJobsPerUser"))
+    os.utime(edited, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000))
+    (root / "c11.md").unlink()
+    write_factory(root, {"b-dup.md": cards["c07.md"], "nofront.md": QUOTA_CARD.replace("card-", "x")})
+    (root / "twosigs.md").write_text("+++\nnot toml\n+++\n")  # a card that parsed no longer does
+    changed = F.load_factory(root)
+    assert sorted(reads) == ["b-dup.md", "c05.md", "nofront.md", "twosigs.md"]
+    fresh = F.read_factory(root)
+    assert changed.problems == fresh.problems and changed.rows == fresh.rows
+    assert any("c07.md: skipped: duplicate id 'card-7' (also in b-dup.md)" in p for p in changed.problems)
+    assert [r.keywords for r in changed.rules] == [r.keywords for r in fresh.rules]
+    assert any(r.keywords[0].startswith("QOSMaxJobsPerUser") for r in changed.rules)
+    reads.clear()
+    again = F.load_factory(root)  # and that reading was indexed in turn
+    assert reads == [] and again.problems == fresh.problems and again.rows == fresh.rows

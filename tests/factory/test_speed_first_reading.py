@@ -101,3 +101,37 @@ def test_the_engine_searches_for_exactly_the_keywords_of_the_python_lookup(tmp_p
     expected |= {(kw, False) for kw in t.partial} | {(kw, True) for kw in t.folded_partial}
     assert {(kw, fold) for kw, fold, _ in hits} == expected
     assert len(hits) == len(expected) and t.folded and t.folded_partial
+
+
+def test_an_edited_factory_gives_the_findings_of_a_fresh_reading(tmp_path, monkeypatch):
+    """After cards changed, the next diagnosis takes the unchanged cards from the index and scans with the
+    cards' last full database plus a delta of the new keywords: the same findings as a fresh reading of
+    the changed factory, and as Python's re."""
+    root = tmp_path / "factory"
+    lines = _factory(root)
+    log = _log(tmp_path, [*lines, "kernel: Zeta9999 fell over expired for job 5 on partition p1"])
+    monkeypatch.setattr(mpscan, "MIN_BYTES", 0)
+    monkeypatch.setattr(mpscan, "TIER_FROM", 1)  # tiered from the first literal, not from thousands
+    monkeypatch.setenv(mpscan.ENGINE_ENV, "hyperscan")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    F._MEMO.entries.clear()
+    before = _report(log, root)
+    card = root / "environment" / "c0000.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("ERR0000: storage lease", "Zeta9999 fell over"))
+    (root / "dataset" / "c0037.md").unlink()
+    compiled: list[int] = []
+    real = mpscan._compile
+    monkeypatch.setattr(mpscan, "_compile", lambda hs, e, f, lit: compiled.append(len(e)) or real(hs, e, f, lit))
+    F._MEMO.entries.clear()
+    edited = _report(log, root)
+    assert compiled == [1]  # "Zeta9999 fell ov": the only keyword the stable database lacks
+    reports = {"edited": edited}
+    for engine in ("hyperscan", "python"):
+        monkeypatch.setenv(mpscan.ENGINE_ENV, engine)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-fresh-{engine}"))
+        F._MEMO.entries.clear()
+        reports[engine] = _report(log, root)
+    assert reports["edited"] == reports["hyperscan"] == reports["python"], reports
+    cited = {e["id"] for e in edited[1] or []}
+    assert {"team-0000", "team-0074"} <= cited and "team-0037" not in cited
+    assert cited != {e["id"] for e in before[1] or []}
