@@ -152,6 +152,10 @@ def _leave_out(names: set[str]) -> None:
 
     builtin = rules._builtin_packs
     rules._builtin_packs = lambda: [(n, t) for n, t in builtin() if n not in names]  # type: ignore[assignment]
+    # the on-disk cache of the built-in packs is keyed by their files' stamps, which still list the packs
+    # left out: without this the reduced rule set is stored under the full set's key, and every later
+    # process of this checkout diagnoses without those packs. Keyed by content instead, the two differ.
+    rules._builtin_stamps = lambda: None  # type: ignore[assignment]
     rules._default_ruleset_cached.cache_clear()
 
 

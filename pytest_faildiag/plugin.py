@@ -24,9 +24,31 @@ PLUGIN_NAME = "faildiag-session"
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Make faildiag's hooks (rule packs, checks, evidence) pytest hooks: conftest files and plugins
     implement them as they implement any other, and the engine calls them through ``config.hook``."""
+    _skip_assert_rewrite(pluginmanager)
     from . import hookspecs  # pluggy only: cheap
 
     pluginmanager.add_hookspecs(hookspecs)
+
+
+def _skip_assert_rewrite(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Load the rest of this package through Python's own import system, not pytest's assertion rewriter.
+
+    Why: pytest marks the whole package of an installed plugin for assertion rewriting, and loads each
+    module so marked through its own hook, which re-finds the file, hashes its source and reads its cached
+    code with ``marshal.load`` on a file object: several times what the module's own import costs, in every
+    session (about half of what a passing ``pytest --faildiag`` session added, bench_plugin_overhead.py).
+    This package holds no tests and no assert whose message anyone reads. ``PYTEST_DONT_REWRITE`` in a
+    docstring does not help: it only skips rewriting the code, the module still goes through that hook.
+    This module and the package's ``__init__`` are loaded by then (they stay rewritten); a conftest that
+    calls ``pytest.register_assert_rewrite("pytest_faildiag")`` marks it again. The hook's attributes are
+    pytest's own: where they are not what this expects, nothing changes."""
+    hook = getattr(pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    package = __name__.rpartition(".")[0]
+    if isinstance(marked, set) and package in marked and isinstance(cache, dict):
+        marked.discard(package)
+        cache.clear()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

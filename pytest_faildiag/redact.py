@@ -134,9 +134,34 @@ def is_secret_name(name: str) -> bool:
     name = (name or "").strip()
     if not name:
         return False
-    if _UPPER_KEY.match(name):
+    if name.endswith("KEY") and _UPPER_KEY.match(name):
         return True
+    if name.isascii() and not any(word in name.lower() for word in _SECRET_NAME_WORDS):
+        return False  # (ASCII only: case-insensitive regexes also match some non-ASCII letters, e.g. "ſ" for "s")
     return bool(_SECRET_NAME.search(name)) and not _HARMLESS_NAME.search(name)
+
+
+# Every match of ``_SECRET_NAME`` holds one of these (lower case). Why: most names asked about are not secret
+# (``-q``, ``-p``, ``--faildiag`` on the command line every ``pytest --faildiag`` session journals), and
+# compiling ``_SECRET_NAME`` for them cost a passing session more than its whole per-test journal.
+_SECRET_NAME_WORDS = (
+    "pass",
+    "secret",
+    "api",
+    "access",
+    "private",
+    "pwd",
+    "credential",
+    "auth",
+    "cookie",
+    "session",
+    "signature",
+    "bearer",
+    "pat",
+    "dsn",
+    "webhook",
+    "token",
+)
 
 
 # Substrings at least one of which every pattern above needs (lower case): a line holding none of them

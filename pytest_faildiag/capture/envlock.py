@@ -244,15 +244,45 @@ def probe_packages() -> dict[str, str]:
     out: dict[str, str] = {}
     for dist in metadata.distributions():
         try:
-            name = dist.metadata["Name"]
+            name, version = _name_and_version(dist)
             if not name:
                 continue
             key = normalize_name(name)
             if key not in out:
-                out[key] = str(dist.version)
+                out[key] = str(version)
         except Exception:  # one broken .dist-info must not hide the others
             continue
     return dict(sorted(out.items()))
+
+
+_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")  # what email's parser takes for a header's name
+_LINE_END = re.compile(r"\r\n|\r|\n")  # email's line ends (not str.splitlines's longer list)
+_MAX_HEADER_LINES = 1000
+
+
+def _name_and_version(dist: Any) -> tuple[str | None, str | None]:
+    """``dist.metadata["Name"]`` and ``dist.version``, read from the metadata file's header lines. Why: those
+    two parse the whole file with the ``email`` package, description included, each time (twice per
+    distribution): most of the lock's cost in every cold ``faildiag run``. The file is the one
+    ``Distribution.metadata`` reads; a header block this does not read as plainly as ``email`` would (a
+    folded line, no Name) is left to ``email``."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("")
+    found: dict[str, str] = {}
+    lines = _LINE_END.split(text or "", maxsplit=_MAX_HEADER_LINES)
+    for line in lines[:-1]:  # the last item is the rest of the file
+        if not line:
+            break  # the end of the headers
+        key, sep, value = line.partition(":")
+        if line[0] in " \t" or not sep or not _HEADER_NAME.fullmatch(key):
+            return dist.metadata["Name"], dist.version  # a folded header, or a line email reads otherwise
+        key = key.lower()
+        if key in ("name", "version") and key not in found:
+            found[key] = value.lstrip(" \t")
+    else:
+        return dist.metadata["Name"], dist.version  # no end of the headers in sight
+    if "name" not in found or "version" not in found:
+        return dist.metadata["Name"], dist.version
+    return found["name"], found["version"]
 
 
 def probe_python() -> dict[str, Any]:

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
     from ..engine import diagnose, render_text, write_snapshot
     from ..fsio import ReadRefused, check_regular
-    from ..integrations.pytest_journal import JOURNAL, PREVIOUS, dead_test_texts, dead_tests, read_events, slugify
+    from ..integrations.pytest_journal import JOURNAL, PREVIOUS, slugify
+    from ..integrations.pytest_journal_replay import dead_test_texts, dead_tests, read_events
     from ..parse.logread import InputError
 
     out = Path(args.out)

@@ -409,6 +409,9 @@ _MODULE_API = re.compile(
 _INSTALLED_PATH = re.compile(
     r"[/\\](?:site|dist)-packages[/\\]+\w[^\s'\"<>():]*(?P<loc>:\d+|\"?, line \d+)?", re.IGNORECASE
 )
+# an imported module's repr (``<module 'x' from '…/site-packages/x.py'>``) names a module that loaded: it says
+# which one, not a file that failed
+_MODULE_REPR = re.compile(r"<module '[\w.]+' from '[^']*'>")
 # lines of a message that are not what it says: a traceback's frame line, a warning printed before it
 _NOT_MESSAGE = re.compile(r'^\s*File "|(?i:warning)')
 
@@ -470,7 +473,9 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
     fp = analysis.profile.first_failure
     text = "\n".join(t for t in (facts.message or facts.lead, fp.excerpt if fp is not None else "") if t)
     return any(
-        not m["loc"] and not _NOT_MESSAGE.search(ln) for ln in text.splitlines() for m in _INSTALLED_PATH.finditer(ln)
+        not m["loc"] and not _NOT_MESSAGE.search(ln)
+        for ln in text.splitlines()
+        for m in _INSTALLED_PATH.finditer(_MODULE_REPR.sub("", ln))
     )
 
 

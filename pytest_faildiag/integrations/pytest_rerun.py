@@ -140,7 +140,8 @@ class RerunPlugin:
                 pass
 
     def note_report(self, report: pytest.TestReport) -> None:
-        """Every report, on the controller: the order tests ran in per worker, the failures' settings."""
+        """A failed report on the controller (and under pytest-xdist every setup report, through
+        ``note_setup``): the order tests ran in per worker, the failures' settings."""
         if not self.controller or (report.when != "setup" and report.outcome != "failed"):
             return  # the order is known from each test's setup report; a passing call or teardown adds nothing
         if report.when == "setup":
@@ -148,6 +149,12 @@ class RerunPlugin:
         info = getattr(report, RERUN_KEY, None)
         if report.failed and isinstance(info, dict):
             self.info.setdefault(report.nodeid, info)
+
+    def order_sink(self) -> Callable[[tuple[str, Any]], None]:
+        """Where the session's logstart notes ``(nodeid, None)`` for each test a process without pytest-xdist
+        runs (the order of its setup reports, one bound ``list.append`` call per test): passing tests then
+        need no ``pytest_runtest_logreport`` of ours at all."""
+        return self._ran.append
 
     def note_setup(self, report: pytest.TestReport) -> None:
         """A passing setup report on the controller, straight from the session's hook: one list append.

@@ -8,9 +8,11 @@ environment lock (built once, on the first failure); run the engine; attach a ``
 reports); write ``<out>/<slug>/``. The controller (the only process without ``workerinput``) collects the
 dicts, diagnoses crashed xdist workers, writes ``<out>/session.json`` and the terminal summary.
 
-Passing tests cost one journal line and a few attribute checks: no lock, no engine, and none of the
-modules only a failure needs (the store, the engine, redaction's full pattern set) is imported before one
-happens: ``bench/bench_plugin_overhead.py`` holds a passing suite to 1.03x plain pytest. Every hook body is
+Passing tests cost one journal line, a ``pytest_runtest_logstart`` and a ``pytest_runtest_makereport``
+wrapper per phase: no ``pytest_runtest_logreport`` of ours until a failure (``_ReportLog``), no lock, no
+engine, and none of the modules only a failure needs (the engine, the journal's replay, redaction's full
+pattern set) is imported before one happens: ``bench/bench_plugin_overhead.py`` holds a passing suite to
+1.03x plain pytest. Every hook body is
 wrapped: an internal error becomes a ``PytestFaildiagWarning`` and the session goes on. Outcomes are never
 changed (the hang watchdog fails a hung test only because the user asked for ``--faildiag-timeout``).
 """
@@ -27,18 +29,8 @@ from typing import Any
 
 import pytest
 
-from .pytest_fixtures import fixture_frame
 from .pytest_hang import timeout_option
-from .pytest_journal import (
-    JOURNAL,
-    PREVIOUS,
-    Journal,
-    dead_test_texts,
-    dead_tests,
-    ended_cleanly,
-    read_events,
-    slugify,
-)
+from .pytest_journal import JOURNAL, PREVIOUS, Journal, ended_cleanly, slugify
 from .pytest_rerun import quiet, test_timeout
 from .pytest_rerun import register as register_rerun
 from .pytest_threads import ThreadEvidence, name_dead_thread
@@ -119,6 +111,8 @@ class FaildiagSession:
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
+        self._note_started: Any = None  # where this process's test order goes, by logstart (sessionstart sets it)
+        self._logging = False  # whether ``_ReportLog`` (our pytest_runtest_logreport) is registered
         self.bridge: Any = None  # pytest-timeout's deadlines: its failed reports go through failed_report
         timeout = timeout_option(config)
         if timeout is not None or config.pluginmanager.hasplugin("timeout"):
@@ -144,6 +138,10 @@ class FaildiagSession:
         self.threads.install()
         try:
             self.distributed = self.controller and self.config.pluginmanager.hasplugin("dsession")
+            if self.distributed:
+                self._log_reports()  # the workers' reports (and crashes) reach the controller only there
+            elif self.controller and self.rerun is not None:
+                self._note_started = self.rerun.order_sink()
             if self.controller:
                 self._recover_previous()
             self.journal = Journal(self.out / JOURNAL, worker=self.worker)
@@ -222,6 +220,8 @@ class FaildiagSession:
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.threads.start(nodeid)
         self.interrupt.started_test(nodeid)
+        if self._note_started is not None:  # the order tests ran in, for the reruns (not under xdist)
+            self._note_started((nodeid, None))
         if self.journal is not None and not self.distributed:
             self.journal.mark("start", nodeid)
 
@@ -263,6 +263,8 @@ class FaildiagSession:
                     del item.stash[key]
         if rep.outcome == "failed":  # ``rep.failed`` without its property call: this runs 3 times per test
             self._stashed = True
+            if self.controller and not self._logging:
+                self._log_reports()  # before this report is logged: the controller collects its entry
             if self.bridge is not None:  # the stacks of a pytest-timeout deadline, before the diagnosis
                 self.bridge.failed_report(item, call, rep)
             if self.rerun is not None:
@@ -308,6 +310,8 @@ class FaildiagSession:
                     texts[r.stdout_path.name] = read_tail(r.stdout_path, EVIDENCE_TAIL)
                     texts[r.stderr_path.name] = read_tail(r.stderr_path, EVIDENCE_TAIL)
         file, line = _user_frame(excinfo, rep, self.config.rootpath)
+        from .pytest_fixtures import fixture_frame
+
         fixture = fixture_frame(item, excinfo, is_library_path, _rel, self.config.rootpath)
         if fixture is not None and rep.when != "call":  # a fixture error: point at the user's fixture line
             file, line = fixture[0], fixture[1]
@@ -340,11 +344,19 @@ class FaildiagSession:
         return False
 
     # ------------------------------------------------------------------ per report, on the controller
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def _log_reports(self) -> None:
+        if not self._logging:
+            self._logging = True
+            try:
+                self.config.pluginmanager.register(_ReportLog(self), "faildiag-reports")
+            except Exception as exc:
+                warn(f"faildiag: failures will not be collected: {type(exc).__name__}: {exc}")
+
+    def log_report(self, report: pytest.TestReport) -> None:
+        """Each report on the controller, once ``_ReportLog`` is registered: failures become entries."""
         if report.outcome != "failed":  # the passing path first: three of these per test
-            if self.rerun is not None and report.when == "setup":
-                self.rerun.note_setup(report)  # the order tests ran in (one hook call per report, not two)
+            if self.distributed and self.rerun is not None and report.when == "setup":
+                self.rerun.note_setup(report)  # the order tests ran in, per worker (else noted at logstart)
             return
         if self.rerun is not None:
             self.rerun.note_report(report)
@@ -382,6 +394,7 @@ class FaildiagSession:
         worker journaled (the output files of its commands, a stack dump)."""
         texts = {"longrepr.txt": report.longreprtext}
         from ..redact import redact_text
+        from .pytest_journal_replay import dead_test_texts, dead_tests, read_events
 
         journaled = redact_text(report.nodeid)  # the journal keeps redacted ids
         dead = [d for d in dead_tests(read_events(self.out / JOURNAL)) if d.nodeid == journaled]
@@ -512,6 +525,8 @@ class FaildiagSession:
         if ended_cleanly(path):  # nothing to diagnose: skip replaying a line per test of the last session
             os.replace(path, self.out / PREVIOUS)
             return
+        from .pytest_journal_replay import dead_test_texts, dead_tests, read_events
+
         events = read_events(path)
         for dead in dead_tests(events):
             if dead.session_ended:
@@ -631,6 +646,23 @@ class FaildiagSession:
         except Exception as exc:  # a reporter's failure is reported, never a changed test outcome
             _write(tr, f"faildiag: warning: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
             warn(f"faildiag: {module_name}.{func} failed: {type(exc).__name__}: {exc}")
+
+
+class _ReportLog:
+    """The session's ``pytest_runtest_logreport`` (``FaildiagSession.log_report``), registered only where it
+    has work: on a pytest-xdist controller from the start (the workers' reports and crashed workers arrive
+    there), otherwise on the controller at its first failed report (``pytest_runtest_makereport``, which
+    sees every report of a test run in this process before it is logged, registers it then). Why not a
+    method of the session: a passing suite would pay three hook calls per test for nothing, the largest
+    part of what faildiag costs it per test (bench/bench_plugin_overhead.py); the order tests ran in is
+    noted at their logstart instead. Workers need none: their reports are the controller's to collect."""
+
+    def __init__(self, session: FaildiagSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.session.log_report(report)
 
 
 class _GithubTail:

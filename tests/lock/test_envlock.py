@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,31 @@ def test_a_missing_cwd_and_a_zero_timeout_still_give_a_lock(tmp_path):
     assert lock["git"]["status"] in ("error", "timeout", "missing")
     assert lock["resources"]["disk"]["status"] == "error"
     assert lock["packages"]
+
+
+@pytest.mark.parametrize(
+    "metadata_text",
+    [
+        "Metadata-Version: 2.1\nName: plain-pkg\nVersion: 1.2.3\n\nName: not-this\nVersion: 9\n",
+        "Metadata-Version: 2.1\r\nName: crlf_pkg\r\nVersion: 0.1\r\n\r\nbody\r\n",
+        "Metadata-Version: 2.1\nName: folded\n  continued\nVersion: 2.0\n\n",
+        "Metadata-Version: 2.1\nname: lower-case-keys\nVERSION: 3.0  \n\n",
+        "Metadata-Version: 2.1\nnot a header line\nName: after-a-stray-line\nVersion: 1\n\n",
+        "Metadata-Version: 2.1\nName: no-blank-line\nVersion: 4.5",
+        "Metadata-Version: 2.1\nName: spaces-line\n   \nVersion: 5\n\n",
+        "Metadata-Version: 2.1\nName: form\x0cfeed\nVersion: 6\n\n",
+        "Metadata-Version: 2.1\nVersion: 7\n\n",
+        "",
+    ],
+)
+def test_package_names_and_versions_read_as_the_email_parser_reads_them(tmp_path: Path, metadata_text: str) -> None:
+    """The lock reads Name and Version from a distribution's METADATA header lines itself (parsing the whole
+    file with ``email`` twice per package was most of a cold ``faildiag run``'s lock): on real files of
+    every odd shape it must answer what ``dist.metadata["Name"]`` and ``dist.version`` answer."""
+    from pytest_faildiag.capture.envlock import _name_and_version
+
+    info = tmp_path / "pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(metadata_text.encode())
+    dist = metadata.PathDistribution(info)
+    assert _name_and_version(dist) == (dist.metadata["Name"], dist.version)

@@ -225,6 +225,32 @@ def test_ordinary_names(name):
     assert not is_secret_name(name)
 
 
+def test_the_secret_name_shortcut_answers_as_the_patterns_do() -> None:
+    """``is_secret_name`` skips its patterns for an ASCII name holding none of their words: over names built
+    from those words' pieces and neighbours (and the letters a case-insensitive pattern also matches, such as
+    "ſ" for "s"), it answers exactly as the patterns alone do."""
+    import itertools
+    import random
+
+    from pytest_faildiag import redact
+
+    def by_patterns(name: str) -> bool:
+        name = name.strip()
+        if not name:
+            return False
+        if redact._UPPER_KEY.match(name):
+            return True
+        return bool(redact._SECRET_NAME.search(name)) and not redact._HARMLESS_NAME.search(name)
+
+    pieces = ["pass", "PASS", "word", "Token", "token", "KEY", "key", "_", "-", "api", "auth", "or", "ize", "pat"]
+    pieces += ["PAT", "dsn", "x", "1", " ", "ſ", "K", "ı", "secret", "session", "id", "cookie", "bearer", "hook"]
+    pieces += ["signature", "credential", "pwd", "access", "private", "web", "é", "max", "num", "s"]
+    rng = random.Random(14)
+    names = ["".join(p) for p in itertools.product(pieces, repeat=2)]
+    names += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(20000)]
+    assert [n for n in names if is_secret_name(n) != by_patterns(n)] == []
+
+
 def test_redact_env_masks_by_name_and_scrubs_values():
     env = redact_env(
         {

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_faildiag.integrations.pytest_journal import Journal, dead_tests, ended_cleanly, read_events
+from pytest_faildiag.integrations.pytest_journal import Journal, ended_cleanly
+from pytest_faildiag.integrations.pytest_journal_replay import dead_tests, read_events
 from pytest_faildiag.redact import MASK, redact_text
 
 from .conftest import entry_for, session_index
@@ -119,8 +120,9 @@ def pytest_unconfigure(config):
     import pytest_faildiag.redact as redact
     names = sorted(m for m in sys.modules if m.startswith("pytest_faildiag"))
     compiled = sorted(n for n, v in vars(redact).items() if type(v).__name__ == "_lazy" and "sub" in vars(v))
+    loaders = {m: type(sys.modules[m].__loader__).__name__ for m in names}
     with open("modules.json", "w") as f:
-        json.dump({"modules": names, "compiled": compiled}, f)
+        json.dump({"modules": names, "compiled": compiled, "loaders": loaders}, f)
 """
 
 
@@ -136,7 +138,22 @@ def test_a_green_run_imports_nothing_only_a_failure_needs(pytester: pytest.Pytes
         assert module not in seen["modules"]
     assert "pytest_faildiag.integrations.pytest_journal" in seen["modules"]  # the journal did run
     # redaction's full pattern set is compiled on its first real use, which a clean passing session never has
-    assert not [n for n in seen["compiled"] if n not in ("_SECRET_NAME", "_HARMLESS_NAME", "_UPPER_KEY")]
+    # (nor the secret-name pattern: the command line's -p and --faildiag hold no secret word)
+    assert seen["compiled"] == []
+    # the package's modules come through Python's own import, not pytest's assertion rewriter; only the
+    # two loaded before the plugin could say so may stay rewritten (an editable install is never marked for
+    # rewriting at all: pytest marks the files a distribution lists, which then are only its path hook)
+    rewritten = {m for m, loader in seen["loaders"].items() if loader == "AssertionRewritingHook"}
+    assert rewritten <= {"pytest_faildiag", "pytest_faildiag.plugin"}
+    assert seen["loaders"]["pytest_faildiag.integrations.pytest_session"] == "SourceFileLoader"
+
+    result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", timeout=180)
+    result.assert_outcomes(passed=2)
+    # the previous session ended cleanly: its journal is set aside unread (no replay module, no dataclasses)
+    assert (
+        "pytest_faildiag.integrations.pytest_journal_replay"
+        not in json.loads((pytester.path / "modules.json").read_text())["modules"]
+    )
 
     pytester.makepyfile(test_ok="def test_ok():\n    assert 0\n")
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", "--faildiag-rerun=0", timeout=180)
