@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -301,7 +302,9 @@ Occurrences = dict[int, list[tuple[int, int]]]
 
 
 class _HyperscanLines:
-    """Scans a block with the database; each call gets its own scratch space, so threads never share one.
+    """Scans a block with the database; each thread gets its own scratch space (never shared), made once
+    and reused for every block it scans (~30 µs to allocate for the built-in database: once per 2 MiB
+    block it was 2 % of a big log's scan).
     ``scan`` also reports where the keyword search's literals are (``Occurrences``); ``table`` gives each
     expression id's (length, kinds)."""
 
@@ -316,6 +319,13 @@ class _HyperscanLines:
         self.verify = [re.compile(e.verify) if e.verify else None for e in ents]
         self.exact = exact  # builds the database of the markers themselves, for a block of too many maybes
         self.exact_lines: list[LineStarts | None] = []  # what ``exact`` built, once built
+        self.local = threading.local()  # this thread's scratch space (``_scratch``)
+
+    def _scratch(self) -> Any:
+        scratch = getattr(self.local, "scratch", None)
+        if scratch is None:
+            scratch = self.local.scratch = self.hs.Scratch(self.db)
+        return scratch
 
     def __call__(self, buf: bytes) -> list[int]:
         return self.scan(buf)[0]
@@ -361,7 +371,7 @@ class _HyperscanLines:
         if n:
             block = (view if view is not None else memoryview(buf))[:n] if n < len(buf) or view is not None else buf
             try:
-                self.db.scan(block, match_event_handler=on_match, scratch=self.hs.Scratch(self.db))
+                self.db.scan(block, match_event_handler=on_match, scratch=self._scratch())
             except self.hs.ScanTerminated:
                 exact = self._exact()
                 if exact is None:  # no database of the markers (cannot happen short of a compile error)
