@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import Frame, ScanResult, Traceback, exception_line
+from ..parse.scan import Frame, ScanResult, Traceback, exception_line, printed_frame
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks
 
@@ -51,7 +51,11 @@ WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 2
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
-FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
+FAILED_CUE = "cue:failed"
+# the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
+# raised where nothing could catch it): the reported exception is the failure, read in its place
+REPORTER_FAMILY = "unraisable"
+SYNTAX_FAMILY = "syntax"  # the [[exception]] family of SyntaxError and its subclasses  # the [[context]] whose words say that something failed (not a hang)
 # a log level below error: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so", a
 # UserWarning); NCCL's WARN level is how it reports its errors, so it is read
 _CHATTER = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b|(?i:warning)")
@@ -195,23 +199,75 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str],
     return any(_TEST_RUN.search(text) for text in texts)
 
 
-def _pytest_facts(scan: ScanResult) -> tuple[str | None, str, list[Frame], str, int | None]:
+def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, str, list[Frame], str, int | None]:
     """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
-    ``E   `` lines before it."""
-    for src, line, _site, exc in reversed(scan.pytest_locations):
-        if not exc:
-            continue
-        frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln <= line][-12:]
-        msg = next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
-        return exc, msg, frames, src, line
+    ``E   `` lines before it. An exception that only reports another one (pytest's warning for an
+    exception nothing could catch, family ``REPORTER_FAMILY``) is read as that exception: its chained
+    cause's raise site, or the traceback its message carries."""
+    sites = [(src, line, exc) for src, line, _site, exc in scan.pytest_locations if exc]
+    if sites:
+        src, line, exc = sites[-1]
+        cause = _reported_cause(scan, reasoning, sites, exc)
+        if cause is not None:
+            return cause
+        return exc, _e_message(scan, src, line), _pytest_frames(scan, src, line), src, line
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
     # raise-site line: the last such E line names the exception, the entries before it are its frames
     for src, line, text in reversed(scan.pytest_errors):
         parsed = exception_line(text)
         if parsed:
-            frames = [site for (s2, ln, site, _) in scan.pytest_locations if s2 == src and ln < line][-12:]
-            return parsed[0], parsed[1], frames, src, line
+            return parsed[0], parsed[1], _pytest_frames(scan, src, line), src, line
     return None, "", [], "", None
+
+
+def _e_message(scan: ScanResult, src: str, line: int) -> str:
+    return next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
+
+
+def _pytest_frames(scan: ScanResult, src: str, line: int, after: int = -1) -> list[Frame]:
+    """pytest's entries up to the exception at ``line`` (after ``after``), then the frames its ``E   ``
+    lines print below the last entry: a SyntaxError's ``File "x.py", line N`` names the file that does not
+    parse, which is where the cause lives (not ``ast.py``, whose ``compile`` reported it)."""
+    entries = [(ln, site) for (s2, ln, site, _) in scan.pytest_locations if s2 == src and after < ln <= line]
+    frames = [site for _ln, site in entries][-12:]
+    last = max((ln for ln, site in entries if ln < line), default=after)
+    for s2, ln, text in scan.pytest_errors:
+        if s2 == src and last < ln < line:
+            fr = printed_frame(text)
+            if fr is not None:
+                frames.append(fr)
+    return frames
+
+
+def _reported_cause(
+    scan: ScanResult, reasoning: Reasoning, sites: list[tuple[str, int, str]], exc: str
+) -> tuple[str, str, list[Frame], str, int] | None:
+    """The exception that pytest's reporting warning stands for. pytest 8+ chains it as the warning's
+    cause: its raise site (``conn.py:3: ValueError``) is the one before the warning's, with the chain's
+    header ("The above exception was the direct cause…") between them. pytest 7 formats its traceback into
+    the warning's message instead: ``E     File "conn.py", line 3, in __del__`` … ``E   ValueError: …``."""
+    if (_exception_entry(reasoning, exc) or {}).get("family") != REPORTER_FAMILY:
+        return None
+    src, line, _exc = sites[-1]
+    prev = [(s2, ln, e) for s2, ln, e in sites[:-1] if s2 == src]
+    if prev:
+        _s, cline, cexc = prev[-1]
+        if any(s2 == src and cline < ln < line for s2, ln in scan.chain_lines):
+            before = max((ln for _s2, ln, _e in prev[:-1]), default=-1)
+            return cexc, _e_message(scan, src, cline), _pytest_frames(scan, src, cline, before), src, cline
+    start = max((ln for s2, ln, _site, _ in scan.pytest_locations if s2 == src and ln < line), default=-1)
+    frames: list[Frame] = []
+    for s2, ln, text in scan.pytest_errors:
+        if s2 != src or not start < ln < line:
+            continue
+        fr = printed_frame(text.strip())
+        if fr is not None:
+            frames.append(fr)
+            continue
+        parsed = exception_line(text.strip()) if frames else None
+        if parsed:
+            return parsed[0], parsed[1], frames, src, ln
+    return None
 
 
 def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
@@ -223,7 +279,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.exc_type, facts.message, frames = tb.exc_type, tb.message, tb.frames
         facts.source, facts.line = tb.source, tb.exc_line
     else:
-        exc, msg, frames, src, line = _pytest_facts(scan)
+        exc, msg, frames, src, line = _pytest_facts(scan, reasoning)
         if exc:
             facts.exc_type, facts.message, facts.source, facts.line = exc, msg, src, line
     if not frames:
@@ -247,8 +303,22 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
     facts.contexts = context_factors(facts, analysis, reasoning)
+    _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     return facts
+
+
+# a structural fact that refutes the premise of a message's cue: the module that could not be imported is the
+# project's own, so "an installed module lacks a name" and "something an install provides is absent" (the
+# words ``cannot import name``) do not read it
+_VOIDS = {"import:own_module": ("cue:installed_api", "cue:absent")}
+
+
+def _void_premises(facts: Facts) -> None:
+    voided = {cue for fact, cues in _VOIDS.items() if fact in facts.active for cue in cues}
+    if voided:
+        facts.contexts = [c for c in facts.contexts if c[0] not in voided]
+        facts.cued -= voided
 
 
 def _failure_tail(scan: ScanResult, reasoning: Reasoning) -> str:
@@ -373,25 +443,43 @@ def _test_raiser(facts: Facts) -> str:
 _CONSTANT_ASSERT = re.compile(r"\s*assert\s+(?:0|False|None|\(\)|\[\]|''|\"\")\s*$")
 
 
-_MISSING_MODULE = re.compile(r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from '?(?P<b>[\w.]+)")
+_MISSING_MODULE = re.compile(
+    r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from (?:partially initialized module )?'?(?P<b>[\w.]+)"
+)
+# the file Python loaded the module from, which its ImportError names last: ``cannot import name 'x' from
+# 'app' (/src/app.py)``, ``… from partially initialized module 'app' (most likely due to a circular import)
+# (/src/app.py)``; ``(unknown location)`` for a namespace package
+_MODULE_FILE = re.compile(r"\((?P<path>[^()\n]+\.py[cw]?)\)\s*$", re.MULTILINE)
 
 
 def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) -> str | None:
-    """The module that could not be imported belongs to the project itself: its top-level package is a
-    folder of the program's or the tests' own files (``tests.conftest`` imported from
-    ``tests/unit/test_x.py``). Then no install fixes it; the project's layout or import path does."""
+    """The module that could not be imported belongs to the project itself. Then no install fixes it; the
+    project's layout, its import path or its own code does. Three things say so: the file Python loaded
+    it from (the ImportError names it) is not an installed package's; a folder of the program's or the
+    tests' own frames is its top package (``tests.conftest`` imported from ``tests/unit/test_x.py``); or
+    one of those frames is its file (a single-file module such as ``app.py`` beside the test)."""
     m = _MISSING_MODULE.search(facts.message)
     if not m:
         return None
     module = m["a"] or m["b"]
     top = module.split(".")[0]
+    loaded = _MODULE_FILE.search(facts.message) if m["b"] else None
+    if loaded:
+        path = loaded["path"].replace("\\", "/")
+        if frame_owner(Frame(path, 0, ""), libraries)[0] not in ("user", "test"):
+            return None  # loaded from an installed package (or the standard library)
+        # a project file named like a well-known library shadows it (``datasets.py``); a package folder of
+        # that name (``torch/__init__.py``) is the library's source checkout run from its root
+        if top not in libraries or not path.endswith("/__init__.py"):
+            return module
+        return None
     if top in libraries:  # a well-known library missing is an install issue, even beside its source checkout
         return None
     for fr in frames:
         if frame_owner(fr, frozenset())[0] not in ("user", "test"):
             continue
-        parts = fr.file.replace("\\", "/").split("/")[:-1]
-        if top in parts:
+        parts = fr.file.replace("\\", "/").split("/")
+        if top in parts[:-1] or parts[-1] == top + ".py":
             return module
     return None
 
@@ -401,7 +489,7 @@ def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) ->
 # (Python names the first part of a dotted import that fails: M itself imported, so the installed M lacks
 # ``sub``; a missing top-level package is "No module named 'M'", an install, not an API)
 _MODULE_API = re.compile(
-    r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from '?(?P<b>[\w.]+)"
+    r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from (?:partially initialized module )?'?(?P<b>[\w.]+)"
     r"|No module named '(?P<c>\w+)\.\w[\w.]*'"
 )
 # a file inside an installed package (``…/site-packages/torch/lib/fbgemm.dll``, ``…\Lib\site-packages\…``)
@@ -509,6 +597,9 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append("run:pytest")
     elif facts.tests_seen:
         act.append("run:tests")  # a test runner's report or a test's frame outside a pytest run's own log
+    syntax = _syntax_file(facts)
+    if syntax:
+        act.append(syntax)
     own = _own_module(facts, frames, libraries) if facts.family == "import" else None
     if own:
         act.append("import:own_module")
@@ -522,6 +613,17 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append("run:distributed")  # a generic error of a multi-process run: a peer is a suspect too
     if not facts.tests_seen:
         act.append("run:no_tests")
+
+
+def _syntax_file(facts: Facts) -> str | None:
+    """Whose file does not parse, when Python named it (a SyntaxError's function-less frame, the innermost):
+    the program's own (``syntax:own_file``), a test's (``syntax:test_file``) or an installed library's
+    (``syntax:library_file``: a release written for a newer Python, or broken). The file is where the cause
+    lives, whichever code imported it."""
+    fr = facts.raise_frame
+    if facts.family != SYNTAX_FAMILY or fr is None or fr.func:
+        return None
+    return {"user": "syntax:own_file", "test": "syntax:test_file", "library": "syntax:library_file"}.get(facts.raiser or "")
 
 
 def _message_text(facts: Facts, analysis: Analysis) -> str:
@@ -594,7 +696,7 @@ def _checks_for(moved: list[tuple[str, str, float]], facts: Facts) -> list[Valid
     out = []
     for fact, why, w in moved:
         detail = why
-        if fact.startswith("raiser") and facts.raise_frame is not None:
+        if fact.startswith(("raiser", "syntax")) and facts.raise_frame is not None:
             detail += f" ({_where(facts)})"
         elif fact.startswith("stage") and facts.stage_frame is not None:
             fr = facts.stage_frame

@@ -55,6 +55,7 @@ _STRUCTURAL = [
     rb"(?m:(?:^|[^\w\n] ?)E {3})",
     _PY_LOCATION,
     rb'File "[^"\n]*", line \d+, in ',  # a traceback's frame, also when its header was not printed
+    rb'(?m:File "[^"\n]*", line \d+\r?$)',  # a SyntaxError's frame (no function): the file that does not parse
     rb"File [^\s\"][^\n]*:\d+, in ",  # IPython 8's frame (``File ~/x.py:12, in f(a)``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
@@ -231,6 +232,9 @@ class ScanResult:
         default_factory=list
     )  # (source, line, raise site, exc type)
     error_lines: list[tuple[str, int, str]] = field(default_factory=list)
+    # where a chain's header ("The above exception was the direct cause…", "During handling…") was printed:
+    # in pytest's report it separates a cause's raise site from the exception that wrapped it
+    chain_lines: list[tuple[str, int]] = field(default_factory=list)
     mem_series: list[tuple[float, str, int]] = field(default_factory=list)
     sources: dict[str, SourceInfo] = field(default_factory=dict)
     rank_first_error: dict[str, tuple[str, int, str, str | None]] = field(default_factory=dict)
@@ -376,6 +380,7 @@ class _Scanner:
             return
         if headers and (_CHAIN[0] in body or _CHAIN[1] in body):
             self.pending_chain[rank] = True
+            self._keep(self.res.chain_lines, (self.source, number), cap=200)
             return
         tb = self.open_tb.get(rank)
         if tb is None:
@@ -390,7 +395,8 @@ class _Scanner:
                 self._ipython_line(tb, body)
                 return
             # an excerpt, a log handler or a launcher printed the frames alone
-            if 'File "' in body and _PY_FRAME.match(body):
+            # (a SyntaxError printed alone starts with its function-less frame: the file that does not parse)
+            if 'File "' in body and (_PY_FRAME.match(body) or _SYNTAX_FRAME.match(body)):
                 # Python indents a frame by two; a frame pasted without them sits at the log's margin
                 margin = max(_indent(body) - 2, min(self.floor, _indent(body)))
                 self._frame(self._open_headless(number, rank, margin=margin), body)
@@ -726,6 +732,17 @@ class _Seen:
             if kinds & KW_ANY and length > b[2]:
                 b[2] = length
         return {line[at : at + max(ex or fo, card)].decode("utf-8", "replace") for at, (ex, fo, card) in best.items()}
+
+
+def printed_frame(text: str) -> Frame | None:
+    """A frame as Python prints it (``File "x.py", line 3, in f``, or a SyntaxError's function-less
+    ``File "x.py", line 3``) inside other text: pytest's ``E   `` lines print an exception as Python formats
+    it, so a SyntaxError's location (the file that does not parse) and a traceback formatted into a
+    message (pytest 7's unraisable-exception warning) show there, not as pytest's own entries."""
+    if 'File "' not in text:
+        return None
+    fm = _FRAME.match(text) or _SYNTAX_FRAME.match(text)
+    return Frame(fm["file"], int(fm["line"]), fm.groupdict().get("func") or "") if fm else None
 
 
 def exception_line(text: str) -> tuple[str, str] | None:
