@@ -753,6 +753,14 @@ def _read_card(path: str, rel: str) -> tuple[str | None, list[Any] | None, str]:
     return cid, row, "\n".join(problems)
 
 
+def _card_rule(row: list[Any]) -> CardRule:
+    """The rule of a card's index row (see ``_read_card``): its usable signatures, cited by its path."""
+    rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable = row
+    return CardRule(
+        cid, title, cat, f"factory:{rel}", keywords, sigs if usable is None else usable, hints, folded, typ, stack
+    )
+
+
 def _join(fac: Factory, records: Iterable[Record]) -> None:
     """The rules, rows and problem lines of the cards ``records`` found, in order: a card whose id an
     earlier card has is skipped (one line), as is a card without a usable signature."""
@@ -768,21 +776,7 @@ def _join(fac: Factory, records: Iterable[Record]) -> None:
             continue
         seen[cid] = rel
         taken.append(i)
-        _, _, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable = row
-        rules.append(
-            CardRule(
-                cid,
-                title,
-                cat,
-                f"factory:{rel}",
-                keywords,
-                sigs if usable is None else usable,
-                hints,
-                folded,
-                typ,
-                stack,
-            )
-        )
+        rules.append(_card_rule(row))
         rows.append(row)
 
 
@@ -1158,21 +1152,7 @@ def from_index(root: Path, data: dict[str, Any]) -> Factory | None:
         return None
     try:
         rows = [records[i] for i in taken]
-        rules: list[Rule] = [
-            CardRule(
-                cid,
-                title,
-                cat,
-                f"factory:{rel}",
-                keywords,
-                sigs if usable is None else usable,
-                hints,
-                folded,
-                typ,
-                stack,
-            )
-            for rel, cid, title, sigs, cat, stack, typ, hints, _, keywords, folded, usable in rows
-        ]
+        rules: list[Rule] = [_card_rule(row) for row in rows]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
     return Factory(root, rules=rules, problems=problems, rows=rows)

@@ -8,13 +8,25 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.model import Diagnosis
-from pytest_faildiag.rules import RuleSet, _builtin_packs, build_ruleset
+from pytest_faildiag.rules import RuleSet, _builtin_packs, build_ruleset, load_ruleset
 
 THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def loaded_rule_ids() -> set[str]:
+    """The ids of the built-in rule set, loaded with every warning recorded: a pack that does not parse,
+    holds an invalid regex or an unknown category is skipped with a faildiag warning, and that fails here."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ruleset = load_ruleset()
+    faildiag = [str(w.message) for w in caught if "faildiag" in str(w.message)]
+    assert not faildiag, faildiag
+    return {r.id for r in ruleset.rules}
 
 
 def without(*packs: str) -> RuleSet:
