@@ -623,7 +623,9 @@ def _syntax_file(facts: Facts) -> str | None:
     fr = facts.raise_frame
     if facts.family != SYNTAX_FAMILY or fr is None or fr.func:
         return None
-    return {"user": "syntax:own_file", "test": "syntax:test_file", "library": "syntax:library_file"}.get(facts.raiser or "")
+    return {"user": "syntax:own_file", "test": "syntax:test_file", "library": "syntax:library_file"}.get(
+        facts.raiser or ""
+    )
 
 
 def _message_text(facts: Facts, analysis: Analysis) -> str:
