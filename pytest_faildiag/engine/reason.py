@@ -51,11 +51,11 @@ WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 2
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
-FAILED_CUE = "cue:failed"
+FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
 # the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
 # raised where nothing could catch it): the reported exception is the failure, read in its place
 REPORTER_FAMILY = "unraisable"
-SYNTAX_FAMILY = "syntax"  # the [[exception]] family of SyntaxError and its subclasses  # the [[context]] whose words say that something failed (not a hang)
+SYNTAX_FAMILY = "syntax"  # the [[exception]] family of SyntaxError and its subclasses
 # a log level below error: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so", a
 # UserWarning); NCCL's WARN level is how it reports its errors, so it is read
 _CHATTER = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b|(?i:warning)")
@@ -512,8 +512,9 @@ def _package(name: str) -> str:
 def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
     """Which code made the call that an installed package does not offer (any more), when a library's frame
     raised. The message names the module (``module 'M' has no attribute``, ``cannot import name … from
-    'M'``, ``No module named 'M.sub'``): the library asked another package for the name (``api:cross_library``: it was written against
-    another version of that package, so the two installed versions do not fit together) or its own package
+    'M'``, ``No module named 'M.sub'``): the library asked another package for the name
+    (``api:cross_library``: it was written against another version of that package, so the two installed
+    versions do not fit together) or its own package
     (``api:own_library``: a partial or mixed install, or a release whose own imports are broken). Or the
     message says an API changed (``cue:api_change``: removed, renamed, deprecated, a call signature that does
     not fit) and the code that called into the raising package is another library's: ``api:cross_library``.
