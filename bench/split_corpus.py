@@ -12,7 +12,12 @@ rule is ever written or tuned for either, scored only to fit the confidence cali
 (``bench/calibrate.py``). A curve fitted on train is fitted where the rules were tuned and is over-confident
 on anything new; one fitted on logs the rules never saw is not.
 
-    .venv/bin/python bench/split_corpus.py [--dry-run] [--rest train|calib]
+``--promote-calib SHARE`` moves that share of each family's calib logs (ordered by the same hash, not by
+what they say) to train, once, when the rules have exhausted what train teaches: those logs were scored when
+they landed (their ``batch:`` rows in the commit that added them are the unseen figure), the rest of calib
+still fits the curve, and dev is never touched. Each promoted id is recorded under ``promoted`` with the date.
+
+    .venv/bin/python bench/split_corpus.py [--dry-run] [--rest train|calib] [--promote-calib SHARE --on DATE]
 """
 
 from __future__ import annotations
@@ -64,13 +69,34 @@ def assign(families: dict[str, list[str]], manifest: dict[str, str], rest: str =
     return out
 
 
+def promote(manifest: dict[str, str], share: float) -> list[str]:
+    """Ids of the calib logs to move to train: per family, the first ``ceil(share × n)`` by hash."""
+    by_family: dict[str, list[str]] = {}
+    for i, v in manifest.items():
+        if v == "calib":
+            by_family.setdefault(i.split("/")[0], []).append(i)
+    out: list[str] = []
+    for ids in by_family.values():
+        out += sorted(ids, key=_key)[: math.ceil(share * len(ids))]
+    return sorted(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--rest", choices=["train", "calib"], default="train", help="where a new batch's non-dev logs go")
+    ap.add_argument("--promote-calib", type=float, metavar="SHARE", help="move this share of calib to train")
+    ap.add_argument("--on", default="", help="the date recorded for a promotion (ISO)")
     a = ap.parse_args(argv)
-    manifest = json.loads(MANIFEST.read_text())["split"] if MANIFEST.is_file() else {}
+    data = json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {}
+    manifest: dict[str, str] = data.get("split", {})
+    promoted: dict[str, str] = data.get("promoted", {})
     split = assign(gathered(), manifest, a.rest)
+    if a.promote_calib:
+        for i in promote(split, a.promote_calib):
+            split[i] = "train"
+            promoted[i] = a.on
+            print(f"calib -> train {i}")
     added = {k: v for k, v in split.items() if k not in manifest}
     for k in sorted(added):
         print(f"{added[k]:5} {k}")
@@ -84,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         MANIFEST.write_text(
             json.dumps(
                 {
-                    "note": "frozen: an id's split never changes; see bench/split_corpus.py",
+                    "note": "frozen: a dev id never changes split; calib ids may be promoted to train once "
+                    "(listed under 'promoted'); see bench/split_corpus.py",
                     "split": dict(sorted(split.items())),
+                    **({"promoted": dict(sorted(promoted.items()))} if promoted else {}),
                 },
                 indent=1,
             )

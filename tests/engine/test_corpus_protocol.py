@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench.split_corpus import MANIFEST, assign
+from bench.split_corpus import MANIFEST, assign, promote
 
 
 def test_existing_ids_keep_their_split_and_new_rest_goes_to_calib() -> None:
@@ -23,3 +23,13 @@ def test_the_frozen_manifest_only_knows_three_splits() -> None:
     split = json.loads(MANIFEST.read_text())["split"]
     assert set(split.values()) <= {"train", "dev", "calib"}
     assert sum(v == "dev" for v in split.values()) >= 100
+
+
+def test_promoting_calib_moves_only_calib_ids_and_a_share_per_family() -> None:
+    manifest = {f"jax/d{i}": "dev" for i in range(10)} | {f"jax/c{i}": "calib" for i in range(9)}
+    manifest |= {f"pta/c{i}": "calib" for i in range(3)} | {f"pta/t{i}": "train" for i in range(4)}
+    moved = promote(manifest, 0.5)
+    assert all(manifest[i] == "calib" for i in moved)
+    assert sum(i.startswith("jax/") for i in moved) == 5
+    assert sum(i.startswith("pta/") for i in moved) == 2
+    assert moved == promote(dict(reversed(manifest.items())), 0.5)  # by hash, not by order or content
