@@ -277,6 +277,27 @@ def test_it_reads_a_flight_recorder_dump_from_a_collected_folder(faildiag_run, s
     assert fr[0]["rank"] == 0 and fr[0]["first_incomplete"]["op"] == "nccl:all_reduce"
 
 
+def _wait_blocked_reading(wrapper: int, script_path: str) -> None:
+    """Wait until the command sleeps in its read of the terminal.
+
+    Why: Python writes ``input()``'s prompt, then enters ``read()``; a SIGINT that lands between the two runs
+    only the C-level handler, and the KeyboardInterrupt waits until ``read()`` returns - so a Ctrl-C typed
+    the moment the prompt shows can sit unseen (a race of CPython's, with or without faildiag). A person
+    types later than that; the test waits for the read instead.
+    """
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:  # the wrapper's other short-lived helpers may exit while they are listed
+            kids = [p for p in psutil.Process(wrapper).children(recursive=True) if script_path in p.cmdline()]
+            if kids and kids[0].status() == psutil.STATUS_SLEEPING:
+                time.sleep(0.05)  # still asleep a moment later: the read, not a passing wait
+                if kids[0].status() == psutil.STATUS_SLEEPING:
+                    return
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+
+
 def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script):
     import pty
 
@@ -318,6 +339,7 @@ def test_a_command_can_read_the_terminal_and_ctrl_c_reaches_it(tmp_path, script)
         read_until(b"name? ")
         os.write(fd, b"world\n")
         read_until(b"again? ")
+        _wait_blocked_reading(pid, str(s))
         os.write(fd, b"\x03")  # Ctrl-C typed on the terminal
         read_until(b"interrupted by the terminal")
     except BaseException:
