@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+import pytest_faildiag.engine
 from pytest_faildiag.integrations.pytest_journal import Journal, ended_cleanly
 from pytest_faildiag.integrations.pytest_journal_replay import dead_tests, read_events
+from pytest_faildiag.plugin import _skip_assert_rewrite
 from pytest_faildiag.redact import MASK, redact_text
 
 from .conftest import entry_for, session_index
@@ -124,6 +126,22 @@ def pytest_unconfigure(config):
     with open("modules.json", "w") as f:
         json.dump({"modules": names, "compiled": compiled, "loaders": loaders}, f)
 """
+
+
+def test_the_package_is_taken_off_pytests_rewrite_list(pytestconfig: pytest.Config) -> None:
+    # what an installed wheel gets and an editable install (this checkout) never does: pytest marks the
+    # distribution's package for rewriting, and its hook would then load every module of it
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    hook = AssertionRewritingHook(pytestconfig)
+    hook.set_session(None)
+    manager = pytest.PytestPluginManager()
+    manager.rewrite_hook = hook
+    hook.mark_rewrite("pytest_faildiag")
+    where = list(pytest_faildiag.engine.__path__)
+    assert hook.find_spec("pytest_faildiag.engine.api", where) is not None  # marked: pytest's hook would load it
+    _skip_assert_rewrite(manager)
+    assert hook.find_spec("pytest_faildiag.engine.api", where) is None  # Python's own import does
 
 
 def test_a_green_run_imports_nothing_only_a_failure_needs(pytester: pytest.Pytester) -> None:
