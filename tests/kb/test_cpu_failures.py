@@ -15,10 +15,18 @@ from pytest_faildiag.engine.api import diagnose
 torch = pytest.importorskip("torch")
 
 
-def _run(tmp_path: Path, body: str, timeout: float = 120):
+def _run(tmp_path: Path, body: str, timeout: float = 120, attempts: int = 1):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(body))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
+    for attempt in range(attempts):
+        try:
+            p = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout
+            )
+            break
+        except subprocess.TimeoutExpired:
+            if attempt == attempts - 1:
+                raise
     assert p.returncode != 0, p.stdout + p.stderr
     diag = diagnose(
         texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode, command=f"python {script.name}"
@@ -113,6 +121,11 @@ def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
         for _ in DataLoader(Data(), num_workers=2, batch_size=4):
             pass
     """,
+        # torch raises the worker's death from its SIGCHLD handler, wherever the main thread is: rarely inside
+        # an index queue's put, whose lock its own shutdown then waits on forever (seen once in a loaded CI
+        # run, never in 180 runs here). The script is run again then; the assertions are unchanged.
+        timeout=60,
+        attempts=2,
     )
     assert (diag.profile.type, diag.profile.stage, cats[0]) == ("crash", "data", "resource"), (
         diag.profile.first_failure,
