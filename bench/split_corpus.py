@@ -92,21 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     manifest: dict[str, str] = data.get("split", {})
     promoted: dict[str, str] = data.get("promoted", {})
     split = assign(gathered(), manifest, a.rest)
-    if a.promote_calib:
-        for i in promote(split, a.promote_calib):
-            split[i] = "train"
-            promoted[i] = a.on
-            print(f"calib -> train {i}")
-    added = {k: v for k, v in split.items() if k not in manifest}
-    for k in sorted(added):
-        print(f"{added[k]:5} {k}")
-    fams: dict[str, dict[str, int]] = {}
-    for k, v in split.items():
-        t = fams.setdefault(k.split("/")[0], {"train": 0, "dev": 0, "calib": 0})
-        t[v] += 1
-    for f, t in sorted(fams.items()):
-        print(f"{f:16} train {t['train']:3}  dev {t['dev']:3}  calib {t['calib']:3}")
-    if not a.dry_run:
+    moved = promote(split, a.promote_calib) if a.promote_calib else []
+    for i in moved:
+        split[i] = "train"
+        promoted[i] = a.on
+    if not a.dry_run:  # written before anything is printed: a closed pipe (`| head`) must not lose the split
         MANIFEST.write_text(
             json.dumps(
                 {
@@ -119,6 +109,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             + "\n"
         )
+    for i in moved:
+        print(f"calib -> train {i}")
+    added = {k: v for k, v in split.items() if k not in manifest}
+    for k in sorted(added):
+        print(f"{added[k]:5} {k}")
+    fams: dict[str, dict[str, int]] = {}
+    for k, v in split.items():
+        t = fams.setdefault(k.split("/")[0], {"train": 0, "dev": 0, "calib": 0})
+        t[v] += 1
+    for f, t in sorted(fams.items()):
+        print(f"{f:16} train {t['train']:3}  dev {t['dev']:3}  calib {t['calib']:3}")
     return 0
 
 
