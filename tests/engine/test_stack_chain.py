@@ -5,6 +5,8 @@ real Python processes run here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pytest_faildiag.engine.api import diagnose
 
 from .corpus_logs import train_log
@@ -31,3 +33,56 @@ def test_a_train_log_of_a_missing_plugin_fixture_is_runtime():
     diag, label = train_log("pytest_python/pt_mocker_not_found_pytest_mock_not_in_setup")
     assert label["stage"] == "runtime"
     assert diag.profile.stage == "runtime"
+
+
+def test_a_rules_declared_stack_counts_as_evidence_of_the_framework():
+    """JAX's "Unable to load cuDNN" names no ``jax.`` module: the rule that knows the message says it is
+    JAX's (the log was read as ``other`` before)."""
+    diag, label = train_log("jax/jax_cuda_backend_unable_to_load_cudnn")
+    assert label["stack"] == "jax"
+    assert diag.profile.stack == "jax"
+
+
+def test_frames_of_a_library_built_on_a_framework_name_that_framework():
+    """A flax/orbax traceback runs on JAX; torchvision/timm/vllm frames on PyTorch."""
+    diag, label = train_log("jax/orbax_restore_flax_msgpack_ckpt_zarray_missing")
+    assert (label["stack"], diag.profile.stack) == ("jax", "jax")
+
+
+def test_nccl_tests_alone_are_not_a_pytorch_run():
+    """NCCL's own words do not make a run PyTorch's: nccl-tests link NCCL without any framework."""
+    diag, label = train_log("distributed/nccl_tests_docker_no_host_network")
+    assert (label["stack"], diag.profile.stack) == ("other", "other")
+
+
+def test_pytests_own_report_without_its_header_is_a_pytest_run():
+    diag, label = train_log("pytest_python/pt_modnotfound_tests_conftest_no_init")
+    assert (label["stack"], diag.profile.stack) == ("pytest", "pytest")
+
+
+def test_a_pytest_run_that_hits_a_torch_error_stays_a_pytest_run(pytester):
+    pytester.makepyfile(
+        test_torch="""
+        import torch
+
+        def test_matmul():
+            torch.ones(2, 3) @ torch.ones(2, 3)
+        """
+    )
+    result = pytester.runpytest("-p", "no:faildiag", "-p", "no:cacheprovider")
+    report = "\n".join(result.outlines)
+    assert "RuntimeError" in report and "mat1 and mat2 shapes cannot be multiplied" in report
+    diag = diagnose(texts={"pytest.log": report}, exit_code=int(result.ret), command="pytest")
+    assert diag.profile.stack == "pytest"
+
+
+JAX_LOGS = Path(__file__).resolve().parents[1] / "data" / "jax_filtered"  # real JAX output (see its README)
+
+
+def test_jaxs_filtered_traceback_banner_alone_names_jax():
+    """A ValueError raised by the program's own code inside a jitted function: JAX removed its frames, so
+    the only sign of JAX is its banner ("JAX has removed its internal frames"), a line only JAX prints."""
+    log = JAX_LOGS / "userraise.default.log"
+    assert "jax" not in log.read_text().lower().replace("jax_traceback_filtering", "").replace("jax has", "")
+    diag = diagnose([str(log)], exit_code=1)
+    assert diag.profile.stack == "jax"
