@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_faildiag.engine.api import diagnose
 
 from .corpus_logs import train_log
@@ -86,3 +88,43 @@ def test_jaxs_filtered_traceback_banner_alone_names_jax():
     assert "jax" not in log.read_text().lower().replace("jax_traceback_filtering", "").replace("jax has", "")
     diag = diagnose([str(log)], exit_code=1)
     assert diag.profile.stack == "jax"
+
+
+CHAINED = {
+    "helper_lib": """
+        def load(path):
+            with open(path) as f:
+                return f.read()
+        """,
+    "test_chain": """
+        from helper_lib import load
+
+        class ConfigError(Exception):
+            pass
+
+        def read_config(path):
+            try:
+                return load(path)
+            except FileNotFoundError as exc:
+                raise ConfigError(f"cannot read the configuration {path}") from exc
+
+        def test_config():
+            assert read_config("/nonexistent/conf.yaml")
+        """,
+}
+
+
+@pytest.mark.parametrize("tb", ["long", "short"])
+def test_a_chain_in_pytests_report_is_read_at_its_root_cause_as_pythons_format_is(pytester, tb):
+    """The test's code wraps the program's FileNotFoundError in its own ConfigError: the root cause (raised
+    in the program's ``helper_lib.py``) decides, as in Python's format; the outer raise site (the test
+    module) is context. Before, pytest's format was read at the outer raise site: the test's code."""
+    pytester.makepyfile(**CHAINED)
+    result = pytester.runpytest("-p", "no:faildiag", "-p", "no:cacheprovider", f"--tb={tb}")
+    report = "\n".join(result.outlines)
+    assert "The above exception was the direct cause of the following exception" in report
+    diag = diagnose(texts={"pytest.log": report}, exit_code=int(result.ret), command="pytest")
+    where = [e.excerpt for c in diag.root_causes for e in c.evidence if "raised in" in e.excerpt]
+    assert where and all("FileNotFoundError raised in the program's own code at helper_lib.py" in w for w in where)
+    checks = {v.name for c in diag.root_causes for v in c.validation_checks}
+    assert "context:raiser:under_test" in checks and "context:raiser:test" not in checks
