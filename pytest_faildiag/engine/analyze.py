@@ -7,6 +7,7 @@ timestamp (or by order in the logs) wins, so the rank that failed first names th
 
 from __future__ import annotations
 
+import builtins
 import re
 import signal as _signal
 from dataclasses import dataclass
@@ -92,6 +93,13 @@ _BACKEND_MARKERS = [
 ]
 
 
+# JAX's words for a traceback it filtered: the exception passed through a JAX transformation's API boundary
+_JAX_FILTERED = re.compile(r"JAX has removed its internal frames|excludes JAX-internal frames")
+# Python's classes for a wrong program, which JAX raises (or lets through from the user's code) while it traces
+# a transformed function: shape, dtype and pytree mismatches, a traced value used as a concrete one, a bad
+# argument. Compiled code fails otherwise (XlaRuntimeError/JaxRuntimeError; FloatingPointError from
+# jax_debug_nans; RuntimeError for a deleted or donated buffer at dispatch).
+_TRACE_TIME = (TypeError, ValueError, IndexError, NameError, AttributeError, KeyError, AssertionError)
 _ERROR_REPORT = re.compile(
     r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)"
 )  # not "error_rate", "errors: 0"
@@ -209,9 +217,38 @@ def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> 
     staged = sorted([f for f in findings if f.rule.stage] + refiners, key=lambda f: -f.rule.priority)
     if staged:
         return staged[0].rule.stage or "runtime", True
+    if _traced_by_jax(scan):
+        return "compile", False  # a default: a frame that names a stage (data, evaluation) still refines it
     if findings or scan.tracebacks or exit_code or scan.pytest_errors or scan.error_lines:
         return "runtime", False
     return "unknown", False
+
+
+def _traced_by_jax(scan: ScanResult) -> bool:
+    """The failing exception was raised while JAX traced a transformed function. JAX runs the Python code of
+    a jitted, vmapped or differentiated function only to trace it ("JIT compilation machinery … calls f in
+    order to trace and translate it", jax/_src/traceback_util.py), and filters the traceback of an exception
+    raised below the transformation's boundary and says so. Such an exception of one of Python's classes
+    for a wrong program (not an execution error of the compiled code) was raised at trace time: the
+    contract's ``compile``."""
+    if not any(_JAX_FILTERED.search(f.text) for f in scan.findings if f.rule.noise):
+        return False
+    exc = _failing_class(scan)
+    cls = getattr(builtins, (exc or "").rsplit(".", 1)[-1], None) if exc and "." not in exc else None
+    return isinstance(cls, type) and issubclass(cls, _TRACE_TIME)
+
+
+def _failing_class(scan: ScanResult) -> str | None:
+    """The class of the exception the log ends with: the root of the last chain of Python's tracebacks, else
+    pytest's last raise site."""
+    prim = [tb for tb in primary_tracebacks(scan) if tb.exc_type]
+    for tb in reversed(prim):
+        if not tb.chained:
+            return tb.exc_type
+    if prim:
+        return prim[-1].exc_type
+    sites = [exc for _src, _ln, _site, exc in scan.pytest_locations if exc]
+    return sites[-1] if sites else None
 
 
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:

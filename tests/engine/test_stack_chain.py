@@ -128,3 +128,42 @@ def test_a_chain_in_pytests_report_is_read_at_its_root_cause_as_pythons_format_i
     assert where and all("FileNotFoundError raised in the program's own code at helper_lib.py" in w for w in where)
     checks = {v.name for c in diag.root_causes for v in c.validation_checks}
     assert "context:raiser:under_test" in checks and "context:raiser:test" not in checks
+
+
+def test_an_error_of_the_programs_code_inside_a_jitted_function_is_raised_at_trace_time():
+    """JAX runs a jitted function's Python code only to trace it: the program's ValueError, printed with
+    JAX's filtered traceback (the user's frames only), was raised at trace time, the contract's compile."""
+    diag = diagnose([str(JAX_LOGS / "userraise.default.log")], exit_code=1)
+    assert (diag.profile.stack, diag.profile.stage) == ("jax", "compile")
+
+
+def test_an_execution_error_through_the_same_filter_stays_runtime():
+    """jax_debug_nans re-runs the computation and raises FloatingPointError: not a tracing error, though
+    JAX filtered its traceback the same way."""
+    diag = diagnose([str(JAX_LOGS / "nans.default.log")], exit_code=1)
+    assert (diag.profile.stack, diag.profile.stage) == ("jax", "runtime")
+
+
+def test_jaxs_unfiltered_stack_trace_is_read_as_the_exception_it_wraps():
+    """JAX_TRACEBACK_FILTERING=remove_frames prints ``UnfilteredStackTrace: TypeError: …`` (the original
+    traceback with JAX's frames) chained as the cause of the real exception: the wrapper is that exception."""
+    from pytest_faildiag.parse.scan import ScanResult, scan_file
+    from pytest_faildiag.rules import load_ruleset
+
+    for name, exc in (("shapes", "TypeError"), ("tracebool", "jax.errors.TracerBoolConversionError")):
+        scan = ScanResult()
+        scan_file(str(JAX_LOGS / f"{name}.remove_frames.log"), "log", load_ruleset(), scan)
+        assert [tb.exc_type for tb in scan.tracebacks] == [exc, exc]
+        assert any("jax/_src/" in fr.file for fr in scan.tracebacks[0].frames)  # the unfiltered frames
+        diag = diagnose([str(JAX_LOGS / f"{name}.remove_frames.log")], exit_code=1)
+        assert diag.profile.stage == "compile"
+        assert not any("UnfilteredStackTrace" in (c.error or "") for c in diag.root_causes)
+
+
+def test_a_train_log_of_a_jaxpr_parameter_error_in_pytests_format_is_compile():
+    """pytest's report of a TypeError JAX raised while binding a primitive (tracing), with JAX's banner in
+    its E lines; the banner is not the message."""
+    diag, label = train_log("jax/jax_eqx_noinline_unhashable_param_jax_0_7_2_needs_equinox_update")
+    assert label["stage"] == "compile"
+    assert (diag.profile.stack, diag.profile.stage) == ("jax", "compile")
+    assert diag.root_causes[0].error.startswith("TypeError: As of JAX v0.7, parameters to jaxpr equations")
