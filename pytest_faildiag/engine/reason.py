@@ -228,12 +228,16 @@ def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, s
 def _chain_root(scan: ScanResult, points: list[tuple[str, int, Any]]) -> int:
     """The index of the root cause of the chain that ends at the last of ``points`` (raise sites or
     exception lines of pytest's report, in the log's order): step back while a chain's header
-    ("The above exception was the direct cause…", "During handling…") lies between two of them."""
+    ("The above exception was the direct cause…", "During handling…") lies between two of them. A header
+    of a Python traceback printed in between (a test's captured output) is not pytest's: it does not
+    join the test before to the test after."""
     i = len(points) - 1
     src = points[i][0]
     while i > 0 and points[i - 1][0] == src:
         lo, hi = points[i - 1][1], points[i][1]
-        if not any(s2 == src and lo < ln < hi for s2, ln in scan.chain_lines):
+        if not any(s2 == src and lo < ln < hi for s2, ln in scan.chain_lines) or any(
+            tb.source == src and lo < tb.line < hi for tb in scan.tracebacks
+        ):
             break
         i -= 1
     return i

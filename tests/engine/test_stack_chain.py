@@ -167,3 +167,39 @@ def test_a_train_log_of_a_jaxpr_parameter_error_in_pytests_format_is_compile():
     assert label["stage"] == "compile"
     assert (diag.profile.stack, diag.profile.stage) == ("jax", "compile")
     assert diag.root_causes[0].error.startswith("TypeError: As of JAX v0.7, parameters to jaxpr equations")
+
+
+def test_a_chain_printed_in_a_tests_captured_output_does_not_join_two_tests(pytester):
+    """test_a prints a chained traceback to its captured stderr and fails; test_b fails on its own. The
+    chain's header between their raise sites is Python's (captured output), not pytest's: test_b's
+    exception is read, not test_a's."""
+    pytester.makepyfile(
+        test_two="""
+        import traceback
+
+        def test_a():
+            try:
+                try:
+                    {}["k"]
+                except KeyError as exc:
+                    raise ValueError("wrapped") from exc
+            except ValueError:
+                traceback.print_exc()
+            assert False, "a failed"
+
+        def test_b():
+            open("/nonexistent/b.txt")
+        """
+    )
+    result = pytester.runpytest("-p", "no:faildiag", "-p", "no:cacheprovider")
+    report = "\n".join(result.outlines)
+    assert "Captured stderr call" in report and "The above exception was the direct cause" in report
+    from pytest_faildiag.engine.reason import _pytest_facts
+    from pytest_faildiag.parse.scan import ScanResult, scan_text
+    from pytest_faildiag.rules import load_ruleset
+
+    rs = load_ruleset()
+    scan = ScanResult()
+    scan_text(report, "pytest.log", rs, scan)
+    exc, msg, frames, _src, _line = _pytest_facts(scan, rs.reasoning)  # pytest's report, read alone
+    assert (exc, frames[-1].file) == ("FileNotFoundError", "test_two.py"), (exc, msg, frames)
