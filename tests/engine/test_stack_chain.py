@@ -203,3 +203,20 @@ def test_a_chain_printed_in_a_tests_captured_output_does_not_join_two_tests(pyte
     scan_text(report, "pytest.log", rs, scan)
     exc, msg, frames, _src, _line = _pytest_facts(scan, rs.reasoning)  # pytest's report, read alone
     assert (exc, frames[-1].file) == ("FileNotFoundError", "test_two.py"), (exc, msg, frames)
+
+
+def test_jaxs_simplified_traceback_under_python_3_10_is_a_note_not_the_cause():
+    """Under Python < 3.11 JAX chains ``jax.errors.SimplifiedTraceback`` as the cause of the exception it
+    filtered: the exception below the chain's header is the failure, not a re-raise of JAX's note."""
+    from pytest_faildiag.parse.scan import ScanResult, scan_file
+    from pytest_faildiag.rules import load_ruleset
+
+    for name, exc in (("userraise", "ValueError"), ("tracebool", "jax.errors.TracerBoolConversionError")):
+        log = JAX_LOGS / f"{name}.py310.log"
+        assert log.read_text().startswith("jax.errors.SimplifiedTraceback: For simplicity")
+        scan = ScanResult()
+        scan_file(str(log), "log", load_ruleset(), scan)
+        assert [(tb.exc_type, tb.chained) for tb in scan.tracebacks] == [(exc, False)]
+        diag = diagnose([str(log)], exit_code=1)
+        assert (diag.profile.stack, diag.profile.stage) == ("jax", "compile")
+        assert not any("SimplifiedTraceback" in (c.error or "") for c in diag.root_causes)
