@@ -7,6 +7,7 @@ timestamp (or by order in the logs) wins, so the rank that failed first names th
 
 from __future__ import annotations
 
+import builtins
 import re
 import signal as _signal
 from dataclasses import dataclass
@@ -24,9 +25,63 @@ _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins 
     ("/jax/", "jax"),
     ("tensorflow", "tensorflow"),
     ("torch", "pytorch"),
-    ("NCCL", "pytorch"),
+    ("TORCH_", "pytorch"),  # PyTorch's own environment variables (TORCH_NCCL_*, TORCH_DISTRIBUTED_DEBUG, …)
+    ("ProcessGroupNCCL", "pytorch"),  # PyTorch's c10d classes, printed by its C++ logging
+    ("c10d", "pytorch"),
     ("cupy", "other"),
 ]
+# ties of evidence: first listed wins (a framework's failure printed in pytest's format is that framework's)
+_STACK_ORDER = ["pta", "mindspore", "jax", "tensorflow", "pytorch", "pytest", "other"]
+# the frameworks a frame's package is built on: a frame of ``site-packages/flax/`` is JAX's ecosystem, as much as
+# one of ``jax/`` itself (each of these packages imports its framework and runs on it)
+_PACKAGE_STACK = {
+    "torch_npu": "pta",
+    "mindspore": "mindspore",
+    "jax": "jax",
+    "jaxlib": "jax",
+    "flax": "jax",
+    "optax": "jax",
+    "orbax": "jax",
+    "chex": "jax",
+    "haiku": "jax",
+    "equinox": "jax",
+    "numpyro": "jax",
+    "diffrax": "jax",
+    "tensorflow": "tensorflow",
+    "keras": "tensorflow",
+    "torch": "pytorch",
+    "torchvision": "pytorch",
+    "torchaudio": "pytorch",
+    "pytorch_lightning": "pytorch",
+    "lightning": "pytorch",
+    "vllm": "pytorch",
+    "vllm_ascend": "pta",
+    "mindspeed": "pta",
+    "mindformers": "mindspore",
+    "deepspeed": "pytorch",
+    "accelerate": "pytorch",
+    "peft": "pytorch",
+    "timm": "pytorch",
+    "apex": "pytorch",
+    "xformers": "pytorch",
+    "flash_attn": "pytorch",
+    "megatron": "pytorch",
+    "mmcv": "pytorch",
+    "detectron2": "pytorch",
+    "_pytest": "pytest",
+    "pluggy": "pytest",
+}
+# an installed package (``site-packages/flax/…``) or a source checkout run from its root (``vllm/vllm/…``,
+# ``src/transformers/…``)
+_FRAME_PACKAGE = re.compile(
+    r"(?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)"
+    r"|(?:^|[/\\])(?P<dir>[A-Za-z_]\w*)[/\\](?P=dir)[/\\]|[/\\]src[/\\](?P<src>[A-Za-z_]\w*)[/\\]"
+)
+# weights of the evidence for a stack: a rule that knows the failing message names its framework (the rule
+# was written for that framework's own words); a frame, or a line only that framework prints (a rule kept
+# for its hints, ``noise = true``), shows that it ran; a name printed anywhere, that it was around
+RULE_WEIGHT, DOWNSTREAM_RULE_WEIGHT, FRAME_WEIGHT, MARKER_WEIGHT = 3, 1, 2, 1
+MAX_STACK_TB = 6  # tracebacks read from each end for their frames' packages
 _BACKEND_MARKERS = [
     (re.compile(r"\bAscend|\bnpu\b|\bNPU\b|torch_npu|CANN"), "npu"),
     (re.compile(r"\bHCCL"), "hccl"),
@@ -38,9 +93,17 @@ _BACKEND_MARKERS = [
 ]
 
 
+# JAX's words for a traceback it filtered: the exception passed through a JAX transformation's API boundary
+_JAX_FILTERED = re.compile(r"JAX has removed its internal frames|excludes JAX-internal frames")
+# Python's classes for a wrong program, which JAX raises (or lets through from the user's code) while it traces
+# a transformed function: shape, dtype and pytree mismatches, a traced value used as a concrete one, a bad
+# argument. Compiled code fails otherwise (XlaRuntimeError/JaxRuntimeError; FloatingPointError from
+# jax_debug_nans; RuntimeError for a deleted or donated buffer at dispatch).
+_TRACE_TIME = (TypeError, ValueError, IndexError, NameError, AttributeError, KeyError, AssertionError)
 _ERROR_REPORT = re.compile(
     r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)"
 )  # not "error_rate", "errors: 0"
+_PYTEST_RAISE = re.compile(r"\s*(?:[\w.]*(?:Error|Exception)|Failed|assert)\b")  # an ``E   `` line naming what failed
 _PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
 
 
@@ -111,7 +174,7 @@ def analyze(
     findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids]
     findings.sort(key=order_key)
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
-    profile.stack = hint_stack or detect_stack(scan, command)
+    profile.stack = hint_stack or detect_stack(scan, command, findings)
     profile.backend = _first_attr(findings, "backend") or detect_backend(scan)
     primary = [f for f in findings if not f.rule.downstream]
     ruled_type = None
@@ -154,9 +217,38 @@ def _stage(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> 
     staged = sorted([f for f in findings if f.rule.stage] + refiners, key=lambda f: -f.rule.priority)
     if staged:
         return staged[0].rule.stage or "runtime", True
+    if _traced_by_jax(scan):
+        return "compile", False  # a default: a frame that names a stage (data, evaluation) still refines it
     if findings or scan.tracebacks or exit_code or scan.pytest_errors or scan.error_lines:
         return "runtime", False
     return "unknown", False
+
+
+def _traced_by_jax(scan: ScanResult) -> bool:
+    """The failing exception was raised while JAX traced a transformed function. JAX runs the Python code of
+    a jitted, vmapped or differentiated function only to trace it ("JIT compilation machinery … calls f in
+    order to trace and translate it", jax/_src/traceback_util.py), and filters the traceback of an exception
+    raised below the transformation's boundary and says so. Such an exception of one of Python's classes
+    for a wrong program (not an execution error of the compiled code) was raised at trace time: the
+    contract's ``compile``."""
+    if not any(_JAX_FILTERED.search(f.text) for f in scan.findings if f.rule.noise):
+        return False
+    exc = _failing_class(scan)
+    cls = getattr(builtins, (exc or "").rsplit(".", 1)[-1], None) if exc and "." not in exc else None
+    return isinstance(cls, type) and issubclass(cls, _TRACE_TIME)
+
+
+def _failing_class(scan: ScanResult) -> str | None:
+    """The class of the exception the log ends with: the root of the last chain of Python's tracebacks, else
+    pytest's last raise site."""
+    prim = [tb for tb in primary_tracebacks(scan) if tb.exc_type]
+    for tb in reversed(prim):
+        if not tb.chained:
+            return tb.exc_type
+    if prim:
+        return prim[-1].exc_type
+    sites = [exc for _src, _ln, _site, exc in scan.pytest_locations if exc]
+    return sites[-1] if sites else None
 
 
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
@@ -173,7 +265,14 @@ def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
     return "unknown"
 
 
-def detect_stack(scan: ScanResult, command: str | None) -> str:
+def detect_stack(scan: ScanResult, command: str | None, findings: list[Finding] | None = None) -> str:
+    """The framework the run used. A pytest session's own header or summary (or a pytest command) makes it
+    ``pytest`` whatever the tests exercised (the contract's stack of a test run). Otherwise the evidence is
+    weighed: the ``stack`` of each rule that matched (a rule knows its framework's own words, e.g. JAX's "JAX
+    has removed its internal frames"), the packages of the tracebacks' frames (``site-packages/flax`` runs on
+    JAX), the frameworks' names printed in the log's last lines, the exception classes or the command, and
+    pytest's raise sites and ``E`` lines (an excerpt of a test run: below a framework's own evidence, as a
+    framework's failure quoted from pytest's report is that framework's)."""
     texts = [command or ""]
     for info in scan.sources.values():
         texts.extend(info.tail[-20:])
@@ -189,12 +288,49 @@ def detect_stack(scan: ScanResult, command: str | None) -> str:
         or (command and _PYTEST_CMD.search(command))
     ):
         return "pytest"
-    for marker, stack in _STACK_MARKERS:
-        if marker in blob:
-            return stack
+    score = _stack_evidence(scan, blob, scan.findings if findings is None else findings)
+    if score:
+        best = max(score.values())
+        if "pta" in score and "pytorch" in score and best in (score["pta"], score["pytorch"]):
+            return "pta"  # PyTorch with torch_npu loaded is the contract's pta
+        return next(s for s in _STACK_ORDER if score.get(s, 0) == best)
     if scan.tracebacks or (command and "python" in command):
         return "python"
     return "other"
+
+
+def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding]) -> dict[str, int]:
+    """Points for each stack: rules that matched (each rule once), frames' packages (each traceback once per
+    stack), framework names printed (each once)."""
+    score: dict[str, int] = {}
+    seen: set[str] = set()
+    hints = [f for f in scan.findings[:200] if f.rule.noise]  # lines kept for their stack/stage hints only
+    for f in findings + hints:
+        if f.rule.stack and f.rule.id not in seen:
+            seen.add(f.rule.id)
+            w = FRAME_WEIGHT if f.rule.noise else DOWNSTREAM_RULE_WEIGHT if f.rule.downstream else RULE_WEIGHT
+            score[f.rule.stack] = score.get(f.rule.stack, 0) + w
+    tbs = scan.tracebacks
+    for tb in tbs if len(tbs) <= 2 * MAX_STACK_TB else tbs[:MAX_STACK_TB] + tbs[-MAX_STACK_TB:]:
+        stacks = {_frame_stack(fr.file) for fr in tb.frames}
+        for st in stacks - {None}:
+            score[st] = score.get(st, 0) + FRAME_WEIGHT
+    for st in {st for marker, st in _STACK_MARKERS if marker in blob}:
+        score[st] = score.get(st, 0) + MARKER_WEIGHT
+    if scan.pytest_locations or any(_PYTEST_RAISE.match(text) for _s, _l, text in scan.pytest_errors[:50]):
+        # pytest's own report of a failure (``path.py:N: ExcType`` raise sites, ``E   ExcType: msg`` lines):
+        # only pytest prints it, so the log is a test run's, whatever the tests exercised
+        score["pytest"] = score.get("pytest", 0) + MARKER_WEIGHT
+    return score
+
+
+def _frame_stack(path: str) -> str | None:
+    """The framework a frame's package runs on (None when the frame is no known framework's)."""
+    for m in _FRAME_PACKAGE.finditer(path):
+        stack = _PACKAGE_STACK.get(m["pkg"] or m["dir"] or m["src"])
+        if stack:
+            return stack
+    return None
 
 
 def detect_backend(scan: ScanResult) -> str | None:

@@ -201,27 +201,58 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str],
 
 def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, str, list[Frame], str, int | None]:
     """A pytest report instead of a Python traceback: the raise site ``path.py:N: ExcType`` and the
-    ``E   `` lines before it. An exception that only reports another one (pytest's warning for an
-    exception nothing could catch, family ``REPORTER_FAMILY``) is read as that exception: its chained
-    cause's raise site, or the traceback its message carries."""
+    ``E   `` lines before it. A chain (pytest prints "The above exception was the direct cause…" between
+    the exceptions) is read at its root cause, as Python's format is: the root's frames and message decide.
+    An exception that only reports another one (pytest's warning for an exception nothing could catch,
+    family ``REPORTER_FAMILY``) is read as that exception: its chained cause's raise site, or the traceback
+    its message carries."""
     sites = [(src, line, exc) for src, line, _site, exc in scan.pytest_locations if exc]
     if sites:
         src, line, exc = sites[-1]
         cause = _reported_cause(scan, reasoning, sites, exc)
         if cause is not None:
             return cause
-        return exc, _e_message(scan, src, line), _pytest_frames(scan, src, line), src, line
+        return exc, _e_message(scan, src, line, exc), _pytest_frames(scan, src, line), src, line
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
-    # raise-site line: the last such E line names the exception, the entries before it are its frames
-    for src, line, text in reversed(scan.pytest_errors):
-        parsed = exception_line(text)
-        if parsed:
-            return parsed[0], parsed[1], _pytest_frames(scan, src, line), src, line
+    # raise-site line: the last such E line names the exception (the root of its chain), the entries
+    # before it are its frames
+    raised = [(src, line, parsed) for src, line, text in scan.pytest_errors if (parsed := exception_line(text))]
+    if raised:
+        i = _chain_root(scan, raised)
+        src, line, (exc, msg) = raised[i]
+        before = max((ln for s2, ln, _p in raised[:i] if s2 == src), default=-1)
+        return exc, msg, _pytest_frames(scan, src, line, before), src, line
     return None, "", [], "", None
 
 
-def _e_message(scan: ScanResult, src: str, line: int) -> str:
-    return next((t for (s2, ln, t) in reversed(scan.pytest_errors) if s2 == src and ln < line), "")
+def _chain_root(scan: ScanResult, points: list[tuple[str, int, Any]]) -> int:
+    """The index of the root cause of the chain that ends at the last of ``points`` (raise sites or
+    exception lines of pytest's report, in the log's order): step back while a chain's header
+    ("The above exception was the direct cause…", "During handling…") lies between two of them. A header
+    of a Python traceback printed in between (a test's captured output) is not pytest's: it does not
+    join the test before to the test after."""
+    i = len(points) - 1
+    src = points[i][0]
+    while i > 0 and points[i - 1][0] == src:
+        lo, hi = points[i - 1][1], points[i][1]
+        if not any(s2 == src and lo < ln < hi for s2, ln in scan.chain_lines) or any(
+            tb.source == src and lo < tb.line < hi for tb in scan.tracebacks
+        ):
+            break
+        i -= 1
+    return i
+
+
+def _e_message(scan: ScanResult, src: str, line: int, exc: str = "") -> str:
+    """The message of the exception raised at ``line``: its ``E   ExcType: msg`` line (the E lines after it
+    continue the message, or carry a note such as JAX's filtered-traceback banner), else the last E line."""
+    lines = [t for (s2, ln, t) in scan.pytest_errors if s2 == src and ln < line]
+    short = exc.rsplit(".", 1)[-1]
+    for text in reversed(lines[-40:]):
+        parsed = exception_line(text.strip()) if short else None
+        if parsed and parsed[0].rsplit(".", 1)[-1] == short:
+            return parsed[1]
+    return lines[-1] if lines else ""
 
 
 def _pytest_frames(scan: ScanResult, src: str, line: int, after: int = -1) -> list[Frame]:
@@ -231,34 +262,16 @@ def _pytest_frames(scan: ScanResult, src: str, line: int, after: int = -1) -> li
     entries = [(ln, site) for (s2, ln, site, _) in scan.pytest_locations if s2 == src and after < ln <= line]
     frames = [site for _ln, site in entries][-12:]
     last = max((ln for ln, site in entries if ln < line), default=after)
-    for s2, ln, text in scan.pytest_errors:
-        if s2 == src and last < ln < line:
-            fr = printed_frame(text)
-            if fr is not None:
-                frames.append(fr)
-    return frames
+    return frames + _e_frames(scan, src, last, line)[0]
 
 
-def _reported_cause(
-    scan: ScanResult, reasoning: Reasoning, sites: list[tuple[str, int, str]], exc: str
-) -> tuple[str, str, list[Frame], str, int] | None:
-    """The exception that pytest's reporting warning stands for. pytest 8+ chains it as the warning's
-    cause: its raise site (``conn.py:3: ValueError``) is the one before the warning's, with the chain's
-    header ("The above exception was the direct cause…") between them. pytest 7 formats its traceback into
-    the warning's message instead: ``E     File "conn.py", line 3, in __del__`` … ``E   ValueError: …``."""
-    if (_exception_entry(reasoning, exc) or {}).get("family") != REPORTER_FAMILY:
-        return None
-    src, line, _exc = sites[-1]
-    prev = [(s2, ln, e) for s2, ln, e in sites[:-1] if s2 == src]
-    if prev:
-        _s, cline, cexc = prev[-1]
-        if any(s2 == src and cline < ln < line for s2, ln in scan.chain_lines):
-            before = max((ln for _s2, ln, _e in prev[:-1]), default=-1)
-            return cexc, _e_message(scan, src, cline), _pytest_frames(scan, src, cline, before), src, cline
-    start = max((ln for s2, ln, _site, _ in scan.pytest_locations if s2 == src and ln < line), default=-1)
+def _e_frames(scan: ScanResult, src: str, start: int, end: int) -> tuple[list[Frame], tuple[str, str, int] | None]:
+    """The frames pytest's ``E   `` lines print between ``start`` and ``end`` (a traceback Python formatted
+    into a message, a SyntaxError's location), and the first exception line after such a frame: the
+    exception that traceback ends with (exception class, message, line)."""
     frames: list[Frame] = []
     for s2, ln, text in scan.pytest_errors:
-        if s2 != src or not start < ln < line:
+        if s2 != src or not start < ln < end:
             continue
         fr = printed_frame(text.strip())
         if fr is not None:
@@ -266,8 +279,31 @@ def _reported_cause(
             continue
         parsed = exception_line(text.strip()) if frames else None
         if parsed:
-            return parsed[0], parsed[1], frames, src, ln
-    return None
+            return frames, (parsed[0], parsed[1], ln)
+    return frames, None
+
+
+def _reported_cause(
+    scan: ScanResult, reasoning: Reasoning, sites: list[tuple[str, int, str]], exc: str
+) -> tuple[str, str, list[Frame], str, int] | None:
+    """The exception that the last raise site stands for, when it is not itself the failure: the root
+    cause of its chain (pytest prints the chain's header between the raise sites; pytest 8+ chains its
+    reporting warning to the exception it reports the same way), or, for a reporting warning of pytest 7,
+    the traceback formatted into the warning's message: ``E     File "conn.py", line 3, in __del__`` …
+    ``E   ValueError: …``."""
+    src, line, _exc = sites[-1]
+    root = _chain_root(scan, sites)
+    if root < len(sites) - 1:
+        _s, cline, cexc = sites[root]
+        before = max((ln for s2, ln, _e in sites[:root] if s2 == src), default=-1)
+        return cexc, _e_message(scan, src, cline, cexc), _pytest_frames(scan, src, cline, before), src, cline
+    if (_exception_entry(reasoning, exc) or {}).get("family") != REPORTER_FAMILY:
+        return None
+    start = max((ln for s2, ln, _site, _ in scan.pytest_locations if s2 == src and ln < line), default=-1)
+    frames, raised = _e_frames(scan, src, start, line)
+    if raised is None:
+        return None
+    return raised[0], raised[1], frames, src, raised[2]
 
 
 def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:

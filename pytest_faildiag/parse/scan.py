@@ -126,6 +126,13 @@ _PROGRESS = re.compile(
 PROGRESS_ENOUGH = 3
 PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+# JAX's traceback filtering (jax/_src/traceback_util.py) prints a wrapper beside the exception raised through a
+# JAX API boundary (jit, grad, vmap, …): ``UnfilteredStackTrace: TypeError: msg`` chained as the cause of the
+# real exception (the original traceback, unmodified, with JAX's frames), ``FilteredStackTrace: TypeError:
+# msg`` (JAX 0.2: the user's frames), or a bare ``SimplifiedTraceback: For simplicity, JAX has removed …``
+# chained as its cause. A wrapper is read as the exception it wraps; a SimplifiedTraceback is a note, not a cause.
+_JAX_WRAPPERS = frozenset({"UnfilteredStackTrace", "FilteredStackTrace"})
+_JAX_NOTE = "SimplifiedTraceback"
 _UNIT = {"K": 2**-20, "M": 2**-10, "G": 1.0, "T": 1024.0}
 
 
@@ -259,6 +266,7 @@ class _Scanner:
         result.sources[source] = self.info
         self.open_tb: dict[str | None, Traceback] = {}
         self.pending_chain: dict[str | None, bool] = {}
+        self.jax_note: dict[str | None, bool] = {}  # JAX's SimplifiedTraceback was printed: its chain header is no chain
         self.dump: StackDump | None = None
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
@@ -379,6 +387,8 @@ class _Scanner:
             self._keep_tb(opened)
             return
         if headers and (_CHAIN[0] in body or _CHAIN[1] in body):
+            if self.jax_note.pop(rank, False):
+                return  # the exception below is the failure; JAX's note above it is not its cause
             self.pending_chain[rank] = True
             self._keep(self.res.chain_lines, (self.source, number), cap=200)
             return
@@ -457,10 +467,13 @@ class _Scanner:
             del self.open_tb[rank]
             self._structure(number, body, rank)
             return
-        tb.exc_type = em["type"] if em else stripped.split(":", 1)[0][:120]
-        tb.message = ((em["msg"] or "") if em else stripped)[:2000]
+        exc = em["type"] if em else stripped.split(":", 1)[0][:120]
+        tb.exc_type, tb.message = jax_unwrapped(exc, ((em["msg"] or "") if em else stripped)[:2000])
         tb.exc_line = number
         del self.open_tb[rank]
+        if exc.rsplit(".", 1)[-1] == _JAX_NOTE:
+            self.res.tracebacks[:] = [t for t in self.res.tracebacks if t is not tb]
+            self.jax_note[rank] = True
 
     def _ipython_line(self, tb: Traceback, body: str) -> bool:
         """A frame or a numbered code line of IPython's traceback (``_IPY_FRAME``); False for anything else
@@ -521,7 +534,10 @@ class _Scanner:
 
     def _bare_exception(self, number: int, exc: str, msg: str, rank: str | None) -> None:
         """Keep an exception line that no traceback introduced, unless it repeats the last exception."""
-        msg = msg[:2000]
+        if exc.rsplit(".", 1)[-1] == _JAX_NOTE:
+            self.jax_note[rank] = True
+            return
+        exc, msg = jax_unwrapped(exc, msg[:2000])
         for prev in reversed(self.res.tracebacks[-3:]):
             if prev.exc_type == exc and prev.message[:200] == msg[:200]:
                 return
@@ -755,6 +771,16 @@ def exception_line(text: str) -> tuple[str, str] | None:
 
 
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def jax_unwrapped(exc: str, msg: str) -> tuple[str, str]:
+    """The exception a JAX traceback-filtering wrapper stands for (``UnfilteredStackTrace: TypeError: msg`` →
+    ``TypeError``, ``msg``); any other exception as it is."""
+    if exc.rsplit(".", 1)[-1] in _JAX_WRAPPERS:
+        inner = exception_line(msg.strip())
+        if inner:
+            return inner
+    return exc, msg
 
 
 def prefixed_exception(text: str) -> tuple[str, str] | None:
