@@ -146,3 +146,13 @@ def test_pytests_outcome_raised_for_the_test_is_not_a_library_bug():
     test's verdict raised on its behalf, not an invariant of pytest's code."""
     diag, _label = train_log("pytest_python/py_hypothesis_test_did_not_raise_deadline_exceeded_flaky_test")
     assert "context:raiser:library_internal" not in _all_checks(diag)
+
+
+def test_a_keyword_the_installed_release_does_not_know_is_no_value_check():
+    """MindSpore's ``set_context`` says that a keyword argument "is not recognized" (its own words for
+    Python's "unexpected keyword argument"): the call does not fit the installed release's signature, which
+    is a version question as much as the caller's, so the entry's value-check reading does not hold. The
+    same ValueError raised for a value would (see the ``alpha.scale`` test above)."""
+    diag, label = train_log("mindspore/ms_set_context_jit_config_not_recognized_mindspore_too_old")
+    assert label["category"] == "environment"
+    assert "context:raiser:library_entry" not in _all_checks(diag)
