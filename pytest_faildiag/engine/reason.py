@@ -561,6 +561,9 @@ _OBJECT_ATTR = re.compile(r"'(?P<cls>[\w.]+)' object has no attribute\b")
 _VALUE_TYPES = frozenset(
     {"str", "bytes", "bytearray", "int", "float", "complex", "bool", "list", "tuple", "dict", "set", "frozenset"}
 )
+# the standard library's os module (``<frozen os>`` since Python 3.11): a KeyError raised in it is
+# ``os.environ[name]`` for a variable that is not set
+_ENVIRON_FRAME = re.compile(r"(?:^|/)os\.py$|^<frozen os>$")
 ENTRY_DEPTH = 2  # library frames at most between the caller's frame and the raise: a check at the entry
 
 
@@ -607,6 +610,8 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
         return None  # a value of a builtin type where the code expected an object: the caller's value
     if family == "type_error" and "cue:input_check" in facts.cued:
         return None
+    if family == "lookup" and _ENVIRON_FRAME.search(frames[-1].file.replace("\\", "/")):
+        return None  # ``os.environ[name]``: a variable the run was not given (its configuration), not a bug
     return "raiser:library_internal"
 
 

@@ -24,6 +24,9 @@ from tests.engine.corpus_logs import train_log
 # a library with an internal bug (its engine reads a cache it never set), an entry that checks its
 # argument, and an internal step that uses the caller's value as an object
 _ALPHA = """
+    import os
+
+
     class _Engine:
         def __init__(self):
             self.table = {"sum": sum}
@@ -37,6 +40,9 @@ _ALPHA = """
         def shape_of(self, data):
             return data.shape
 
+        def home(self):
+            return os.environ["FAILDIAG_TEST_ALPHA_HOME"]
+
 
     def run(items):
         return _Engine().step(items)
@@ -48,6 +54,10 @@ _ALPHA = """
 
     def describe(data):
         return _Engine().shape_of(data)
+
+
+    def home():
+        return _Engine().home()
 
 
     def scale(items, factor):
@@ -103,6 +113,13 @@ def test_an_invariant_error_deep_in_a_library_leads_with_the_library(tmp_path):
     keyed = diagnose(texts={"stderr": err}, exit_code=rc)
     assert "context:raiser:library_internal" in _all_checks(keyed)
     assert "library" in _cats(keyed, 2)
+
+    # a KeyError that the standard library's os.environ raises for alpha is a variable the run was not
+    # given (its configuration), not an invariant of alpha's code
+    err, rc = _run(tmp_path, "import alpha\nalpha.home()\n")
+    assert "KeyError: 'FAILDIAG_TEST_ALPHA_HOME'" in err
+    unset = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "context:raiser:library_internal" not in _all_checks(unset)
 
 
 def test_a_check_at_the_library_entry_is_the_callers_values(tmp_path):
