@@ -43,6 +43,9 @@ _ALPHA = """
         def home(self):
             return os.environ["FAILDIAG_TEST_ALPHA_HOME"]
 
+        def flush(self):
+            raise RuntimeError("flush queue in state 3: this should never happen")
+
 
     def run(items):
         return _Engine().step(items)
@@ -58,6 +61,10 @@ _ALPHA = """
 
     def home():
         return _Engine().home()
+
+
+    def flush():
+        return _Engine().flush()
 
 
     def scale(items, factor):
@@ -173,3 +180,12 @@ def test_a_keyword_the_installed_release_does_not_know_is_no_value_check():
     diag, label = train_log("mindspore/ms_set_context_jit_config_not_recognized_mindspore_too_old")
     assert label["category"] == "environment"
     assert "context:raiser:library_entry" not in _all_checks(diag)
+
+
+def test_a_library_saying_its_invariant_broke_leads_with_the_library(tmp_path):
+    """A bare RuntimeError says little (its family ranks the program's code first); the library's own
+    words "this should never happen" state that its invariant broke (``cue:library_bug``): library leads."""
+    err, rc = _run(tmp_path, "import alpha\nalpha.flush()\n")
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert _cats(diag, 1) == ["library"]
+    assert _checks(diag, "library")["context:cue:library_bug"] == "passed"
