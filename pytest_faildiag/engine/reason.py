@@ -597,7 +597,10 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     if not run:
         return None
     family = facts.family or ""
-    if family in _ENTRY_FAMILIES and not facts.library_only and len(run) <= ENTRY_DEPTH:
+    # an import runs the library's top level (no argument was handed over), and version words say the values
+    # fit another release: neither is a check of the caller's values
+    entry = not any(frames[-i].func == "<module>" for i in range(1, len(run) + 1)) and "cue:version" not in facts.cued
+    if entry and family in _ENTRY_FAMILIES and not facts.library_only and len(run) <= ENTRY_DEPTH:
         packages = {_package(p) for k, p in run if k == "library" and p}
         if len(packages) == 1 and all(k == "library" for k, _ in run):
             return "raiser:library_entry"

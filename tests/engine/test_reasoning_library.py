@@ -189,3 +189,21 @@ def test_a_library_saying_its_invariant_broke_leads_with_the_library(tmp_path):
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
     assert _cats(diag, 1) == ["library"]
     assert _checks(diag, "library")["context:cue:library_bug"] == "passed"
+
+
+def test_a_value_error_while_a_library_is_imported_is_no_check_of_the_callers_values(tmp_path):
+    """Importing a library runs its top level: no value was handed over, so a ValueError raised there (a
+    build that expects other sizes than the installed package provides) is no check of the caller's values;
+    the entry fact does not hold. Called as a function, the same check is (the alpha.scale test above)."""
+    site = _site(tmp_path)
+    (site / "beta").mkdir(exist_ok=True)
+    (site / "beta" / "__init__.py").write_text(
+        "raise ValueError('expected a record size of 96 but got 88 from the installed core')\n"
+    )
+    script = tmp_path / "job.py"
+    script.write_text("import beta\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert p.returncode != 0 and "ValueError: expected a record size" in p.stderr
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+    assert "context:raiser:library_entry" not in _all_checks(diag)
