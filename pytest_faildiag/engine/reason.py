@@ -341,6 +341,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.contexts = context_factors(facts, analysis, reasoning)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     return facts
 
 
@@ -579,6 +580,78 @@ def _calling_library(frames: list[Frame], raiser: str, libraries: frozenset[str]
             continue
         return pkg if kind == "library" else None
     return None
+
+
+# exception families that, raised inside a library's own code, state that an invariant of that code broke
+# (Python raises them for an operation the code itself performs: an attribute or key it assumed, an index, a
+# name, an ``assert`` of its own, an operation on a type it did not expect), not a check of an argument
+_INTERNAL_FAMILIES = frozenset({"attribute", "lookup", "index", "code_bug", "assertion", "type_error"})
+# the families a library's precondition checks raise at its public entry (``ValueError("expected …")``,
+# ``TypeError("x must be …")``): a check of what the caller passed
+_ENTRY_FAMILIES = frozenset({"value_error", "type_error"})
+# ``'X' object has no attribute 'y'``: Python's AttributeError on an instance (a module's is ``module 'M'``,
+# read by _api_user). On a builtin value type the code received a value of another type than it expects
+# (a str where an object was expected: the caller's value); on NoneType or a class of its own, the code's
+# own state or its contract with another library broke
+_OBJECT_ATTR = re.compile(r"'(?P<cls>[\w.]+)' object has no attribute\b")
+_VALUE_TYPES = frozenset(
+    {"str", "bytes", "bytearray", "int", "float", "complex", "bool", "list", "tuple", "dict", "set", "frozenset"}
+)
+# the standard library's os module (``<frozen os>`` since Python 3.11): a KeyError raised in it is
+# ``os.environ[name]`` for a variable that is not set
+_ENVIRON_FRAME = re.compile(r"(?:^|/)os\.py$|^<frozen os>$")
+ENTRY_DEPTH = 2  # library frames at most between the caller's frame and the raise: a check at the entry
+
+
+def _library_run(frames: list[Frame], libraries: frozenset[str]) -> list[tuple[str, str | None]]:
+    """The owners of the innermost frames that are not the program's or a test's: the code the failing call
+    ran through after it left the caller (libraries, and the standard library they called)."""
+    run: list[tuple[str, str | None]] = []
+    for fr in reversed(frames):
+        owner = frame_owner(fr, libraries)
+        if owner[0] not in ("library", "stdlib"):
+            break
+        run.append(owner)
+    return run
+
+
+def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """What kind of raise a library's frame made. ``raiser:library_internal``: an invariant error (an
+    AttributeError on an object, KeyError, IndexError, NameError, an assert, a TypeError that is not about
+    the call's signature or values) raised after the library's code ran on by itself (two frames or more
+    of library or standard-library code, or no caller frame at all): the library's own code did an
+    operation that fails, the home of a bug (or of its contract with another library) fixed in its
+    release. ``raiser:library_entry``: a ValueError/TypeError raised by the library's function that the
+    caller's frame called (at most ``ENTRY_DEPTH`` frames of one package below it): a check of the values
+    the caller passed, so the caller's code, configuration or data is the home. The frame right below the
+    raising code tells who handed over the value."""
+    if facts.raiser != "library" or not facts.library or _MODULE_API.search(facts.message or ""):
+        return None
+    if API_CUE in facts.cued:
+        return None  # a call that does not fit a signature: who made it is _api_user's and the version cues'
+    run = _library_run(frames, reasoning.libraries)
+    if not run:
+        return None
+    family = facts.family or ""
+    # an import runs the library's top level (no argument was handed over), and version words say the values
+    # fit another release: neither is a check of the caller's values
+    entry = not any(frames[-i].func == "<module>" for i in range(1, len(run) + 1)) and "cue:version" not in facts.cued
+    if entry and family in _ENTRY_FAMILIES and not facts.library_only and len(run) <= ENTRY_DEPTH:
+        packages = {_package(p) for k, p in run if k == "library" and p}
+        if len(packages) == 1 and all(k == "library" for k, _ in run):
+            return "raiser:library_entry"
+    if family not in _INTERNAL_FAMILIES or (len(run) < 2 and not facts.library_only):
+        return None
+    if family == "assertion" and (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
+        return None  # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller
+    attr = _OBJECT_ATTR.search(facts.message or "")
+    if attr and attr["cls"] in _VALUE_TYPES:
+        return None  # a value of a builtin type where the code expected an object: the caller's value
+    if family == "type_error" and "cue:input_check" in facts.cued:
+        return None
+    if family == "lookup" and _ENVIRON_FRAME.search(frames[-1].file.replace("\\", "/")):
+        return None  # ``os.environ[name]``: a variable the run was not given (its configuration), not a bug
+    return "raiser:library_internal"
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
