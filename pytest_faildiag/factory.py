@@ -26,7 +26,6 @@ index lives in the user's cache folder, never in the factory.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -757,28 +756,6 @@ def read_factory(
         found = ((p, None) for p in (files if files is not None else card_files(root)))
     records: list[Record] | None = [] if listing is not None else None
     joined: list[Record] = []
-    collecting = gc.isenabled()
-    if collecting:  # every object made below survives: the collector's passes over them would free nothing
-        gc.disable()
-    try:
-        _read_all(found, base, previous, fac, records, joined)
-        _join(fac, joined)
-    finally:
-        if collecting:
-            gc.enable()
-    fac.records = records
-    return fac
-
-
-def _read_all(
-    found: Iterable[tuple[str, Any]],
-    base: str,
-    previous: Mapping[str, Record] | None,
-    fac: Factory,
-    records: list[Record] | None,
-    joined: list[Record],
-) -> None:
-    """``read_factory``'s loop: each card's record, from ``previous`` when its stamp is unchanged."""
     for path, st in found:
         rel = _rel(path, base)
         stamp = _stamp(st) if st is not None else ""
@@ -796,6 +773,9 @@ def _read_all(
         if records is not None:
             records.append(rec)
         joined.append(rec)
+    _join(fac, joined)
+    fac.records = records
+    return fac
 
 
 def _read_card(path: str, rel: str) -> tuple[str | None, list[Any] | None, str]:
