@@ -174,6 +174,7 @@ class _Soon:
         self.thread = threading.Thread(target=self._build_cards, name="faildiag-card-database")
         self.thread.start()
         self.lines: LineStarts | None = None
+        self.first: tuple[list[int], Occurrences | None] | None = None  # the first block's built-in part
 
     def _build_cards(self) -> None:
         try:
@@ -181,16 +182,21 @@ class _Soon:
         except Exception:  # an engine's own errors: Python's re then (see ``get``)
             self.cards.append(None)
 
-    def get(self) -> LineStarts:
+    def get(self, block: tuple[bytes | bytearray, int | None, memoryview | None] | None = None) -> LineStarts:
+        """The line finder, once both parts are there. ``block``: the first block to scan, whose built-in
+        part is scanned before waiting for the cards' (``first``)."""
         if self.lines is None:
             try:
                 base = _hyperscan(self.patterns.parts[0])
             except Exception:
                 base = None
+            if base is not None and block is not None:
+                self.first = base.scan(*block)
             self.thread.join()
             cards = self.cards[0] if self.cards else None
             if base is None or cards is None:
                 self.lines = _Re2Lines(re.compile(self.patterns.combined))
+                self.first = None
             else:
                 self.lines = _JoinedLines(cast("list[_HyperscanLines]", [base, cards]))
         return self.lines
@@ -202,7 +208,11 @@ class _Soon:
     def scan(
         self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
     ) -> tuple[list[int], Occurrences | None]:
-        return cast("Any", self.get()).scan(buf, n, view)
+        lines = self.get((buf, n, view))
+        first, self.first = self.first, None
+        if first is not None:
+            return cast("_JoinedLines", lines).scan(buf, n, view, first)
+        return cast("Any", lines).scan(buf, n, view)
 
     def __call__(self, buf: bytes) -> list[int]:
         return self.scan(buf)[0]
@@ -476,12 +486,17 @@ class _JoinedLines:
         return self.scan(buf)[0]
 
     def scan(
-        self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
+        self,
+        buf: bytes | bytearray,
+        n: int | None = None,
+        view: memoryview | None = None,
+        first: tuple[list[int], Occurrences | None] | None = None,
     ) -> tuple[list[int], Occurrences | None]:
+        """``first``: what the first part already found in this block (``_Soon``)."""
         starts: set[int] = set()
         occ: Occurrences = {}
         for part, offset in zip(self.parts, self.offsets, strict=True):
-            got, found = part.scan(buf, n, view)
+            got, found = first if first is not None and not offset else part.scan(buf, n, view)
             starts.update(got)
             for line, hits in (found or {}).items():
                 have = occ.setdefault(line, [])
