@@ -1180,7 +1180,8 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         "own": {str(i): rec[4] for i, rec in enumerate(records) if rec[4]},
     }
     try:
-        safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
+        body = json.dumps(payload, separators=(",", ":"), check_circular=False)  # made here: no cycle in it
+        safe_atomic_write(path.parent, path.name, body, mode=0o600)
     except (OSError, ValueError):
         pass
 
