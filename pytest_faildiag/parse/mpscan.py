@@ -165,41 +165,49 @@ def build_soon(name: str, patterns: Patterns) -> LineStarts | None:
 
 class _Soon:
     """The line finder of ``patterns`` (built-in part and cards' part), the cards' part being built on a
-    thread started now; the first ``scan`` builds the built-in part here, then waits for the other. Should
-    either fail, Python's re runs the whole alternation (the findings are the same, as with RE2)."""
+    thread started now; the first ``scan`` builds the built-in part here and scans its block with it,
+    then waits for the other. Should either part fail, Python's re runs the whole alternation (the
+    findings are the same, as with RE2)."""
 
     def __init__(self, patterns: Patterns) -> None:
         self.patterns = patterns
         self.cards: list[LineStarts | None] = []
+        self.lines: LineStarts | None = None
+        self.lock = threading.Lock()  # one build, whichever thread scans first
         self.thread = threading.Thread(target=self._build_cards, name="faildiag-card-database")
         self.thread.start()
-        self.lines: LineStarts | None = None
-        self.first: tuple[list[int], Occurrences | None] | None = None  # the first block's built-in part
 
     def _build_cards(self) -> None:
         try:
             self.cards.append(_hyperscan(self.patterns.parts[1]))
-        except Exception:  # an engine's own errors: Python's re then (see ``get``)
+        except Exception:  # an engine's own errors: Python's re then (see ``_build``)
             self.cards.append(None)
 
-    def get(self, block: tuple[bytes | bytearray, int | None, memoryview | None] | None = None) -> LineStarts:
-        """The line finder, once both parts are there. ``block``: the first block to scan, whose built-in
-        part is scanned before waiting for the cards' (``first``)."""
-        if self.lines is None:
+    def _build(
+        self, block: tuple[bytes | bytearray, int | None, memoryview | None] | None
+    ) -> tuple[LineStarts, tuple[list[int], Occurrences | None] | None]:
+        """(the line finder, what its built-in part found in ``block`` when it scanned it while the cards'
+        part was being built)."""
+        with self.lock:
+            if self.lines is not None:
+                return self.lines, None
+            first = None
             try:
                 base = _hyperscan(self.patterns.parts[0])
+                if base is not None and block is not None:
+                    first = base.scan(*block)
             except Exception:
                 base = None
-            if base is not None and block is not None:
-                self.first = base.scan(*block)
             self.thread.join()
             cards = self.cards[0] if self.cards else None
             if base is None or cards is None:
-                self.lines = _Re2Lines(re.compile(self.patterns.combined))
-                self.first = None
+                self.lines, first = _Re2Lines(re.compile(self.patterns.combined)), None
             else:
                 self.lines = _JoinedLines(cast("list[_HyperscanLines]", [base, cards]))
-        return self.lines
+            return self.lines, first
+
+    def get(self) -> LineStarts:
+        return self.lines if self.lines is not None else self._build(None)[0]
 
     @property
     def table(self) -> list[tuple[int, int]] | None:
@@ -208,8 +216,7 @@ class _Soon:
     def scan(
         self, buf: bytes | bytearray, n: int | None = None, view: memoryview | None = None
     ) -> tuple[list[int], Occurrences | None]:
-        lines = self.get((buf, n, view))
-        first, self.first = self.first, None
+        lines, first = (self.lines, None) if self.lines is not None else self._build((buf, n, view))
         if first is not None:
             return cast("_JoinedLines", lines).scan(buf, n, view, first)
         return cast("Any", lines).scan(buf, n, view)

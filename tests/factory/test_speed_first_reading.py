@@ -185,3 +185,35 @@ def test_a_new_factorys_card_database_compiles_on_another_thread_with_the_same_f
     rs, _, _ = F.attach(base, root)
     assert type(scan.compiled(rs).engines["hyperscan"].get()).__name__ == "_Re2Lines"
     assert _report(log, root) == expected
+
+
+def test_two_threads_scanning_while_the_card_database_compiles_each_get_their_own_blocks_lines(tmp_path, monkeypatch):
+    """The first scan builds the built-in part and scans its own block with it while the cards' part
+    compiles; another thread scanning another block meanwhile gets that block's lines, never the first's."""
+    root = tmp_path / "factory"
+    lines = _factory(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rs = F.with_cards(load_ruleset(), F.read_factory(root).rules, root=root)
+    patterns = scan.compiled(rs).patterns
+    blocks = [
+        ("\n".join([*lines[::2], "step 1 | loss 2.0", "RuntimeError: CUDA out of memory"]) + "\n").encode(),
+        ("\n".join(["noise line", *lines[1::2], "NCCL WARN timeout"]) + "\n").encode(),
+    ]
+    expected = [mpscan.build("hyperscan", patterns).scan(b) for b in blocks]
+    for _ in range(3):
+        soon = mpscan.build_soon("hyperscan", patterns)
+        assert type(soon).__name__ == "_Soon"
+        got: list[object] = [None, None]
+        start = threading.Barrier(2)
+
+        def scan_block(i: int, soon=soon, got=got, start=start) -> None:
+            start.wait()
+            got[i] = soon.scan(blocks[i])
+
+        workers = [threading.Thread(target=scan_block, args=(i,)) for i in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert got == expected
+        assert expected[0][0] and expected[1][0] and expected[0][1] and expected[1][1]
