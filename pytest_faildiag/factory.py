@@ -335,7 +335,7 @@ def _plain_read(text: str) -> dict[str, Any] | None:
     return data if len(data) == len(pairs) else None  # a key given twice: tomllib words the error
 
 
-_JSON_SCAN = json.JSONDecoder().scan_once
+_JSON_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _simple_toml(text: str) -> dict[str, Any] | None:
@@ -446,11 +446,9 @@ def _signature_words(pattern: str) -> tuple[list[str], bool]:
         raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
     words: list[str] = []
     if _META.search(body) is None:  # plain text: one run
-        alternatives: list[list[str]] | None = [[body]]
+        alternatives = [[body]]
     else:  # no group, class, brace or long escape: one findall; else the token loop
-        alternatives = _simple_runs(body)
-        if alternatives is None:
-            alternatives = _required_runs(body, pattern)
+        alternatives = _simple_runs(body) or _required_runs(body, pattern)
     for runs in alternatives:
         best = max(runs, key=len, default="")
         if len(best) < MIN_KEYWORD:

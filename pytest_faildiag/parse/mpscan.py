@@ -219,7 +219,8 @@ class _Soon:
         lines, first = (self.lines, None) if self.lines is not None else self._build((buf, n, view))
         if first is not None:
             return cast("_JoinedLines", lines).scan(buf, n, view, first)
-        return cast("Any", lines).scan(buf, n, view)
+        found: tuple[list[int], Occurrences | None] = cast("Any", lines).scan(buf, n, view)
+        return found
 
     def __call__(self, buf: bytes) -> list[int]:
         return self.scan(buf)[0]
