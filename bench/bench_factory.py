@@ -21,7 +21,12 @@ on one rank). Diagnoses it with and without the factory, side by side, in one ru
   no cache between runs pays on every run (informational: the target is on the first reading).
 
 Every run is printed. Target: with the factory within 1.5x the time without it (CPU time:
-wall time on a shared machine mostly measures the neighbours). The index goes to a temporary cache folder.
+wall time on a shared machine mostly measures the neighbours). Three figures per run: wall, CPU of the
+whole process (every thread) and CPU of the main thread: a new factory's cards' database compiles on a
+thread of its own (Hyperscan does not hold the GIL), which shortens the wall time, not the CPU time, when
+a core is free; the main thread's CPU is what the user waits for on such a machine, whatever the load
+(the thread's compile is hidden as long as the main thread has other work). The index goes to a
+temporary cache folder.
 
     .venv/bin/python bench/bench_factory.py [--cards 5000] [--mb 10] [--repeat 3] [--baseline DIR]
 
@@ -131,9 +136,10 @@ def cpu():
     return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 from pytest_faildiag.engine.api import diagnose
 root = sys.argv[2] if sys.argv[2] != "-" else False
-t0, c0 = time.perf_counter(), cpu()
+t0, c0, m0 = time.perf_counter(), cpu(), time.thread_time()
 d = diagnose([sys.argv[1]], exit_code=1, command="torchrun train.py", factory_root=root)
-print(time.perf_counter() - t0, cpu() - c0, d.root_causes[0].id if d.root_causes else None, len(d.extra.get("factory", [])))
+wall, c, m = time.perf_counter() - t0, cpu() - c0, time.thread_time() - m0
+print(wall, c, d.root_causes[0].id if d.root_causes else None, len(d.extra.get("factory", [])), m)
 """
 
 
@@ -153,7 +159,7 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
-def cold(log: Path, root: Path | None, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+def cold(log: Path, root: Path | None, env: dict[str, str] | None = None) -> tuple[float, float, str, float]:
     """The first diagnosis in a fresh interpreter (imports excluded): rule packs, cards, scan, report.
     ``env``: another checkout's (``--baseline``), else this process's environment."""
     out = subprocess.run(
@@ -165,13 +171,13 @@ def cold(log: Path, root: Path | None, env: dict[str, str] | None = None) -> tup
         env=env or os.environ,
         cwd=log.parent,  # not a checkout: ``-c`` imports the code of the current folder first
     ).stdout.split()
-    return float(out[0]), float(out[1]), f"top={out[2]}, cards matched={out[3]}"
+    return float(out[0]), float(out[1]), f"top={out[2]}, cards matched={out[3]}", float(out[4])
 
 
-def warm(log: Path, root: Path | bool) -> tuple[float, float]:
-    t0, c0 = time.perf_counter(), cpu()
+def warm(log: Path, root: Path | bool) -> tuple[float, float, float]:
+    t0, c0, m0 = time.perf_counter(), cpu(), time.thread_time()
     diagnose_log(log, root)
-    return time.perf_counter() - t0, cpu() - c0
+    return time.perf_counter() - t0, cpu() - c0, time.thread_time() - m0
 
 
 def diagnose_log(log: Path, root: Path | bool):
@@ -212,7 +218,7 @@ def main() -> int:
             f"cards read in {t_read:.3f} s, cpu {c_read:.3f} s ({len(fac.cards)} cards, {kws} keywords, "
             f"{len(fac.problems)} problems); joined to the built-in rules in {t_index:.3f} s, cpu {c_index:.3f} s"
         )
-        runs: dict[str, list[tuple[float, float]]] = {
+        runs: dict[str, list[tuple[float, float, float]]] = {
             k: []
             for k in (
                 "cold without",
@@ -237,41 +243,45 @@ def main() -> int:
             for side, env in envs.items():
                 shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)  # no index, no card database
                 # counted as "nothing cached"; it leaves what any earlier run leaves (packs' cache, built-in database)
-                wall, cpu_s, what = cold(log, None, env)
+                wall, cpu_s, what, main_s = cold(log, None, env)
                 name = "nothing cached without" if side == "this" else "baseline nothing cached without"
-                runs[name].append((wall, cpu_s))
+                runs[name].append((wall, cpu_s, main_s))
                 print(
-                    f"cold run {i + 1} {side:8} {'nothing cached, without:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                    f"cold run {i + 1} {side:8} {'nothing cached, without:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s, main {main_s:.3f} s ({what})"
                 )
             for label, r in (("without", None), ("first reading with", root), ("with", root)):
                 name = label if label.startswith("first") else f"cold {label}"
                 for side, env in envs.items():
-                    wall, cpu_s, what = cold(log, r, env)
-                    runs[name if side == "this" else f"baseline {name}"].append((wall, cpu_s))
+                    wall, cpu_s, what, main_s = cold(log, r, env)
+                    runs[name if side == "this" else f"baseline {name}"].append((wall, cpu_s, main_s))
                     print(
-                        f"cold run {i + 1} {side:8} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                        f"cold run {i + 1} {side:8} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s, main {main_s:.3f} s ({what})"
                     )
             edit_card(root, i)  # one card changed since the runs above: each side reads it the first time
             for side, env in envs.items():
-                wall, cpu_s, what = cold(log, root, env)
-                runs["edited with" if side == "this" else "baseline edited with"].append((wall, cpu_s))
+                wall, cpu_s, what, main_s = cold(log, root, env)
+                runs["edited with" if side == "this" else "baseline edited with"].append((wall, cpu_s, main_s))
                 print(
-                    f"cold run {i + 1} {side:8} {'a card edited, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                    f"cold run {i + 1} {side:8} {'a card edited, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s, main {main_s:.3f} s ({what})"
                 )
             for side, env in envs.items():
                 shutil.rmtree(env.get("XDG_CACHE_HOME", cache), ignore_errors=True)
-                wall, cpu_s, what = cold(log, root, env)
-                runs["nothing cached with" if side == "this" else "baseline nothing cached with"].append((wall, cpu_s))
+                wall, cpu_s, what, main_s = cold(log, root, env)
+                runs["nothing cached with" if side == "this" else "baseline nothing cached with"].append(
+                    (wall, cpu_s, main_s)
+                )
                 print(
-                    f"cold run {i + 1} {side:8} {'nothing cached, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s ({what})"
+                    f"cold run {i + 1} {side:8} {'nothing cached, with:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s, main {main_s:.3f} s ({what})"
                 )
         diagnose_log(log, False)
         diagnose_log(log, root)
         for i in range(a.repeat):
             for label, r in (("without", False), ("with", root)):
-                wall, cpu_s = warm(log, r)
-                runs[f"warm {label}"].append((wall, cpu_s))
-                print(f"warm run {i + 1} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s")
+                wall, cpu_s, main_s = warm(log, r)
+                runs[f"warm {label}"].append((wall, cpu_s, main_s))
+                print(
+                    f"warm run {i + 1} {label + ' factory:':30} wall {wall:.3f} s, cpu {cpu_s:.3f} s, main {main_s:.3f} s"
+                )
         ok = True
         sides = [("", "")] + ([("baseline ", "baseline ")] if a.baseline else [])
         for name, without_runs, with_runs, target in [
@@ -286,13 +296,13 @@ def main() -> int:
             )
             if not (p and name == "warm")  # warm runs are in this process: this checkout's code only
         ]:
-            for j, unit in ((0, "wall"), (1, "cpu")):
+            for j, unit in ((0, "wall"), (1, "cpu"), (2, "main-thread cpu")):
                 without = statistics.median(x[j] for x in runs[without_runs])
                 with_ = statistics.median(x[j] for x in runs[with_runs])
                 ratio = with_ / without
                 verdict = "informational" if target is None else f"target <= {target}x: "
                 verdict += "" if target is None else ("OK" if ratio <= target else "OVER")
-                ok = ok and (target is None or ratio <= target or unit == "wall" or name.startswith("baseline"))
+                ok = ok and (target is None or ratio <= target or unit != "cpu" or name.startswith("baseline"))
                 print(f"{name} {unit}: median {without:.3f} s without, {with_:.3f} s with -> {ratio:.2f}x ({verdict})")
         print(f"load average {_load()}")
     return 0 if ok else 1

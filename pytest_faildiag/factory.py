@@ -33,9 +33,9 @@ import re
 import stat
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -326,11 +326,16 @@ def _plain_read(text: str) -> dict[str, Any] | None:
     pairs = _PLAIN_PAIR.findall(text)
     if not pairs:
         return {}
-    data = dict(zip([k for k, _ in pairs], _JSON.decode("[" + ",".join([v for _, v in pairs]) + "]"), strict=True))
+    keys, values = zip(*pairs, strict=True)
+    joined = "[" + ",".join(values) + "]"
+    found, end = _JSON_SCAN(joined, 0)  # the C scanner itself: ``decode``'s Python wrapper costs as much
+    if end != len(joined):
+        raise ValueError("not one JSON array")  # cannot happen for text of the plain shape
+    data = dict(zip(keys, found, strict=True))
     return data if len(data) == len(pairs) else None  # a key given twice: tomllib words the error
 
 
-_JSON = json.JSONDecoder()
+_JSON_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _simple_toml(text: str) -> dict[str, Any] | None:
@@ -423,6 +428,13 @@ def signature_keywords(pattern: str) -> Keywords:
     (``a|b`` needs one keyword each). Raises CardError when the regex is malformed in a way visible
     without compiling it, or when an alternative holds fewer than MIN_KEYWORD literal characters
     (such a signature would send most lines of a log through its regex)."""
+    words, ci = _signature_words(pattern)
+    return Keywords(tuple(words), ci)
+
+
+def _signature_words(pattern: str) -> tuple[list[str], bool]:
+    """``signature_keywords`` as (words, case-folded), without the object (a first reading derives
+    thousands)."""
     flags = ""
     body = pattern
     m = _FLAGS.match(body) if body.startswith("(?") else None
@@ -433,7 +445,11 @@ def signature_keywords(pattern: str) -> Keywords:
     if "x" in flags:
         raise CardError(f"signature {pattern!r}: verbose (?x) patterns are not supported")
     words: list[str] = []
-    for runs in _required_runs(body, pattern) if _META.search(body) else [[body]]:  # plain text: one run
+    if _META.search(body) is None:  # plain text: one run
+        alternatives = [[body]]
+    else:  # no group, class, brace or long escape: one findall; else the token loop
+        alternatives = _simple_runs(body) or _required_runs(body, pattern)
+    for runs in alternatives:
         best = max(runs, key=len, default="")
         if len(best) < MIN_KEYWORD:
             raise CardError(
@@ -441,8 +457,9 @@ def signature_keywords(pattern: str) -> Keywords:
                 + (" in each alternative" if len(words) or "|" in body else "")
             )
         words.append(_keyword_of(best))
-    ci = "i" in flags
-    return Keywords(tuple(w.lower() if ci else w for w in words), ci)
+    if "i" in flags:
+        return [w.lower() for w in words], True
+    return words, False
 
 
 # the first word of three or more characters with a boundary inside the run on both sides (one search)
@@ -527,6 +544,34 @@ def _required_runs(body: str, pattern: str) -> list[list[str]]:
     return alts
 
 
+# The tokens of a signature, left to right, every character in one: a run of literal characters or ``\X``
+# escapes (group 1) with the ``*``/``?`` that makes its last one optional (group 2), a ``|`` (group 3),
+# what ``_simple_runs`` leaves to ``_required_runs`` (group 4: a group, class or brace, an escaped
+# backslash, an escape longer than one character such as ``\x41`` or a back reference, a lone backslash at
+# the end), a class escape (``\d``) or a ``.^$*+?`` (neither: they end a run).
+_SIMPLE_TOKEN = LazyRegex(
+    r"((?:[^\\.^$*+?|()\[\]{}]++|\\[^A-Za-z0-9\\])+)([*?]?)|(\|)|([()\[\]{}]|\\[\\xuUN0-9]|\\\Z)"
+    r"|\\[A-Za-z0-9]|[.^$*+?]"
+)
+
+
+def _simple_runs(body: str) -> list[list[str]] | None:
+    """``_required_runs`` of a signature without groups, classes or braces, by one ``findall``: a few tuples
+    per signature instead of a Python step per token (a factory's first reading derives thousands); None
+    for any other signature. The tests compare both on random signatures."""
+    alts: list[list[str]] = [[]]
+    for run, optional, bar, hard in _SIMPLE_TOKEN.findall(body):
+        if run:
+            if "\\" in run:
+                run = run.replace("\\", "")
+            alts[-1].append(run[:-1] if optional else run)
+        elif bar:
+            alts.append([])
+        elif hard:
+            return None
+    return alts
+
+
 class LazyPattern:
     """A signature compiled the first time a line holding its keyword needs it (compiling thousands of
     regexes up front would cost more than scanning the log). An invalid regex warns once, then never
@@ -582,15 +627,17 @@ def keywords_of(
     folded = False
     for sig in signatures:
         try:
-            kw = signature_keywords(sig)
+            words, ci = _signature_words(sig)
         except CardError as exc:
             if len(signatures) == 1:
                 raise
             if problems is not None:
                 problems.append(f"{source}: {exc}; that signature skipped")
             continue
-        folded = folded or kw.ignore_case
-        keywords.extend(w for w in kw.words if w not in keywords)
+        folded = folded or ci
+        for w in words:
+            if w not in keywords:
+                keywords.append(w)
         usable.append(sig)
     if not usable:
         raise CardError("no usable signature")
@@ -1136,7 +1183,8 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
         "own": {str(i): rec[4] for i, rec in enumerate(records) if rec[4]},
     }
     try:
-        safe_atomic_write(path.parent, path.name, json.dumps(payload, separators=(",", ":")), mode=0o600)
+        body = json.dumps(payload, separators=(",", ":"), check_circular=False)  # made here: no cycle in it
+        safe_atomic_write(path.parent, path.name, body, mode=0o600)
     except (OSError, ValueError):
         pass
 
@@ -1181,21 +1229,33 @@ def previous_records(data: dict[str, Any] | None) -> dict[str, Record]:
 def load_factory(root: Path, listing: Listing | None = None) -> Factory:
     """The factory of ``root``: from the index when it is current, else read (and indexed); a card the
     last reading saw unchanged is taken from its record rather than read again."""
-    listing = walk(root) if listing is None else listing
+    fac, index = _load(root, walk(root) if listing is None else listing)
+    if index is not None:
+        index()
+    return fac
+
+
+def _load(root: Path, listing: Listing) -> tuple[Factory, Callable[[], None] | None]:
+    """(the factory, the writing of its index still to do) when cards were read, else (it, None): the
+    caller starts the cards' engine database compiling before it writes (``_Memo.get``)."""
     path = index_path(root)
     key = index_key(root, listing) if path is not None else ""
     data = read_index(path, None) if path is not None else None
     if data is not None and data.get("key") == key:
         fac = from_index(root, data)
         if fac is not None:
-            return fac
+            return fac, None
     try:
         fac = read_factory(root, listing=listing, previous=previous_records(data))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # a record not of this code's shape
         fac = read_factory(root, listing=listing)
     if path is not None and fac.complete:
-        write_index(path, key, fac)
-    return fac
+        return fac, partial(write_index, path, key, fac)
+    return fac, _nothing
+
+
+def _nothing() -> None:
+    """No index to write (no cache folder, or a card could not be read)."""
 
 
 class _Memo:
@@ -1214,15 +1274,34 @@ class _Memo:
             self.entries.move_to_end(key)
             return hit[2], hit[3]
         listing = walk(root)  # each folder's time is taken before it is listed: a card added meanwhile is read
-        fac = load_factory(root, listing)  # again next time
+        fac, index = _load(root, listing)  # again next time
         for line in fac.problems:
             _warn_line(line)
         combined = with_cards(base, fac.rules, root=root)  # a new RuleSet: its compiled scanner lives with it
+        if index is not None:  # cards were read: their database compiles while the index is written
+            _engine_soon(combined)
+            index()
         self.entries.pop(key, None)
         self.entries[key] = (base, listing.folders or (), combined, fac)
         while len(self.entries) > self.size:
             self.entries.popitem(last=False)
         return combined, fac
+
+
+def _engine_soon(rules: RuleSet) -> None:
+    """Start the cards' Hyperscan database compiling on another thread (``mpscan.build_soon``), so a new or
+    changed factory's compile (which does not hold the GIL) runs while the index is written and the scan
+    starts. Nothing for another engine, or when the engine is already there."""
+    from .parse import mpscan, scan
+
+    name = mpscan.engine_name()
+    if name != "hyperscan":
+        return
+    compiled = scan.compiled(rules)
+    if name not in compiled.engines:
+        soon = mpscan.build_soon(name, compiled.patterns)
+        if soon is not None:
+            compiled.engines[name] = soon
 
 
 def _unchanged(folders: tuple[tuple[str, int], ...]) -> bool:

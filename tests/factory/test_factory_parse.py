@@ -9,6 +9,7 @@ import tomllib
 
 import pytest
 
+from pytest_faildiag import factory as F
 from pytest_faildiag.factory import CardError, CardKeywords, _simple_toml, signature_keywords
 from pytest_faildiag.rules import CauseSpec, Rule
 
@@ -109,3 +110,37 @@ def test_the_word_lookup_finds_the_same_keywords_as_a_regex_would():
             present = kw.lower() in line.lower() if r.ignore_case else kw in line
             if present:  # a keyword inside a longer hit at one position is found by the scanner from that hit
                 assert any(kw.lower() in f for f in found), (kw, line, found)
+
+
+# atoms of signatures for ``_simple_runs``: literal text, escapes of every kind, class escapes, anchors,
+# quantifiers, alternatives, and what only the token loop reads (groups, classes, braces, long escapes)
+_ATOMS = [
+    *["a", "bc", "Z9", "_", "-", " ", ":", "/", "é", "ERR", "quota", "word"],
+    *["\\.", "\\(", "\\)", "\\-", "\\ ", "\\|", "\\*", "\\?", "\\+", "\\d", "\\S", "\\w", "\\b", "\\t", "\\"],
+    *[".", "^", "$", "*", "+", "?", "|"],
+    *["(", ")", "(?:x)", "[a-z]", "]", "{2}", "{0,3}", "{", "}", "\\\\", "\\x41", "\\1", "\\N{DASH}"],
+]
+
+
+def test_the_one_findall_cut_of_a_signature_is_the_token_loops(monkeypatch):
+    """A signature without groups, classes or braces is cut into its literal runs by one ``findall``
+    (``_simple_runs``): on 20,000 random signatures, the keywords (or the error) are those of the token
+    loop, and the one-findall cut takes a good share of them."""
+    rnd = random.Random(17)
+    patterns = [
+        ("(?i)" if rnd.random() < 0.1 else "") + "".join(rnd.choice(_ATOMS) for _ in range(rnd.randrange(1, 12)))
+        for _ in range(20_000)
+    ]
+    patterns += [r"Lustre: a-OST00ff-osc-\w+: Connection to b \(at \S+\) was lost", r"x\.?y+z*|abcd\|efgh\d"]
+
+    def outcome(pattern: str) -> object:
+        try:
+            return signature_keywords(pattern)
+        except CardError as exc:
+            return str(exc)
+
+    fast = [outcome(p) for p in patterns]
+    cut = sum(F._simple_runs(p[4:] if p.startswith("(?i)") else p) is not None for p in patterns)
+    monkeypatch.setattr(F, "_simple_runs", lambda body: None)  # every signature through the token loop
+    assert fast == [outcome(p) for p in patterns]
+    assert cut > 3000

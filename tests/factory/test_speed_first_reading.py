@@ -6,11 +6,14 @@ through Python's re, on its first reading and from its index."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from pytest_faildiag import factory as F
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.parse import mpscan
+from pytest_faildiag.parse import mpscan, scan
+from pytest_faildiag.rules import load_ruleset
 
 from .conftest import write_factory
 
@@ -135,3 +138,82 @@ def test_an_edited_factory_gives_the_findings_of_a_fresh_reading(tmp_path, monke
     cited = {e["id"] for e in edited[1] or []}
     assert {"team-0000", "team-0074"} <= cited and "team-0037" not in cited
     assert cited != {e["id"] for e in before[1] or []}
+
+
+def test_a_new_factorys_card_database_compiles_on_another_thread_with_the_same_findings(tmp_path, monkeypatch):
+    """A first reading starts the cards' database compiling on a thread (Hyperscan compiles without the
+    GIL) before the index is written; the scan waits for it at its first block. The findings are those of
+    Python's re; a factory read from its index starts no thread; a card database that fails to build
+    leaves Python's re to search the whole alternation, with the same findings again."""
+    root = tmp_path / "factory"
+    log = _log(tmp_path, _factory(root))
+    monkeypatch.setattr(mpscan, "MIN_BYTES", 0)
+    monkeypatch.setenv(mpscan.ENGINE_ENV, "python")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-python"))
+    F._MEMO.entries.clear()
+    expected = _report(log, root)
+    monkeypatch.setenv(mpscan.ENGINE_ENV, "hyperscan")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    diagnose([str(log)], exit_code=1, factory_root=False)  # what any earlier diagnosis leaves: the built-in database
+    threads: list[str] = []
+    real = mpscan._compile
+
+    def compile_(hs, exprs, flags, literal):
+        threads.append(threading.current_thread().name)
+        return real(hs, exprs, flags, literal)
+
+    monkeypatch.setattr(mpscan, "_compile", compile_)
+    F._MEMO.entries.clear()
+    base = load_ruleset()
+    rs, _, _ = F.attach(base, root)
+    assert type(scan.compiled(rs).engines["hyperscan"]).__name__ == "_Soon"
+    assert _report(log, root) == expected
+    assert threads == ["faildiag-card-database"]  # the cards' literals (the built-in database is cached)
+    F._MEMO.entries.clear()  # a fresh process: from the index, the database from the cache
+    rs, _, _ = F.attach(base, root)
+    assert "hyperscan" not in scan.compiled(rs).engines
+    assert _report(log, root) == expected and len(threads) == 1
+
+    def refuse(hs, exprs, flags, literal):
+        if literal:
+            raise RuntimeError("the engine refuses the cards' literals")
+        return real(hs, exprs, flags, literal)
+
+    monkeypatch.setattr(mpscan, "_compile", refuse)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-refused"))
+    F._MEMO.entries.clear()
+    rs, _, _ = F.attach(base, root)
+    assert type(scan.compiled(rs).engines["hyperscan"].get()).__name__ == "_Re2Lines"
+    assert _report(log, root) == expected
+
+
+def test_two_threads_scanning_while_the_card_database_compiles_each_get_their_own_blocks_lines(tmp_path, monkeypatch):
+    """The first scan builds the built-in part and scans its own block with it while the cards' part
+    compiles; another thread scanning another block meanwhile gets that block's lines, never the first's."""
+    root = tmp_path / "factory"
+    lines = _factory(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rs = F.with_cards(load_ruleset(), F.read_factory(root).rules, root=root)
+    patterns = scan.compiled(rs).patterns
+    blocks = [
+        ("\n".join([*lines[::2], "step 1 | loss 2.0", "RuntimeError: CUDA out of memory"]) + "\n").encode(),
+        ("\n".join(["noise line", *lines[1::2], "NCCL WARN timeout"]) + "\n").encode(),
+    ]
+    expected = [mpscan.build("hyperscan", patterns).scan(b) for b in blocks]
+    for _ in range(3):
+        soon = mpscan.build_soon("hyperscan", patterns)
+        assert type(soon).__name__ == "_Soon"
+        got: list[object] = [None, None]
+        start = threading.Barrier(2)
+
+        def scan_block(i: int, soon=soon, got=got, start=start) -> None:
+            start.wait()
+            got[i] = soon.scan(blocks[i])
+
+        workers = [threading.Thread(target=scan_block, args=(i,)) for i in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert got == expected
+        assert expected[0][0] and expected[1][0] and expected[0][1] and expected[1][1]
