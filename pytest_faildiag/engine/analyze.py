@@ -31,7 +31,7 @@ _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins 
     ("cupy", "other"),
 ]
 # ties of evidence: first listed wins (a framework's failure printed in pytest's format is that framework's)
-_STACK_ORDER = ["pta", "mindspore", "jax", "tensorflow", "pytorch", "pytest", "other"]
+_STACK_ORDER = ["pta", "mindspore", "jax", "tensorflow", "pytorch", "pytest", "python", "other"]
 # the frameworks a frame's package is built on: a frame of ``site-packages/flax/`` is JAX's ecosystem, as much as
 # one of ``jax/`` itself (each of these packages imports its framework and runs on it)
 _PACKAGE_STACK = {
@@ -288,7 +288,8 @@ def detect_stack(scan: ScanResult, command: str | None, findings: list[Finding] 
         or (command and _PYTEST_CMD.search(command))
     ):
         return "pytest"
-    score = _stack_evidence(scan, blob, scan.findings if findings is None else findings)
+    evidence = _stack_evidence(scan, blob, scan.findings if findings is None else findings)
+    score = {s: v for s, v in evidence.items() if s in _STACK_ORDER}  # a team card may name any stack
     if score:
         best = max(score.values())
         if "pta" in score and "pytorch" in score and best in (score["pta"], score["pytorch"]):

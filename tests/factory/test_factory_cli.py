@@ -7,7 +7,20 @@ import os
 import sys
 from pathlib import Path
 
-from .conftest import OOM_LOG, QUOTA_LOG, WRONG_OOM_CARD, make_read_only, make_writable, snapshot_of, write_factory
+import pytest
+
+from pytest_faildiag.model import STACKS
+
+from .conftest import (
+    OOM_LOG,
+    QUOTA_CARD,
+    QUOTA_LOG,
+    WRONG_OOM_CARD,
+    make_read_only,
+    make_writable,
+    snapshot_of,
+    write_factory,
+)
 
 
 def _diagnose(run_cli, tmp_path: Path, log: str, *extra: str, env: dict | None = None, cwd: Path | None = None):
@@ -241,3 +254,16 @@ def test_faildiag_run_hands_its_factory_root_to_the_diagnosis(run_cli, tmp_path,
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["factory"] and report["factory"][0]["id"] == "slurm-qos-gres"
     assert report["root_causes"][0]["category"] == "harness"
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_a_card_may_name_any_stack_of_the_contract(run_cli, tmp_path, stack):
+    """Each of the contract's stacks (python too, which no built-in rule declares) is evidence a card may give
+    for the profile's stack: the diagnosis cites the card and names a stack of the vocabulary (the drafted
+    card of a plain Python log once ended in an internal error)."""
+    card = QUOTA_CARD.replace('type = "runtime_error"', f'type = "runtime_error"\nstack = "{stack}"')
+    root = write_factory(tmp_path / "factory", {"quota.md": card})
+    log = "step 1 | loss 2.31\nRuntimeError: srun: error: QOSMaxGRESPerUser limit reached for account ml-a (job 7)\n"
+    report, _proc, _out = _diagnose(run_cli, tmp_path, log, "--factory-root", str(root))
+    assert report["factory"] and report["factory"][0]["id"] == "slurm-qos-gres"
+    assert report["profile"]["stack"] in STACKS
