@@ -266,7 +266,8 @@ class _Scanner:
         result.sources[source] = self.info
         self.open_tb: dict[str | None, Traceback] = {}
         self.pending_chain: dict[str | None, bool] = {}
-        self.jax_note: dict[str | None, bool] = {}  # JAX's SimplifiedTraceback was printed: its chain header is no chain
+        # JAX's SimplifiedTraceback was printed: its chain header is no chain
+        self.jax_note: dict[str | None, bool] = {}
         self.dump: StackDump | None = None
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
