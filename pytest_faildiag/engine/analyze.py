@@ -313,8 +313,7 @@ def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding]) -> dic
             score[f.rule.stack] = score.get(f.rule.stack, 0) + w
     tbs = scan.tracebacks
     for tb in tbs if len(tbs) <= 2 * MAX_STACK_TB else tbs[:MAX_STACK_TB] + tbs[-MAX_STACK_TB:]:
-        stacks = {_frame_stack(fr.file) for fr in tb.frames}
-        for st in stacks - {None}:
+        for st in {s for s in map(_frame_stack, (fr.file for fr in tb.frames)) if s}:
             score[st] = score.get(st, 0) + FRAME_WEIGHT
     for st in {st for marker, st in _STACK_MARKERS if marker in blob}:
         score[st] = score.get(st, 0) + MARKER_WEIGHT
