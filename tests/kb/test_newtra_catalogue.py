@@ -212,3 +212,45 @@ def test_vllm_without_the_ascend_quantization_method_lacks_the_plugin():
     assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
     assert _fired(d, "vllm_ascend.quantization_not_registered")
     assert _top3(d)[0] == "environment"
+
+
+def test_the_old_accelerate_8bit_check_is_the_library():
+    d = diagnose([_train_log("pytorch/pt_peft_8bit_multi_device_accelerate_bug")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "accelerate.int8_multi_device_old_check")
+    assert not _fired(d, "accelerate.quantized_distributed_device_map")
+    assert _top3(d)[:2] == ["library", "config"]
+
+
+def test_a_torch_without_libuv_fails_at_the_store():
+    d = diagnose([_train_log("distributed/pt_windows_use_libuv_tcpstore")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "c10d.tcpstore_without_libuv")
+    assert _top3(d)[0] == "library"
+
+
+def test_no_kernel_image_fails_when_a_kernel_runs():
+    d = diagnose([_train_log("pytorch/pt_featdepth_sm86_no_kernel_image")])
+    assert (d.profile.type, d.profile.stage) == ("backend", "runtime")
+    assert _fired(d, "cuda.err.arch_not_in_binary")
+    assert _top3(d)[0] == "environment"
+
+
+def test_an_incomplete_torchair_is_the_torch_npu_build():
+    d = diagnose([_train_log("ascend/pta_torchair_get_npu_backend_post4")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "pta.torchair_incomplete")
+    assert _top3(d)[:2] == ["library", "environment"]
+
+
+@pytest.mark.parametrize(
+    ("name", "stage"),
+    [
+        ("distributed/nccl_tests_unhandled_cuda_nccl1", "runtime"),  # failed after the results header
+        ("distributed/nccl_tests_docker_ipc_unhandled_system", "startup"),  # failed before it
+    ],
+)
+def test_nccl_tests_results_header_separates_set_up_from_measuring(name, stage):
+    d = diagnose([_train_log(name)])
+    assert d.profile.type == "communication"
+    assert d.profile.stage == stage
