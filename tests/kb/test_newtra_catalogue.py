@@ -254,3 +254,18 @@ def test_nccl_tests_results_header_separates_set_up_from_measuring(name, stage):
     d = diagnose([_train_log(name)])
     assert d.profile.type == "communication"
     assert d.profile.stage == stage
+
+
+def test_a_cpu_target_out_of_bounds_names_the_class_count_beside_the_labels(tmp_path):
+    d = _run(
+        tmp_path,
+        """
+        import torch
+        num_classes = 5  # the data has labels 0..5
+        logits = torch.nn.Linear(8, num_classes)(torch.randn(4, 8))
+        torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 5, 2]))
+        """,
+    )
+    assert d.profile.type == "runtime_error"
+    assert _fired(d, "torch.msg.class_target_out_of_range_cpu")
+    assert _top3(d)[:2] == ["dataset", "config"]
