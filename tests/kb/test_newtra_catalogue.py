@@ -1,0 +1,271 @@
+"""Catalogue facts for the fresh train misses of PyTorch, distributed, Ascend and MindSpore (issue #13, newtra).
+
+Each rule states a fact about a message family (c10d's own messages, NCCL's topology detection, PyTorch's
+convolution/loss/optimizer checks, the dispatcher, MindSpore's context checks and build scripts, vllm-ascend's
+quantization method) and is shown on a real log: PyTorch-on-CPU programs run here in a child process, or
+train logs of the thread corpus (real logs from public threads; never a dev or calib log).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import pack_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+THREADS = ROOT / "tests/data/corpus/threads"
+SPLIT = json.loads((THREADS / "split.json").read_text())["split"]
+
+
+def _train_log(name: str) -> Path:
+    """A thread-corpus log that the split puts in train (the only ones a rule may be shown on)."""
+    assert SPLIT.get(name) == "train", name
+    path = THREADS / f"{name}.log"
+    assert path.is_file(), path
+    return path
+
+
+def _top3(d) -> list[str]:
+    """The first three distinct categories, as the accuracy bench counts them."""
+    out: list[str] = []
+    for rc in d.root_causes:
+        if rc.category not in out:
+            out.append(rc.category)
+    return out[:3]
+
+
+def _fired(d, rule: str) -> bool:
+    return any(rc.rule == rule for rc in d.root_causes)
+
+
+def _run(tmp_path: Path, body: str, name: str = "train.py"):
+    """Run ``body`` as a real Python program and diagnose what it printed, as a CI log carries it."""
+    pytest.importorskip("torch")
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return diagnose(
+        texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode, command=f"python {name}"
+    )
+
+
+@pytest.mark.parametrize(
+    "pack",
+    [
+        "10-pytorch.toml",
+        "12-torch-messages.toml",
+        "15-cuda-nccl-catalogue.toml",
+        "20-distributed.toml",
+        "50-ascend.toml",
+        "60-mindspore.toml",
+    ],
+)
+def test_the_packs_load_without_a_warning(pack):
+    assert pack_rules(pack)
+
+
+# --- PyTorch, real programs on the CPU ---
+
+
+def test_a_four_channel_image_into_a_three_channel_convolution_points_at_the_data(tmp_path):
+    d = _run(
+        tmp_path,
+        """
+        import torch
+        first = torch.nn.Conv2d(3, 8, 3)
+        rgba = torch.zeros(1, 4, 16, 16)  # a PNG with an alpha channel, loaded without convert('RGB')
+        first(rgba)
+        """,
+    )
+    assert d.profile.type == "runtime_error"
+    assert _fired(d, "torch.msg.image_channels")
+    assert not _fired(d, "torch.shape_mismatch")
+    assert _top3(d)[0] == "dataset"
+
+
+def test_a_collective_on_cpu_tensors_without_a_cpu_backend_is_a_communication_error(tmp_path):
+    store = tmp_path / "store"
+    d = _run(
+        tmp_path,
+        f"""
+        import torch, torch.distributed as dist
+        dist.init_process_group("cuda:gloo", init_method="file://{store}", rank=0, world_size=1)
+        dist.all_reduce(torch.ones(2))
+        """,
+    )
+    assert (d.profile.type, d.profile.stage) == ("communication", "runtime")
+    assert _fired(d, "c10d.collective_device_without_backend")
+    assert {"library", "config", "model"} == set(_top3(d))
+
+
+def test_an_optimizer_state_missing_param_groups_is_a_checkpoint_layout_error(tmp_path):
+    d = _run(
+        tmp_path,
+        """
+        import torch
+        net = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        torch.save({"model": net.state_dict()}, "ckpt.pt")
+        ckpt = torch.load("ckpt.pt")
+        opt.load_state_dict(ckpt["model"])  # the model's weights, not an optimizer state
+        """,
+    )
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "checkpoint")
+    assert _fired(d, "torch.msg.checkpoint_layout_key")
+    assert _top3(d)[:2] == ["checkpoint", "model"]
+
+
+@pytest.mark.parametrize(("script", "stage"), [("evaluate.py", "evaluation"), ("train.py", "runtime")])
+def test_a_script_named_for_evaluation_places_the_failure_in_evaluation(tmp_path, script, stage):
+    d = _run(
+        tmp_path,
+        """
+        def score(pred, target):
+            return sum(p == t for p, t in zip(pred, target)) / len(target)
+
+        print(score([1, 2], []))
+        """,
+        name=script,
+    )
+    assert d.profile.type == "runtime_error"
+    assert d.profile.stage == stage
+
+
+# --- train logs of the thread corpus ---
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "distributed/dist_nccl_internal_error_reverse_path_h100_container_nccl_2143",
+        "distributed/dist_pr6_nccl_init_cannot_find_pci_path_sysfs_wsl2",
+    ],
+)
+def test_an_nccl_topology_detection_failure_is_a_set_up_error_of_the_environment(name):
+    d = diagnose([_train_log(name)])
+    assert (d.profile.type, d.profile.stage) == ("communication", "startup")
+    assert _fired(d, "nccl.warn.topology_detection")
+    assert not _fired(d, "nccl.result.internal_error")  # the specific WARN silences the generic code
+    assert _top3(d)[0] == "environment"
+
+
+def test_a_hung_watchdog_is_a_hang_of_an_nccl_call():
+    d = diagnose([_train_log("distributed/dist_gh5_nvfuser_teardown_hang_nccl_2234_pg_destroy_order_regression")])
+    assert (d.profile.type, d.profile.stage) == ("hang", "runtime")
+    assert _fired(d, "c10d.watchdog_stuck")
+    assert _top3(d)[0] == "library"
+
+
+def test_tensors_must_be_cuda_is_the_same_family_as_no_backend_for_cpu():
+    d = diagnose([_train_log("distributed/ptexamples_imagenet_allreduce_cpu_floattensor")])
+    assert _fired(d, "c10d.collective_device_without_backend")
+    assert _top3(d)[0] == "library"
+
+
+def test_a_class_target_assert_names_the_configured_class_count_too():
+    d = diagnose([_train_log("pytorch/pt_device_assert_nll_target_out_of_range_num_classes_arg_off_by_one")])
+    assert d.profile.type == "crash"
+    assert _fired(d, "torch.msg.class_target_out_of_range")
+    assert not _fired(d, "torch.cuda.device_side_assert")
+    assert _top3(d)[:2] == ["dataset", "config"]
+
+
+def test_a_torchvision_op_without_a_cuda_kernel_fails_when_called():
+    d = diagnose([_train_log("pytorch/pt_impactpack_torchvision_nms_cuda_version_mismatch")])
+    assert d.profile.stage == "runtime"
+    assert _fired(d, "torch.dispatch.vision_op_no_backend_kernel")
+    assert _top3(d)[0] == "environment"
+
+
+def test_a_checkpoint_without_its_state_dict_key():
+    d = diagnose(
+        [_train_log("pytorch/pt_load_checkpoint_keyerror_state_dict_imagenet_weights_renamed_as_reid_checkpoint")]
+    )
+    assert d.profile.stage == "checkpoint"
+    assert _top3(d)[0] == "checkpoint"
+
+
+def test_an_unknown_set_context_keyword_is_another_mindspore_release():
+    d = diagnose([_train_log("mindspore/ms_set_context_jit_config_not_recognized_mindspore_too_old")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "mindspore.context_key_unknown")
+    assert _top3(d)[:2] == ["environment", "config"]
+
+
+def test_a_mindspore_gpu_build_without_cudnn():
+    d = diagnose([_train_log("mindspore/ms_build_gpu_cmake_cudnn_not_found_cudnn_home_wrong")])
+    assert (d.profile.type, d.profile.stage) == ("backend", "compile")
+    assert _fired(d, "mindspore.build_cudnn_not_found")
+    assert _top3(d)[0] == "environment"
+
+
+def test_vllm_without_the_ascend_quantization_method_lacks_the_plugin():
+    d = diagnose([_train_log("ascend/pta_vllm_quantization_ascend_invalid_choice_085")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "vllm_ascend.quantization_not_registered")
+    assert _top3(d)[0] == "environment"
+
+
+def test_the_old_accelerate_8bit_check_is_the_library():
+    d = diagnose([_train_log("pytorch/pt_peft_8bit_multi_device_accelerate_bug")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "accelerate.int8_multi_device_old_check")
+    assert not _fired(d, "accelerate.quantized_distributed_device_map")
+    assert _top3(d)[:2] == ["library", "config"]
+
+
+def test_a_torch_without_libuv_fails_at_the_store():
+    d = diagnose([_train_log("distributed/pt_windows_use_libuv_tcpstore")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "c10d.tcpstore_without_libuv")
+    assert _top3(d)[0] == "library"
+
+
+def test_no_kernel_image_fails_when_a_kernel_runs():
+    d = diagnose([_train_log("pytorch/pt_featdepth_sm86_no_kernel_image")])
+    assert (d.profile.type, d.profile.stage) == ("backend", "runtime")
+    assert _fired(d, "cuda.err.arch_not_in_binary")
+    assert _top3(d)[0] == "environment"
+
+
+def test_an_incomplete_torchair_is_the_torch_npu_build():
+    d = diagnose([_train_log("ascend/pta_torchair_get_npu_backend_post4")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "startup")
+    assert _fired(d, "pta.torchair_incomplete")
+    assert _top3(d)[:2] == ["library", "environment"]
+
+
+@pytest.mark.parametrize(
+    ("name", "stage"),
+    [
+        ("distributed/nccl_tests_unhandled_cuda_nccl1", "runtime"),  # failed after the results header
+        ("distributed/nccl_tests_docker_ipc_unhandled_system", "startup"),  # failed before it
+    ],
+)
+def test_nccl_tests_results_header_separates_set_up_from_measuring(name, stage):
+    d = diagnose([_train_log(name)])
+    assert d.profile.type == "communication"
+    assert d.profile.stage == stage
+
+
+def test_a_cpu_target_out_of_bounds_names_the_class_count_beside_the_labels(tmp_path):
+    d = _run(
+        tmp_path,
+        """
+        import torch
+        num_classes = 5  # the data has labels 0..5
+        logits = torch.nn.Linear(8, num_classes)(torch.randn(4, 8))
+        torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 5, 2]))
+        """,
+    )
+    assert d.profile.type == "runtime_error"
+    assert _fired(d, "torch.msg.class_target_out_of_range_cpu")
+    assert _top3(d)[:2] == ["dataset", "config"]
