@@ -1,0 +1,252 @@
+"""Catalogue facts added for the fresh train misses of pytest/Python, environment/install and JAX (#13): each
+rule is shown on output produced for real here (a locale without UTF-8, a port bound twice, isinstance with a
+typing alias, pytest sessions run with pytester or in a subprocess) or on a real train log of the thread
+corpus (the split is checked by ``train_log``, so a dev log never becomes a test)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_faildiag.engine.api import diagnose
+from tests.engine.corpus_logs import loaded_rule_ids, train_log
+from tests.kb.kb_helpers import pack_rules
+
+NEW_RULES = {
+    "30-python.toml": {"py.ascii_locale_codec", "py.isinstance_subscripted_generic"},
+    "35-system-catalogue.toml": {
+        "cudnn.sublibrary_load_failed",
+        "opencl.no_device",
+        "tensorrt.builder_out_of_memory",
+        "shell.zsh_abort",
+        "shell.zsh_fatal_signal",
+        "mlir.op_verification",
+        "errno.address_in_use",
+        "conda.unsatisfiable_python",
+    },
+    "40-pytest.toml": {
+        "pytest.removed_asyncio_event_loop",
+        "pytest.plugin_unknown_hook_installed",
+        "pytest.plugin_hook_registration",
+        "pytest.did_not_raise_timeout",
+        "pytest.crash_while_collecting",
+    },
+    "45-ecosystem.toml": {"errno.too_many_open_files"},
+    "70-jax.toml": {"jax.err.unhashable_eqn_params"},
+}
+
+
+def _rules(diag) -> list[str]:
+    return [c.rule for c in diag.root_causes]
+
+
+def _cats(diag) -> list[str]:
+    return [c.category for c in diag.root_causes]
+
+
+def _run(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tuple[str, int]:
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(body))
+    p = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    assert p.returncode != 0, p.stdout + p.stderr
+    return p.stderr, p.returncode
+
+
+def _pytester_diag(result):
+    out = "\n".join(result.outlines)
+    err = "\n".join(result.errlines)
+    return diagnose(texts={"stdout.txt": out, "stderr.txt": err}, exit_code=int(result.ret), command="pytest")
+
+
+# ------------------------------------------------------------------------------------------------ the packs
+
+
+def test_the_packs_load_without_a_warning_and_hold_the_new_rules():
+    ids = loaded_rule_ids()
+    for pack, rules in NEW_RULES.items():
+        assert rules <= {r.id for r in pack_rules(pack)}, pack
+        assert rules <= ids
+
+
+# ------------------------------------------------------------------------------- Python, made here for real
+
+
+def test_the_ascii_codec_under_a_c_locale_reads_as_the_machines_locale(tmp_path):
+    """A real process under LC_ALL=C without UTF-8 mode: os.mkdir of a non-ASCII name fails in the ASCII
+    file-system encoding; the locale (environment) leads, the code's implicit encoding is the alternative."""
+    err, rc = _run(tmp_path, "import os\nos.mkdir('f\\xf6\\xf6')\n", env={"LC_ALL": "C", "PYTHONUTF8": "0"})
+    assert "'ascii' codec can't encode" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "py.ascii_locale_codec" in _rules(diag)
+    assert _cats(diag)[0] == "environment", _cats(diag)
+    assert "model" in _cats(diag)[:3]
+
+
+def test_a_port_bound_twice_is_a_servers_port_not_a_rendezvous(tmp_path):
+    """Two real sockets bound to one port: Python's OSError EADDRINUSE is a server's bind failing at start-up
+    (a runtime error, not a collective's communication failure: torch.distributed's rule stands aside); the
+    configured port and the process holding it are the two homes."""
+    err, rc = _run(
+        tmp_path,
+        """
+        import socket
+        a = socket.socket(); a.bind(("127.0.0.1", 0)); a.listen()
+        b = socket.socket(); b.bind(("127.0.0.1", a.getsockname()[1]))
+        """,
+    )
+    assert "Address already in use" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "errno.address_in_use" in _rules(diag)
+    assert "dist.address_in_use" not in _rules(diag)
+    assert diag.profile.type == "runtime_error"
+    assert diag.profile.stage == "startup"
+    assert _cats(diag)[:2] == ["config", "resource"], _cats(diag)
+
+
+def test_isinstance_with_a_typing_alias_names_the_call_site_not_the_data(tmp_path):
+    """typing's own TypeError for isinstance(x, List[int]) (real): the code that made the check or a changed
+    dependency, never the data or a configuration."""
+    err, rc = _run(tmp_path, "from typing import List\nisinstance([1], List[int])\n")
+    assert "Subscripted generics cannot be used" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "py.isinstance_subscripted_generic" in _rules(diag)
+    assert {"dataset", "config"}.isdisjoint(_cats(diag)[:3]), _cats(diag)
+    assert "model" in _cats(diag)[:3]
+
+
+def test_running_out_of_descriptors_outside_a_dataloader_names_no_data_stage(tmp_path):
+    """A real EMFILE from a plain loop of open() calls: the errno rule fires, and the stage is not `data`
+    (only the DataLoader's own descriptor path is the data stage)."""
+    err, rc = _run(
+        tmp_path,
+        """
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        handles = [open(__file__) for _ in range(200)]
+        """,
+    )
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "errno.too_many_open_files" in _rules(diag)
+    assert "host.file_handles" not in _rules(diag)
+    assert diag.profile.stage != "data"
+    assert _cats(diag)[:2] == ["resource", "model"], _cats(diag)
+
+
+# ------------------------------------------------------------------------------------ pytest, made for real
+
+
+def test_the_removed_asyncio_event_loop_fixture_is_the_tests_code_at_setup(pytester):
+    """A real session whose test requests `event_loop` (pytest-asyncio 1.0 removed it; here the plugin is
+    absent too): the tests' code leads, the install is the alternative, and the stage is the test's setup."""
+    pytester.makepyfile(test_loop="def test_x(event_loop):\n    assert event_loop\n")
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.removed_asyncio_event_loop" in _rules(diag)
+    assert diag.profile.stage == "runtime"
+    assert _cats(diag)[0] == "test_code", _cats(diag)
+    assert "environment" in _cats(diag)[:3]
+
+
+def test_a_missing_fixture_fails_at_the_tests_setup_not_at_startup(pytester):
+    """pytest resolves fixtures in each test's setup, after collection: the run's stage."""
+    pytester.makepyfile(test_fx="def test_x(faildiag_no_such_fixture):\n    pass\n")
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.fixture_not_found" in _rules(diag)
+    assert diag.profile.stage == "runtime"
+
+
+def test_a_timeout_that_did_not_fire_is_a_timing_dependent_test(pytester):
+    """pytest.raises(TimeoutError) around a block that finishes at once (real): "DID NOT RAISE" for a
+    timeout is a timing-dependent expectation of the test; the code under test is the alternative."""
+    pytester.makepyfile(
+        test_t="import pytest\n\ndef test_x():\n    with pytest.raises(TimeoutError):\n        sum(range(10))\n"
+    )
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.did_not_raise_timeout" in _rules(diag)
+    assert _cats(diag)[0] == "test_code", _cats(diag)
+    assert "model" in _cats(diag)[:3]
+
+
+def test_a_crash_while_pytest_collects_is_the_collection_stage(tmp_path):
+    """A test module that segfaults at import, run by a real `pytest -v` with its streams joined as on a
+    terminal: faulthandler's "Fatal Python error" lands on the unfinished "collecting ..." line."""
+    (tmp_path / "test_seg.py").write_text("import ctypes\nctypes.string_at(0)\n\n\ndef test_x():\n    pass\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:faildiag", "-p", "no:cacheprovider", "test_seg.py"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert p.returncode != 0 and "collecting ... Fatal Python error" in p.stdout, p.stdout
+    diag = diagnose(texts={"stdout.txt": p.stdout}, exit_code=p.returncode)
+    assert "pytest.crash_while_collecting" in _rules(diag)
+    assert diag.profile.type == "crash"
+    assert diag.profile.stage == "collection"
+    assert "test_code" in _cats(diag)[:3]
+
+
+# ---------------------------------------------------------------------------------- real train logs
+
+
+def test_cudnn_aborting_on_a_sub_library_it_cannot_load_is_a_crash_of_the_install():
+    diag, label = train_log("environment/env_gi4_whisper_libcudnn_ops_infer_so8_missing_abort")
+    assert "cudnn.sublibrary_load_failed" in _rules(diag)
+    assert "torch.cuda_build_mismatch" not in _rules(diag)
+    assert (diag.profile.type, diag.profile.stage) == (label["type"], label["stage"]) == ("crash", "startup")
+    assert _cats(diag)[0] == "environment"
+
+
+def test_no_opencl_device_is_a_backend_start_up_failure_of_the_install():
+    diag, label = train_log("environment/env_lightgbm_gpu_no_opencl_device_missing_nvidia_icd")
+    assert "opencl.no_device" in _rules(diag)
+    assert (diag.profile.type, diag.profile.stage) == ("backend", "startup")
+    assert _cats(diag)[0] == label["category"] == "environment"
+
+
+def test_tensorrt_out_of_memory_while_building_is_the_workspace_setting():
+    diag, label = train_log("environment/env_tensorrt_engine_build_outofmemory_workspace_larger_than_gpu")
+    assert "tensorrt.builder_out_of_memory" in _rules(diag)
+    assert (diag.profile.type, diag.profile.stage) == ("oom", "compile")
+    assert _cats(diag)[0] == label["category"] == "config"
+    assert "resource" in _cats(diag)[:3]
+
+
+def test_conda_without_a_build_for_the_environments_python_is_the_environment():
+    diag, label = train_log("environment/env_conda_unsatisfiable_enum34_py27_only_in_py37_env")
+    assert "conda.unsatisfiable_python" in _rules(diag)
+    assert "conda.unsatisfiable" not in _rules(diag)
+    assert _cats(diag)[0] == label["category"] == "environment"
+
+
+def test_an_installed_plugins_unknown_hook_is_the_plugins_release_at_collection():
+    diag, label = train_log("pytest_python/py_internalerror_pytest_randomly_330_xdist_hook_without_xdist")
+    assert "pytest.plugin_unknown_hook_installed" in _rules(diag)
+    assert diag.profile.stage == label["stage"] == "collection"
+    assert _cats(diag)[0] == label["category"] == "library"
+    assert "environment" in _cats(diag)[:3]
+
+
+def test_a_zsh_abort_after_an_mlir_verifier_error_is_a_crash_in_the_ops_lowering():
+    diag, label = train_log("jax/jax_metal_tile_uint8_6d_reshape_abort_fixed_in_jax_metal_0_1_1")
+    assert {"shell.zsh_abort", "mlir.op_verification"} <= set(_rules(diag))
+    assert (diag.profile.type, diag.profile.stage) == ("crash", "compile")
+    assert _cats(diag)[0] == label["category"] == "operator"
+
+
+def test_unhashable_primitive_parameters_under_jax_07_are_the_primitives_package():
+    diag, label = train_log("jax/jax_eqx_noinline_unhashable_param_jax_0_7_2_needs_equinox_update")
+    assert "jax.err.unhashable_eqn_params" in _rules(diag)
+    assert diag.profile.stage == "compile"
+    assert _cats(diag)[0] == label["category"] == "library"
+    assert "environment" in _cats(diag)[:3]
