@@ -33,6 +33,13 @@ NEW_RULES = {
         "pytest.plugin_hook_registration",
         "pytest.did_not_raise_timeout",
         "pytest.crash_while_collecting",
+        "pytest.arg_not_found",
+        "pytest.pytest_plugins_non_top_conftest",
+        "pytest.unknown_config_option",
+        "pytest.option_defined_twice",
+        "hypothesis.deadline_exceeded",
+        "hypothesis.flaky",
+        "hypothesis.failed_health_check",
     },
     "45-ecosystem.toml": {"errno.too_many_open_files"},
     "70-jax.toml": {"jax.err.unhashable_eqn_params"},
@@ -194,6 +201,81 @@ def test_a_crash_while_pytest_collects_is_the_collection_stage(tmp_path):
     assert diag.profile.type == "crash"
     assert diag.profile.stage == "collection"
     assert "test_code" in _cats(diag)[:3]
+
+
+def test_a_test_id_that_matches_nothing_is_the_commands_selection(pytester):
+    pytester.makepyfile(test_sel="def test_x():\n    pass\n")
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag", "test_sel.py::test_renamed"))
+    assert "pytest.arg_not_found" in _rules(diag)
+    assert diag.profile.stage == "collection"
+    assert _cats(diag)[0] == "config", _cats(diag)
+    assert "test_code" in _cats(diag)[:3]
+
+
+def test_pytest_plugins_in_a_nested_conftest_is_the_tests_layout(pytester):
+    pytester.mkpydir("sub")
+    pytester.path.joinpath("sub", "conftest.py").write_text('pytest_plugins = ["pytester"]\n')
+    pytester.path.joinpath("sub", "test_s.py").write_text("def test_s():\n    pass\n")
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag"))
+    assert "pytest.pytest_plugins_non_top_conftest" in _rules(diag)
+    assert diag.profile.stage == "collection"
+    assert _cats(diag)[0] == "test_code", _cats(diag)
+
+
+def test_an_unknown_ini_option_under_strict_config_is_a_plugin_or_a_typo(pytester):
+    pytester.makeini("[pytest]\nfaildiag_no_such_option = 1\n")
+    pytester.makepyfile(test_ok="def test_x():\n    pass\n")
+    diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag", "--strict-config"))
+    assert "pytest.unknown_config_option" in _rules(diag)
+    assert set(_cats(diag)[:2]) == {"environment", "config"}, _cats(diag)
+
+
+def test_a_conftest_option_that_a_plugin_defines_is_a_clash(pytester):
+    """pytest-timeout (installed here) defines --timeout; a conftest adding it again fails at start-up."""
+    pytester.makeconftest('def pytest_addoption(parser):\n    parser.addoption("--timeout", default=1)\n')
+    pytester.makepyfile(test_ok="def test_x():\n    pass\n")
+    diag = _pytester_diag(pytester.runpytest_subprocess("-p", "no:faildiag"))
+    assert "pytest.option_defined_twice" in _rules(diag)
+    assert diag.profile.stage == "startup"
+    assert _cats(diag)[0] == "test_code", _cats(diag)
+    assert "environment" in _cats(diag)[:3]
+
+
+def test_hypothesis_deadline_flakiness_and_health_checks_are_the_property_tests(pytester):
+    """Three real Hypothesis failures: an example slower than its deadline, an example that fails once and
+    passes on replay (state kept between calls), a function-scoped fixture under @given."""
+    pytester.makepyfile(
+        test_hyp="""
+        import time
+        from hypothesis import given, settings, strategies as st
+
+        state = {"n": 0}
+
+        @given(st.integers())
+        @settings(deadline=20, derandomize=True)
+        def test_slow(x):
+            time.sleep(0.1)
+
+        @given(st.integers())
+        def test_flaky(x):
+            state["n"] += 1
+            assert state["n"] != 1
+
+        @given(st.integers())
+        def test_fixture(tmp_path, x):
+            pass
+        """
+    )
+    expected = {
+        "test_slow": "hypothesis.deadline_exceeded",
+        "test_flaky": "hypothesis.flaky",
+        "test_fixture": "hypothesis.failed_health_check",
+    }
+    for test, rule in expected.items():
+        diag = _pytester_diag(pytester.runpytest("-p", "no:faildiag", f"test_hyp.py::{test}"))
+        assert rule in _rules(diag), (test, _rules(diag))
+        assert _cats(diag)[0] == "test_code", (test, _cats(diag))
+        assert diag.profile.stage == "runtime"
 
 
 # ---------------------------------------------------------------------------------- real train logs
