@@ -6,10 +6,14 @@ corpus (the split is checked by ``train_log``, so a dev log never becomes a test
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
+
+import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids, train_log
@@ -26,6 +30,8 @@ NEW_RULES = {
         "mlir.op_verification",
         "errno.address_in_use",
         "conda.unsatisfiable_python",
+        "pip.hash_mismatch",
+        "net.ssl_certificate_verify_failed",
     },
     "40-pytest.toml": {
         "pytest.removed_asyncio_event_loop",
@@ -147,6 +153,76 @@ def test_running_out_of_descriptors_outside_a_dataloader_names_no_data_stage(tmp
     assert "host.file_handles" not in _rules(diag)
     assert diag.profile.stage != "data"
     assert _cats(diag)[:2] == ["resource", "model"], _cats(diag)
+
+
+def test_a_wheel_that_does_not_match_its_pinned_hash_is_the_lock_or_the_download(tmp_path):
+    """pip run offline against a local wheel with a requirement pinned to another hash (real pip output)."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    dist = "fdhash-1.0.dist-info"
+    with zipfile.ZipFile(wheels / "fdhash-1.0-py3-none-any.whl", "w") as z:
+        z.writestr(f"{dist}/METADATA", "Metadata-Version: 2.1\nName: fdhash\nVersion: 1.0\n")
+        z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{dist}/RECORD", "")
+    (tmp_path / "req.txt").write_text("fdhash==1.0 --hash=sha256:" + "0" * 64 + "\n")
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            "-r",
+            "req.txt",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"},
+        timeout=180,
+    )
+    assert p.returncode != 0 and "DO NOT MATCH THE HASHES" in p.stdout + p.stderr, p.stdout + p.stderr
+    diag = diagnose(texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode, command="pip")
+    assert "pip.hash_mismatch" in _rules(diag)
+    assert diag.profile.stage == "startup"
+    assert _cats(diag)[:2] == ["config", "environment"], _cats(diag)
+
+
+def test_an_untrusted_tls_certificate_is_the_machines_trust_not_the_network(tmp_path):
+    """A real HTTPS server on localhost with a self-signed certificate (openssl), fetched with urllib: the
+    server answered, so the network is not the question; the client's trust store or the endpoint is."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.pem"]
+        + ["-days", "1", "-subj", "/CN=localhost"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    err, rc = _run(
+        tmp_path,
+        """
+        import http.server, ssl, threading, urllib.request
+        srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain("c.pem", "k.pem")
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        urllib.request.urlopen(f"https://127.0.0.1:{srv.server_address[1]}/", timeout=10)
+        """,
+    )
+    assert "CERTIFICATE_VERIFY_FAILED" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "net.ssl_certificate_verify_failed" in _rules(diag)
+    assert "py.offline_hub" not in _rules(diag)
+    assert _cats(diag)[0] == "environment", _cats(diag)
+    assert "config" in _cats(diag)[:3]
 
 
 # ------------------------------------------------------------------------------------ pytest, made for real
