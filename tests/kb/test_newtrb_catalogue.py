@@ -20,7 +20,12 @@ from tests.engine.corpus_logs import loaded_rule_ids, train_log
 from tests.kb.kb_helpers import pack_rules
 
 NEW_RULES = {
-    "30-python.toml": {"py.ascii_locale_codec", "py.isinstance_subscripted_generic"},
+    "30-python.toml": {
+        "py.ascii_locale_codec",
+        "py.isinstance_subscripted_generic",
+        "py.daemonic_children",
+        "py.process_pool_worker_died",
+    },
     "35-system-catalogue.toml": {
         "cudnn.sublibrary_load_failed",
         "opencl.no_device",
@@ -32,6 +37,7 @@ NEW_RULES = {
         "conda.unsatisfiable_python",
         "pip.hash_mismatch",
         "net.ssl_certificate_verify_failed",
+        "errno.file_exists",
     },
     "40-pytest.toml": {
         "pytest.removed_asyncio_event_loop",
@@ -223,6 +229,60 @@ def test_an_untrusted_tls_certificate_is_the_machines_trust_not_the_network(tmp_
     assert "py.offline_hub" not in _rules(diag)
     assert _cats(diag)[0] == "environment", _cats(diag)
     assert "config" in _cats(diag)[:3]
+
+
+def test_creating_a_folder_that_exists_is_the_codes_mkdir(tmp_path):
+    (tmp_path / "out").mkdir()
+    err, rc = _run(tmp_path, "import os\nos.mkdir('out')\n")
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "errno.file_exists" in _rules(diag)
+    assert _cats(diag)[:2] == ["model", "config"], _cats(diag)
+
+
+def test_a_process_pool_worker_killed_is_a_crash_read_as_memory_first(tmp_path):
+    """A real ProcessPoolExecutor whose worker is killed with SIGKILL (what the OOM killer does)."""
+    err, rc = _run(
+        tmp_path,
+        """
+        import os, signal
+        from concurrent.futures import ProcessPoolExecutor
+
+        def task(x):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        if __name__ == "__main__":
+            with ProcessPoolExecutor(1) as ex:
+                list(ex.map(task, [1]))
+        """,
+    )
+    assert "terminated abruptly" in err
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "py.process_pool_worker_died" in _rules(diag)
+    assert diag.profile.type == "crash"
+    assert _cats(diag)[0] == "resource", _cats(diag)
+    assert {"library", "model"} <= set(_cats(diag)[:3])
+
+
+def test_processes_started_inside_a_pool_worker_are_the_programs_nesting(tmp_path):
+    err, rc = _run(
+        tmp_path,
+        """
+        import multiprocessing as mp
+
+        def task(x):
+            p = mp.Process(target=print)
+            p.start()
+            p.join()
+
+        if __name__ == "__main__":
+            with mp.Pool(1) as pool:
+                pool.map(task, [1])
+        """,
+    )
+    diag = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert "py.daemonic_children" in _rules(diag)
+    assert _cats(diag)[0] == "model", _cats(diag)
+    assert "library" in _cats(diag)[:3]
 
 
 # ------------------------------------------------------------------------------------ pytest, made for real
