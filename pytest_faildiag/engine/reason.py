@@ -476,6 +476,10 @@ def _test_raiser(facts: Facts) -> str:
     return "raiser:test"
 
 
+# an installed pytest plugin's module (``site-packages/pytest_sphinx.py``, ``site-packages/pytest_cov/``):
+# pytest loads it through its entry point and runs its hooks and collectors on the project's files
+_PYTEST_PLUGIN = re.compile(r"(?:site|dist)-packages/pytest_\w+(?:\.py$|/)")
+
 # ``assert 0`` / ``assert False`` checks no value of the code under test: the test fails by itself
 _CONSTANT_ASSERT = re.compile(r"\s*assert\s+(?:0|False|None|\(\)|\[\]|''|\"\")\s*$")
 
@@ -699,6 +703,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append(_test_raiser(facts))
     elif facts.raiser in ("library", "stdlib"):
         act.append("raiser:library_only" if facts.library_only else "raiser:library")
+        if facts.library_only and any(_PYTEST_PLUGIN.search(fr.file.replace("\\", "/")) for fr in frames):
+            act.append("raiser:pytest_plugin")  # pytest's machinery ran a plugin's code: no test's on the stack
     elif facts.exc_type:
         act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
     if facts.stage:
