@@ -52,3 +52,17 @@ def run_failing(tmp_path: Path, code: str) -> tuple[str, int]:
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert p.returncode != 0, p.stdout + p.stderr
     return p.stderr, p.returncode
+
+
+def cats(diag, n: int = 3) -> list[str]:
+    return [c.category for c in diag.root_causes[:n]]
+
+
+def context_checks(diag, category: str) -> dict[str, str]:
+    """The ``context:`` checks of the first cause of ``category``: which facts the reasoning applied to it."""
+    cause = next(c for c in diag.root_causes if c.category == category)
+    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
+
+
+def all_checks(diag) -> set[str]:
+    return {v.name for c in diag.root_causes for v in c.validation_checks}

@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
-from tests.engine.corpus_logs import train_log
+from tests.engine.corpus_logs import all_checks, cats, context_checks, train_log
 
 # a library with an internal bug (its engine reads a cache it never set), an entry that checks its
 # argument, and an internal step that uses the caller's value as an object
@@ -90,19 +90,6 @@ def _run(tmp_path: Path, code: str) -> tuple[str, int]:
     return p.stderr, p.returncode
 
 
-def _cats(diag, n: int = 3) -> list[str]:
-    return [c.category for c in diag.root_causes[:n]]
-
-
-def _checks(diag, category: str) -> dict[str, str]:
-    cause = next(c for c in diag.root_causes if c.category == category)
-    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
-
-
-def _all_checks(diag) -> set[str]:
-    return {v.name for c in diag.root_causes for v in c.validation_checks}
-
-
 def test_an_invariant_error_deep_in_a_library_leads_with_the_library(tmp_path):
     """alpha's engine reads an attribute it never set: an AttributeError on its own object, two library
     frames below the program's call. The library's code broke, so library leads and the program's code is
@@ -110,23 +97,23 @@ def test_an_invariant_error_deep_in_a_library_leads_with_the_library(tmp_path):
     err, rc = _run(tmp_path, "import alpha\nalpha.run([1, 2])\n")
     assert "'_Engine' object has no attribute '_cache'" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert _cats(diag, 1) == ["library"]
-    assert _checks(diag, "library")["context:raiser:library_internal"] == "passed"
-    assert _checks(diag, "model")["context:raiser:library_internal"] == "failed"
+    assert cats(diag, 1) == ["library"]
+    assert context_checks(diag, "library")["context:raiser:library_internal"] == "passed"
+    assert context_checks(diag, "model")["context:raiser:library_internal"] == "failed"
 
     # a KeyError on the library's own table, for a name the caller chose: still raised by the library's
     # own lookup after it ran on (a KeyError is no argument check), so the library is a lead hypothesis
     err, rc = _run(tmp_path, "import alpha\nalpha.reduce([1, 2], 'mean')\n")
     keyed = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:raiser:library_internal" in _all_checks(keyed)
-    assert "library" in _cats(keyed, 2)
+    assert "context:raiser:library_internal" in all_checks(keyed)
+    assert "library" in cats(keyed, 2)
 
     # a KeyError that the standard library's os.environ raises for alpha is a variable the run was not
     # given (its configuration), not an invariant of alpha's code
     err, rc = _run(tmp_path, "import alpha\nalpha.home()\n")
     assert "KeyError: 'FAILDIAG_TEST_ALPHA_HOME'" in err
     unset = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:raiser:library_internal" not in _all_checks(unset)
+    assert "context:raiser:library_internal" not in all_checks(unset)
 
 
 def test_a_check_at_the_library_entry_is_the_callers_values(tmp_path):
@@ -134,11 +121,11 @@ def test_a_check_at_the_library_entry_is_the_callers_values(tmp_path):
     program's frame): the caller's values, so the program's code leads and the library is moved down."""
     err, rc = _run(tmp_path, "import alpha\nalpha.scale([1, 2], -1)\n")
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert _cats(diag, 1) == ["model"]
-    assert _checks(diag, "model")["context:raiser:library_entry"] == "passed"
-    assert "context:raiser:library_internal" not in _all_checks(diag)
+    assert cats(diag, 1) == ["model"]
+    assert context_checks(diag, "model")["context:raiser:library_entry"] == "passed"
+    assert "context:raiser:library_internal" not in all_checks(diag)
     lib = [c for c in diag.root_causes if c.category == "library"]
-    assert not lib or _checks(diag, "library")["context:raiser:library_entry"] == "failed"
+    assert not lib or context_checks(diag, "library")["context:raiser:library_entry"] == "failed"
 
 
 def test_a_builtin_value_where_the_library_expects_an_object_is_not_its_bug(tmp_path):
@@ -147,8 +134,8 @@ def test_a_builtin_value_where_the_library_expects_an_object_is_not_its_bug(tmp_
     err, rc = _run(tmp_path, "import alpha\nalpha.describe('abc')\n")
     assert "'str' object has no attribute 'shape'" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:raiser:library_internal" not in _all_checks(diag)
-    assert _cats(diag, 1) != ["library"]
+    assert "context:raiser:library_internal" not in all_checks(diag)
+    assert cats(diag, 1) != ["library"]
 
 
 def test_train_logs_a_plugin_using_another_librarys_object_wrongly():
@@ -161,15 +148,15 @@ def test_train_logs_a_plugin_using_another_librarys_object_wrongly():
     ):
         diag, label = train_log(name)
         assert label["category"] == "library"
-        assert _cats(diag, 1) == ["library"], name
-        assert _checks(diag, "library")["context:raiser:library_internal"] == "passed", name
+        assert cats(diag, 1) == ["library"], name
+        assert context_checks(diag, "library")["context:raiser:library_internal"] == "passed", name
 
 
 def test_pytests_outcome_raised_for_the_test_is_not_a_library_bug():
     """``pytest.raises`` reporting DID NOT RAISE raises pytest's ``Failed`` from pytest's own frames: the
     test's verdict raised on its behalf, not an invariant of pytest's code."""
     diag, _label = train_log("pytest_python/py_hypothesis_test_did_not_raise_deadline_exceeded_flaky_test")
-    assert "context:raiser:library_internal" not in _all_checks(diag)
+    assert "context:raiser:library_internal" not in all_checks(diag)
 
 
 def test_a_keyword_the_installed_release_does_not_know_is_no_value_check():
@@ -179,7 +166,7 @@ def test_a_keyword_the_installed_release_does_not_know_is_no_value_check():
     same ValueError raised for a value would (see the ``alpha.scale`` test above)."""
     diag, label = train_log("mindspore/ms_set_context_jit_config_not_recognized_mindspore_too_old")
     assert label["category"] == "environment"
-    assert "context:raiser:library_entry" not in _all_checks(diag)
+    assert "context:raiser:library_entry" not in all_checks(diag)
 
 
 def test_a_library_saying_its_invariant_broke_leads_with_the_library(tmp_path):
@@ -187,8 +174,8 @@ def test_a_library_saying_its_invariant_broke_leads_with_the_library(tmp_path):
     words "this should never happen" state that its invariant broke (``cue:library_bug``): library leads."""
     err, rc = _run(tmp_path, "import alpha\nalpha.flush()\n")
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert _cats(diag, 1) == ["library"]
-    assert _checks(diag, "library")["context:cue:library_bug"] == "passed"
+    assert cats(diag, 1) == ["library"]
+    assert context_checks(diag, "library")["context:cue:library_bug"] == "passed"
 
 
 def test_a_value_error_while_a_library_is_imported_is_no_check_of_the_callers_values(tmp_path):
@@ -206,4 +193,4 @@ def test_a_value_error_while_a_library_is_imported_is_no_check_of_the_callers_va
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert p.returncode != 0 and "ValueError: expected a record size" in p.stderr
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
-    assert "context:raiser:library_entry" not in _all_checks(diag)
+    assert "context:raiser:library_entry" not in all_checks(diag)

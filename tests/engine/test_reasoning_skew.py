@@ -21,20 +21,8 @@ import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
+from tests.engine.corpus_logs import all_checks, cats, context_checks
 from tests.engine.corpus_logs import train_log as _train_log
-
-
-def _cats(diag, n: int = 3) -> list[str]:
-    return [c.category for c in diag.root_causes[:n]]
-
-
-def _checks(diag, category: str) -> dict[str, str]:
-    cause = next(c for c in diag.root_causes if c.category == category)
-    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
-
-
-def _all_checks(diag) -> set[str]:
-    return {v.name for c in diag.root_causes for v in c.validation_checks}
 
 
 def _site(tmp_path: Path, packages: dict[str, str]) -> Path:
@@ -84,11 +72,11 @@ def test_a_library_asking_another_package_for_a_missing_name_is_version_skew(tmp
     err, rc = _run(tmp_path, site, "import alpha\nalpha.run(1)\n")
     assert "module 'beta' has no attribute 'convert'" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert _cats(diag, 1) == ["environment"]
-    assert "library" in _cats(diag)
-    assert _checks(diag, "environment")["context:api:cross_library"] == "passed"
+    assert cats(diag, 1) == ["environment"]
+    assert "library" in cats(diag)
+    assert context_checks(diag, "environment")["context:api:cross_library"] == "passed"
     model = [c for c in diag.root_causes if c.category == "model"]
-    assert not model or _checks(diag, "model")["context:api:cross_library"] == "failed"
+    assert not model or context_checks(diag, "model")["context:api:cross_library"] == "failed"
 
     # the same skew at import: alpha imports a submodule the installed beta lacks (Python names the first
     # part of a dotted import that fails, so beta itself imported)
@@ -96,13 +84,13 @@ def test_a_library_asking_another_package_for_a_missing_name_is_version_skew(tmp
     err, rc = _run(tmp_path, site, "import alpha.compat\n", "compat.py")
     assert "No module named 'beta.compat'" in err
     skew = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert set(_cats(skew, 2)) == {"environment", "library"}
-    assert _checks(skew, "library")["context:api:cross_library"] == "passed"
+    assert set(cats(skew, 2)) == {"environment", "library"}
+    assert context_checks(skew, "library")["context:api:cross_library"] == "passed"
 
     err, rc = _run(tmp_path, site, "import beta\nbeta.convert(1)\n", "own.py")
     own = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:api:cross_library" not in _all_checks(own)
-    assert {"environment", "model"} <= set(_cats(own))
+    assert "context:api:cross_library" not in all_checks(own)
+    assert {"environment", "model"} <= set(cats(own))
 
 
 def test_a_removed_api_called_by_another_library_is_skew_not_the_program(tmp_path):
@@ -112,13 +100,13 @@ def test_a_removed_api_called_by_another_library_is_skew_not_the_program(tmp_pat
     site = _site(tmp_path, {"beta/__init__.py": _BETA, "alpha/__init__.py": _ALPHA})
     err, rc = _run(tmp_path, site, "import alpha\nalpha.run_mode(1)\n")
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert set(_cats(diag, 2)) == {"environment", "library"}
-    assert _checks(diag, "library")["context:api:cross_library"] == "passed"
+    assert set(cats(diag, 2)) == {"environment", "library"}
+    assert context_checks(diag, "library")["context:api:cross_library"] == "passed"
 
     err, rc = _run(tmp_path, site, "import beta\nbeta.helper(1, mode='fast')\n", "own.py")
     own = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:api:cross_library" not in _all_checks(own)
-    assert "model" in _cats(own)
+    assert "context:api:cross_library" not in all_checks(own)
+    assert "model" in cats(own)
 
 
 def test_a_library_missing_a_name_of_its_own_package_is_its_install_or_release(tmp_path):
@@ -132,16 +120,16 @@ def test_a_library_missing_a_name_of_its_own_package_is_its_install_or_release(t
     err, rc = _run(tmp_path, site, "import alpha\nalpha.run()\n")
     assert "cannot import name 'run' from 'alpha.core'" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert set(_cats(diag, 2)) == {"environment", "library"}
-    assert _checks(diag, "library")["context:api:own_library"] == "passed"
+    assert set(cats(diag, 2)) == {"environment", "library"}
+    assert context_checks(diag, "library")["context:api:own_library"] == "passed"
 
     # a package whose compiled extension is missing from this copy (imported by its own __init__)
     site = _site(tmp_path / "ext", {"epsilon/__init__.py": "from epsilon._C import ops\n"})
     err, rc = _run(tmp_path, site, "import epsilon\n", "ext.py")
     assert "No module named 'epsilon._C'" in err
     ext = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert set(_cats(ext, 2)) == {"environment", "library"}
-    assert _checks(ext, "library")["context:api:own_library"] == "passed"
+    assert set(cats(ext, 2)) == {"environment", "library"}
+    assert context_checks(ext, "library")["context:api:own_library"] == "passed"
 
 
 def test_a_shared_library_inside_an_installed_package_is_the_installation(tmp_path):
@@ -160,9 +148,9 @@ def test_a_shared_library_inside_an_installed_package_is_the_installation(tmp_pa
     err, rc = _run(tmp_path, site, "import gamma\n")
     assert "libgamma.so" in err and "OSError" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert _cats(diag, 1) == ["environment"]
-    assert "library" in _cats(diag)
-    checks = _checks(diag, "library")
+    assert cats(diag, 1) == ["environment"]
+    assert "library" in cats(diag)
+    checks = context_checks(diag, "library")
     assert checks["context:path:installed"] == "passed"
     assert checks.get("context:raiser:library") == "passed"  # ctypes raised on gamma's behalf, not the program's
 
@@ -170,7 +158,7 @@ def test_a_shared_library_inside_an_installed_package_is_the_installation(tmp_pa
     (tmp_path / "mine" / "libmine.so").write_bytes(b"not an ELF object\n" * 4)
     err, rc = _run(tmp_path, site, "import ctypes\nctypes.CDLL('mine/libmine.so')\n", "own.py")
     own = diagnose(texts={"stderr": err}, exit_code=rc)
-    assert "context:path:installed" not in _all_checks(own)
+    assert "context:path:installed" not in all_checks(own)
 
 
 def test_a_requirement_pip_cannot_find_is_the_packages_not_the_program(tmp_path):
@@ -183,9 +171,9 @@ def test_a_requirement_pip_cannot_find_is_the_packages_not_the_program(tmp_path)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert p.returncode != 0 and "No matching distribution found" in p.stderr, p.stderr
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
-    assert "library" in _cats(diag)
-    assert "model" not in _cats(diag)
-    assert _checks(diag, "library")["context:cue:install"] == "passed"
+    assert "library" in cats(diag)
+    assert "model" not in cats(diag)
+    assert context_checks(diag, "library")["context:cue:install"] == "passed"
 
 
 def test_train_logs_where_the_log_cannot_tell_environment_from_library_offer_both():
@@ -195,9 +183,9 @@ def test_train_logs_where_the_log_cannot_tell_environment_from_library_offer_bot
     are among the three hypotheses."""
     diag, label = _train_log("mindspore/ms_pip_no_mindspore_dist_requirements")
     assert label["category"] == "library"
-    assert {"environment", "library"} <= set(_cats(diag))
+    assert {"environment", "library"} <= set(cats(diag))
 
     diag, label = _train_log("environment/pt_win_fbgemm_dll_torch240_regression", "35-system-catalogue.toml")
     assert label["category"] == "library"
     assert not any(c.rule.startswith("loader.") for c in diag.root_causes)  # no rule explains it here
-    assert {"environment", "library"} <= set(_cats(diag))
+    assert {"environment", "library"} <= set(cats(diag))

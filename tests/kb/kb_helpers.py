@@ -17,3 +17,12 @@ def pack_rules(pack: str) -> list[Rule]:
         rs = build_ruleset(packs)
     assert not [w for w in caught if pack in str(w.message)], [str(w.message) for w in caught]
     return [r for r in rs.rules if r.pack == pack]
+
+
+def top3(diag) -> list[str]:
+    """The first three distinct categories, as the accuracy bench counts them."""
+    out: list[str] = []
+    for rc in diag.root_causes:
+        if rc.category not in out:
+            out.append(rc.category)
+    return out[:3]

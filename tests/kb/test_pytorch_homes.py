@@ -16,20 +16,11 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import _builtin_packs, build_ruleset
-from tests.kb.kb_helpers import pack_rules
+from tests.kb.kb_helpers import pack_rules, top3
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = ROOT / "tests/data/corpus/threads"
 GPU = ROOT / "tests/data/corpus/gpu"
-
-
-def _top3(d) -> list[str]:
-    """The first three distinct categories, as the accuracy bench counts them."""
-    out: list[str] = []
-    for rc in d.root_causes:
-        if rc.category not in out:
-            out.append(rc.category)
-    return out[:3]
 
 
 def _without(*rule_ids: str):
@@ -62,7 +53,7 @@ def test_a_catalogued_library_status_silences_the_family_guess():
     assert d.profile.type == "backend" and d.profile.stage == "runtime"
     assert not any(rc.rule == "cuda.library_status" for rc in d.root_causes)
     assert any(rc.rule == "cublas.status.not_initialized" for rc in d.root_causes)
-    assert _top3(d)[0] == "resource"
+    assert top3(d)[0] == "resource"
 
 
 def test_a_library_handle_failure_points_at_memory_without_its_rule():
@@ -70,7 +61,7 @@ def test_a_library_handle_failure_points_at_memory_without_its_rule():
         [_train_log("pytorch/pt_lmeval_cublas_not_initialized_near_oom")],
         ruleset=_without("cublas.status.not_initialized", "cuda.library_status"),
     )
-    assert "resource" in _top3(d)
+    assert "resource" in top3(d)
 
 
 def test_cudnn_execution_failed_names_the_build_then_the_kernel_then_cudnn():
@@ -78,7 +69,7 @@ def test_cudnn_execution_failed_names_the_build_then_the_kernel_then_cudnn():
     # appropriate version of the driver, and the cuDNN library are correctly installed"
     d = diagnose([_train_log("pytorch/pt_dualdmp_cudnn_execution_failed_old_cuda")])
     assert d.profile.type == "backend" and d.profile.stage == "runtime"
-    assert _top3(d) == ["environment", "operator", "backend"]
+    assert top3(d) == ["environment", "operator", "backend"]
 
 
 def test_device_side_assert_points_at_the_data_without_its_rule():
@@ -86,16 +77,16 @@ def test_device_side_assert_points_at_the_data_without_its_rule():
     # the kernel's bounds assertion still names the data first
     stderr = GPU / "device_side_assert" / "stderr.txt"
     with_rule = diagnose([stderr])
-    assert _top3(with_rule)[0] == "dataset"
+    assert top3(with_rule)[0] == "dataset"
     without = diagnose([stderr], ruleset=_without("torch.cuda.device_side_assert"))
-    assert _top3(without)[0] == "dataset"
-    assert "model" in _top3(without)
+    assert top3(without)[0] == "dataset"
+    assert "model" in top3(without)
 
 
 def test_nccl_unhandled_cuda_error_puts_the_install_first_and_keeps_a_release_bug():
     d = diagnose([_train_log("distributed/nccl_tests_unhandled_cuda_nccl1")])
     assert d.profile.type == "communication"
-    assert _top3(d)[:2] == ["environment", "backend"]
+    assert top3(d)[:2] == ["environment", "backend"]
     assert any(rc.category == "library" and rc.rule == "nccl.result.unhandled_cuda" for rc in d.root_causes)
 
 
@@ -121,7 +112,7 @@ def test_state_dict_size_mismatch_checkpoint_then_config_then_model(tmp_path):
     assert "size mismatch for weight" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert d.profile.stage == "checkpoint"
-    assert _top3(d) == ["checkpoint", "config", "model"]
+    assert top3(d) == ["checkpoint", "config", "model"]
 
 
 def test_device_mismatch_model_code_then_a_library_that_places_modules(tmp_path):
@@ -135,8 +126,8 @@ def test_device_mismatch_model_code_then_a_library_that_places_modules(tmp_path)
     assert "is not on the expected device" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert any(rc.rule == "torch.device_mismatch" for rc in d.root_causes)
-    assert _top3(d)[0] == "model"
-    assert "library" in _top3(d)
+    assert top3(d)[0] == "model"
+    assert "library" in top3(d)
 
 
 def test_same_dtype_check_is_a_dtype_mismatch_with_a_library_home(tmp_path):
@@ -151,7 +142,7 @@ def test_same_dtype_check_is_a_dtype_mismatch_with_a_library_home(tmp_path):
     assert "to have the same dtype" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert any(rc.rule == "torch.dtype_mismatch" for rc in d.root_causes)
-    assert _top3(d)[0] == "model"
+    assert top3(d)[0] == "model"
     assert any(rc.category == "library" for rc in d.root_causes[:4])
 
 
@@ -175,7 +166,7 @@ def test_dataloader_worker_killed_memory_then_the_data_and_the_datasets_code(tmp
     assert "DataLoader worker" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert d.profile.type == "crash"
-    top = _top3(d)
+    top = top3(d)
     assert top[0] == "resource"
     assert "dataset" in top
     # the Dataset's own code that every worker copies stays a listed hypothesis
@@ -196,7 +187,7 @@ def test_truncated_checkpoint_file_then_the_save_cut_short_then_concurrent_write
     assert "failed finding central directory" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert d.profile.stage == "checkpoint"
-    assert _top3(d) == ["checkpoint", "resource", "model"]
+    assert top3(d) == ["checkpoint", "resource", "model"]
 
 
 def test_checkpoint_of_a_gpu_machine_loaded_where_no_gpu_is_visible(tmp_path):
@@ -221,4 +212,4 @@ def test_checkpoint_of_a_gpu_machine_loaded_where_no_gpu_is_visible(tmp_path):
     assert "Attempting to deserialize object on a CUDA device" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert d.profile.stage == "checkpoint"
-    assert _top3(d) == ["checkpoint", "environment", "config"]
+    assert top3(d) == ["checkpoint", "environment", "config"]
