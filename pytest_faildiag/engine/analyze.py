@@ -32,45 +32,6 @@ _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins 
 ]
 # ties of evidence: first listed wins (a framework's failure printed in pytest's format is that framework's)
 _STACK_ORDER = ["pta", "mindspore", "jax", "tensorflow", "pytorch", "pytest", "python", "other"]
-# the frameworks a frame's package is built on: a frame of ``site-packages/flax/`` is JAX's ecosystem, as much as
-# one of ``jax/`` itself (each of these packages imports its framework and runs on it)
-_PACKAGE_STACK = {
-    "torch_npu": "pta",
-    "mindspore": "mindspore",
-    "jax": "jax",
-    "jaxlib": "jax",
-    "flax": "jax",
-    "optax": "jax",
-    "orbax": "jax",
-    "chex": "jax",
-    "haiku": "jax",
-    "equinox": "jax",
-    "numpyro": "jax",
-    "diffrax": "jax",
-    "tensorflow": "tensorflow",
-    "keras": "tensorflow",
-    "torch": "pytorch",
-    "torchvision": "pytorch",
-    "torchaudio": "pytorch",
-    "pytorch_lightning": "pytorch",
-    "lightning": "pytorch",
-    "vllm": "pytorch",
-    "vllm_ascend": "pta",
-    "mindspeed": "pta",
-    "mindformers": "mindspore",
-    "deepspeed": "pytorch",
-    "accelerate": "pytorch",
-    "peft": "pytorch",
-    "timm": "pytorch",
-    "apex": "pytorch",
-    "xformers": "pytorch",
-    "flash_attn": "pytorch",
-    "megatron": "pytorch",
-    "mmcv": "pytorch",
-    "detectron2": "pytorch",
-    "_pytest": "pytest",
-    "pluggy": "pytest",
-}
 # an installed package (``site-packages/flax/…``) or a source checkout run from its root (``vllm/vllm/…``,
 # ``src/transformers/…``)
 _FRAME_PACKAGE = re.compile(
@@ -174,7 +135,7 @@ def analyze(
     findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids]
     findings.sort(key=order_key)
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
-    profile.stack = hint_stack or detect_stack(scan, command, findings)
+    profile.stack = hint_stack or detect_stack(scan, command, findings, ruleset.reasoning.package_stacks)
     profile.backend = _first_attr(findings, "backend") or detect_backend(scan)
     primary = [f for f in findings if not f.rule.downstream]
     ruled_type = None
@@ -265,14 +226,20 @@ def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
     return "unknown"
 
 
-def detect_stack(scan: ScanResult, command: str | None, findings: list[Finding] | None = None) -> str:
+def detect_stack(
+    scan: ScanResult,
+    command: str | None,
+    findings: list[Finding] | None = None,
+    packages: dict[str, str] | None = None,
+) -> str:
     """The framework the run used. A pytest session's own header or summary (or a pytest command) makes it
     ``pytest`` whatever the tests exercised (the contract's stack of a test run). Otherwise the evidence is
     weighed: the ``stack`` of each rule that matched (a rule knows its framework's own words, e.g. JAX's "JAX
     has removed its internal frames"), the packages of the tracebacks' frames (``site-packages/flax`` runs on
     JAX), the frameworks' names printed in the log's last lines, the exception classes or the command, and
     pytest's raise sites and ``E`` lines (an excerpt of a test run: below a framework's own evidence, as a
-    framework's failure quoted from pytest's report is that framework's)."""
+    framework's failure quoted from pytest's report is that framework's). ``packages``: the framework each
+    package runs on (``[stack_packages]`` of the reasoning pack)."""
     texts = [command or ""]
     for info in scan.sources.values():
         texts.extend(info.tail[-20:])
@@ -288,7 +255,7 @@ def detect_stack(scan: ScanResult, command: str | None, findings: list[Finding] 
         or (command and _PYTEST_CMD.search(command))
     ):
         return "pytest"
-    evidence = _stack_evidence(scan, blob, scan.findings if findings is None else findings)
+    evidence = _stack_evidence(scan, blob, scan.findings if findings is None else findings, packages or {})
     score = {s: v for s, v in evidence.items() if s in _STACK_ORDER}  # a team card may name any stack
     if score:
         best = max(score.values())
@@ -300,7 +267,7 @@ def detect_stack(scan: ScanResult, command: str | None, findings: list[Finding] 
     return "other"
 
 
-def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding]) -> dict[str, int]:
+def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding], packages: dict[str, str]) -> dict[str, int]:
     """Points for each stack: rules that matched (each rule once), frames' packages (each traceback once per
     stack), framework names printed (each once)."""
     score: dict[str, int] = {}
@@ -313,7 +280,7 @@ def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding]) -> dic
             score[f.rule.stack] = score.get(f.rule.stack, 0) + w
     tbs = scan.tracebacks
     for tb in tbs if len(tbs) <= 2 * MAX_STACK_TB else tbs[:MAX_STACK_TB] + tbs[-MAX_STACK_TB:]:
-        for st in {s for s in map(_frame_stack, (fr.file for fr in tb.frames)) if s}:
+        for st in {s for s in (_frame_stack(fr.file, packages) for fr in tb.frames) if s}:
             score[st] = score.get(st, 0) + FRAME_WEIGHT
     for st in {st for marker, st in _STACK_MARKERS if marker in blob}:
         score[st] = score.get(st, 0) + MARKER_WEIGHT
@@ -324,10 +291,10 @@ def _stack_evidence(scan: ScanResult, blob: str, findings: list[Finding]) -> dic
     return score
 
 
-def _frame_stack(path: str) -> str | None:
+def _frame_stack(path: str, packages: dict[str, str]) -> str | None:
     """The framework a frame's package runs on (None when the frame is no known framework's)."""
     for m in _FRAME_PACKAGE.finditer(path):
-        stack = _PACKAGE_STACK.get(m["pkg"] or m["dir"] or m["src"])
+        stack = packages.get(m["pkg"] or m["dir"] or m["src"])
         if stack:
             return stack
     return None

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import fsio
-from ..model import CATEGORIES, STAGES, TYPES
+from ..model import CATEGORIES, STACKS, STAGES, TYPES
 
 CACHE_FORMAT = 1
 KEEP_CACHES = 8  # rule-set caches kept (the built-in packs alone, with a conftest's or --rules packs, ...)
@@ -189,6 +189,7 @@ class Reasoning:
     frame_stages: list[tuple[re.Pattern[str] | None, re.Pattern[str] | None, str]] = field(default_factory=list)
     contexts: list[Context] = field(default_factory=list)
     libraries: frozenset[str] = frozenset()
+    package_stacks: dict[str, str] = field(default_factory=dict)  # a frame's package -> the stack it runs on
     calibration: list[tuple[float, float]] = field(default_factory=list)  # (raw, calibrated), raw ascending
 
 
@@ -630,6 +631,10 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     lib = data.get("library", {})
     if lib.get("frameworks"):
         out.libraries = out.libraries | frozenset(str(x) for x in lib["frameworks"])
+    for pkg, stack in data.get("stack_packages", {}).items():
+        if stack not in STACKS:
+            raise RuleError(f"stack_packages: unknown stack {stack!r} for {pkg!r}")
+        out.package_stacks[str(pkg)] = str(stack)
 
 
 def _regex(pattern: Any, lazy: bool) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_faildiag import hookspecs
 from pytest_faildiag.engine import diagnose
-from pytest_faildiag.rules import RuleError, build_ruleset, load_ruleset, parse_pack
+from pytest_faildiag.rules import RuleError, _builtin_packs, build_ruleset, load_ruleset, parse_pack
 
 PACK = """
 [[rule]]
@@ -110,3 +110,17 @@ def test_a_placeholder_whose_group_did_not_match_renders_as_nothing(tmp_path):
     summaries = [c.summary for c in d.root_causes]
     assert any(c.rule == "py.file_not_found" for c in d.root_causes), summaries
     assert all("?" not in s and not s.endswith(":") for s in summaries), summaries
+
+
+def test_a_pack_says_which_stack_a_package_runs_on_and_only_a_stack_of_the_contract():
+    """``[stack_packages]`` is data: a third-party pack can teach that its framework's package is, e.g., JAX;
+    a stack outside the contract's vocabulary is refused with the package named."""
+    log = 'Traceback (most recent call last):\n  File "/v/site-packages/acmejax/core.py", line 3, in f\n    g()\nTypeError: bad\n'
+    plain = diagnose(texts={"stderr.txt": log}, exit_code=1)
+    assert plain.profile.stack == "python"
+    taught = build_ruleset([*_builtin_packs(), ("acme.toml", '[stack_packages]\nacmejax = "jax"\n')])
+    assert diagnose(texts={"stderr.txt": log}, exit_code=1, ruleset=taught).profile.stack == "jax"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_ruleset([("bad.toml", '[stack_packages]\nacmejax = "keras-on-k8s"\n')])
+    assert any("acmejax" in str(w.message) for w in caught)
