@@ -682,10 +682,16 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
 
 
 def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
+    """The stage of the innermost frame a ``[[frame_stage]]`` entry matches. An entry that names functions
+    only does not match the standard library's frames: its ``__getitem__`` (``os.environ``, a ``dict``
+    subclass), ``map`` or ``fetch`` are Python's own lookups, not a dataset's or a loader's."""
     for fr in reversed(frames):
         path = fr.file.replace("\\", "/")
+        stdlib = path.startswith("<frozen ") or bool(_STDLIB.search(path))
         for func_re, file_re, stage in reasoning.frame_stages:
             if func_re is not None and not func_re.search(fr.func or ""):
+                continue
+            if file_re is None and stdlib:
                 continue
             if file_re is not None and not file_re.search(path):
                 continue
