@@ -141,6 +141,7 @@ def evaluate(case: Case, log_only: bool = False) -> dict:
         "type_ok": diag.profile.type == case.label.get("type"),
         "stage_ok": diag.profile.stage == case.label.get("stage"),
         "top1": bool(cats) and cats[0] == case.category,
+        "first": cats[0] if cats else "-",
         "top3": case.category in cats[:3],
         "got": f"{diag.profile.type}/{diag.profile.stage} {','.join(cats[:3])}",
         "want": f"{case.label.get('type')}/{case.label.get('stage')} {case.category}",

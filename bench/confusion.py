@@ -22,18 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import FROZEN, THREADS, thread_cases  # noqa: E402
+from accuracy import FROZEN, THREADS, evaluate, thread_cases  # noqa: E402
 
 
 def _top1(case) -> str:
-    import warnings
-
-    from pytest_faildiag.engine.api import diagnose
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        diag = diagnose([str(f) for f in case.files], exit_code=case.exit_code, command=case.command)
-    return diag.root_causes[0].category if diag.root_causes else "-"
+    return str(evaluate(case)["first"])
 
 
 def main(argv: list[str] | None = None) -> int:
