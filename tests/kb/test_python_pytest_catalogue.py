@@ -1,0 +1,372 @@
+"""CPython's, pytest's, xdist's and coverage.py's own messages, each failed for real (a child interpreter,
+pytester, the coverage command line) and diagnosed from what the run printed: the rule that knows the
+message fires, and the top causes hold the homes the catalogue gives it (circular imports and asyncio
+misuse are the program's, a parametrize that names no argument is the test's, an unparsable warnings filter
+is the configuration, an unavailable locale is the machine's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.rules import _builtin_packs, build_ruleset
+
+NEW_RULES = {
+    "pytest.test_definition",
+    "pytest.return_not_none",
+    "pytest.unknown_mark_as_error",
+    "pytest.xpass_strict",
+    "pytest.filterwarnings_invalid",
+    "xdist.collection_differs",
+    "coverage.no_data",
+    "coverage.fail_under",
+    "py.circular_import",
+    "py.asyncio_different_loop",
+    "py.asyncio_loop_closed",
+    "py.asyncio_nested_loop",
+    "py.asyncio_no_current_loop",
+    "py.unpicklable_object",
+    "py.mp_context_already_set",
+    "py.locale_unsupported",
+    "errno.text_file_busy",
+}
+
+
+def test_the_catalogue_rules_load_without_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ids = {r.id for r in build_ruleset(_builtin_packs()).rules}
+    assert NEW_RULES <= ids
+    assert not caught, [str(w.message) for w in caught]
+
+
+def _diagnosed(stdout: str, stderr: str, rc: int, command: str):
+    diag = diagnose(texts={"stdout.txt": stdout, "stderr.txt": stderr}, exit_code=rc, command=command)
+    return diag, [c.category for c in diag.root_causes], {c.rule for c in diag.root_causes}
+
+
+def _python(tmp_path: Path, files: dict[str, str], main: str = "main.py"):
+    """Run a small program in a child interpreter, in its own folder, and diagnose its output."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([sys.executable, main], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return _diagnosed(p.stdout, p.stderr, p.returncode, f"python {main}")
+
+
+def _pytest(pytester, *args: str):
+    result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider", *args)
+    assert result.ret != 0
+    return _diagnosed("\n".join(result.outlines), "\n".join(result.errlines), int(result.ret), "pytest")
+
+
+# --- CPython ---------------------------------------------------------------------------------------
+
+
+def test_modules_that_import_each_other_are_the_programs_circular_import(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "a.py": "from b import g\ndef f(): return 1\n",
+            "b.py": "from a import f\ndef g(): return 2\n",
+            "main.py": "import a\n",
+        },
+    )
+    assert "py.circular_import" in rules
+    assert "partially initialized module" in diag.profile.first_failure.excerpt
+    assert (diag.profile.type, diag.profile.stage, cats[0]) == ("runtime_error", "startup", "model")
+
+
+def test_a_file_named_like_the_module_it_imports_is_the_programs_and_names_the_module(tmp_path):
+    # json.py in the working folder shadows the standard library's json and imports itself
+    diag, cats, rules = _python(tmp_path, {"json.py": "import json\njson.dumps({})\n"}, main="json.py")
+    assert "py.circular_import" in rules
+    assert cats[0] == "model"
+    assert "'json'" in diag.root_causes[0].summary
+    assert {"library", "environment"} & set(cats[1:3])
+
+
+def test_a_future_awaited_on_another_event_loop_is_the_program_then_the_tests_loop_scope(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import asyncio
+            async def make():
+                return asyncio.get_running_loop().create_future()
+            fut = asyncio.run(make())
+            async def use():
+                await fut
+            asyncio.run(use())
+            """
+        },
+    )
+    assert "py.asyncio_different_loop" in rules
+    assert cats[0] == "model"
+
+
+def test_asyncio_run_inside_a_running_loop_is_the_program_or_a_notebook(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import asyncio
+            async def inner():
+                pass
+            async def outer():
+                asyncio.run(inner())
+            asyncio.run(outer())
+            """
+        },
+    )
+    assert "py.asyncio_nested_loop" in rules
+    assert cats[:2] == ["model", "environment"]
+
+
+def test_a_closed_event_loop_reused_is_the_program(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import asyncio
+            loop = asyncio.new_event_loop()
+            loop.close()
+            loop.run_until_complete(asyncio.sleep(0))
+            """
+        },
+    )
+    assert "py.asyncio_loop_closed" in rules
+    assert cats[0] == "model"
+
+
+def test_get_event_loop_in_a_thread_is_the_program_then_the_python_version(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import asyncio, sys, threading
+            errors = []
+            def work():
+                try:
+                    asyncio.get_event_loop()
+                except RuntimeError as exc:
+                    errors.append(exc)
+                    raise
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+            sys.exit(1 if errors else 0)
+            """
+        },
+    )
+    assert "py.asyncio_no_current_loop" in rules
+    assert cats[0] == "model"
+    assert "environment" in cats[:3]
+
+
+def test_pickling_an_object_that_holds_a_lock_is_the_program(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import pickle, threading
+            class Worker:
+                def __init__(self):
+                    self.lock = threading.Lock()
+            pickle.dumps(Worker())
+            """
+        },
+    )
+    assert "py.unpicklable_object" in rules
+    assert cats[0] == "model"
+    assert "_thread.lock" in diag.root_causes[0].summary
+
+
+def test_setting_the_start_method_twice_is_the_program(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import multiprocessing as mp
+            if __name__ == "__main__":
+                mp.set_start_method("spawn")
+                mp.set_start_method("fork")
+            """
+        },
+    )
+    assert "py.mp_context_already_set" in rules
+    assert (diag.profile.stage, cats[0]) == ("startup", "model")
+
+
+def test_a_locale_the_machine_lacks_is_the_environment_then_the_locale_variables(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path, {"main.py": "import locale\nlocale.setlocale(locale.LC_ALL, 'xx_XX.UTF-8')\n"}
+    )
+    assert "py.locale_unsupported" in rules
+    assert cats[:2] == ["environment", "config"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ETXTBSY on writing a running binary is Linux's")
+def test_writing_an_executable_while_it_runs_is_text_file_busy(tmp_path):
+    sleep = shutil.which("sleep")
+    if sleep is None:
+        pytest.skip("no sleep executable to copy")
+    shutil.copy(sleep, tmp_path / "tool")
+    (tmp_path / "tool").chmod(0o755)
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import subprocess
+            p = subprocess.Popen(["./tool", "30"])
+            try:
+                open("tool", "wb")
+            finally:
+                p.kill()
+            """
+        },
+    )
+    assert "errno.text_file_busy" in rules
+    assert cats[0] == "model"
+    assert "harness" in cats[:3]
+
+
+# --- pytest, xdist, coverage -------------------------------------------------------------------------
+
+
+def test_parametrize_naming_no_argument_is_the_tests_own_definition(pytester):
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+        @pytest.mark.parametrize("value", [1, 2])
+        def test_x(val):
+            assert val
+        """
+    )
+    diag, cats, rules = _pytest(pytester)
+    assert "pytest.test_definition" in rules
+    assert (diag.profile.stage, cats[0]) == ("collection", "test_code")
+    assert diag.root_causes[0].confidence >= 0.5
+
+
+def test_a_generator_test_is_the_tests_own_definition(pytester):
+    pytester.makepyfile(test_a="def test_x():\n    yield 1\n")
+    diag, cats, rules = _pytest(pytester)
+    assert "pytest.test_definition" in rules
+    assert cats[0] == "test_code"
+
+
+def test_a_test_returning_a_value_under_warnings_as_errors_is_the_test(pytester):
+    pytester.makepyfile(test_a="def test_x():\n    return 5\n")
+    diag, cats, rules = _pytest(pytester, "-W", "error::pytest.PytestReturnNotNoneWarning")
+    assert "pytest.return_not_none" in rules
+    assert cats[0] == "test_code"
+
+
+def test_a_returned_value_as_a_plain_warning_is_not_the_failure(pytester):
+    # the warning in the summary of a run that failed for another reason names no cause of its own
+    pytester.makepyfile(test_a="def test_x():\n    return 5\n\ndef test_y():\n    assert 1 == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider")
+    assert "PytestReturnNotNoneWarning" in result.stdout.str()
+    diag, cats, rules = _diagnosed(result.stdout.str(), result.stderr.str(), int(result.ret), "pytest")
+    assert "pytest.return_not_none" not in rules
+
+
+def test_an_unknown_mark_raised_as_an_error_is_configuration_or_the_test(pytester):
+    pytester.makepyfile(test_a="import pytest\n\n@pytest.mark.slwo\ndef test_x():\n    pass\n")
+    diag, cats, rules = _pytest(pytester, "-W", "error::pytest.PytestUnknownMarkWarning")
+    assert "pytest.unknown_mark_as_error" in rules
+    assert set(cats[:2]) <= {"test_code", "config"}
+    assert "environment" in cats[:3]
+
+
+def test_a_strict_xfail_that_passes_is_a_stale_mark_in_the_test(pytester):
+    pytester.makepyfile(
+        test_a="""
+        import pytest
+        @pytest.mark.xfail(strict=True, reason="issue 12")
+        def test_x():
+            assert 1 + 1 == 2
+        """
+    )
+    diag, cats, rules = _pytest(pytester)
+    assert "pytest.xpass_strict" in rules
+    assert cats[0] == "test_code"
+    assert "issue 12" in diag.root_causes[0].summary
+    assert {"environment", "model"} <= set(cats[:3])
+
+
+def test_an_unparsable_warnings_filter_is_the_configuration(pytester):
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error::NoSuchWarningCategory\n")
+    pytester.makepyfile(test_a="def test_x():\n    pass\n")
+    diag, cats, rules = _pytest(pytester)
+    assert "pytest.filterwarnings_invalid" in rules
+    assert (diag.profile.stage, cats[0]) == ("startup", "config")
+
+
+def test_xdist_workers_collecting_different_ids_is_the_tests_parametrization(pytester):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(
+        test_a="""
+        import uuid
+        import pytest
+        @pytest.mark.parametrize("x", [uuid.uuid4().hex])
+        def test_x(x):
+            assert x
+        """
+    )
+    diag, cats, rules = _pytest(pytester, "-n", "2")
+    assert "xdist.collection_differs" in rules
+    assert (diag.profile.stage, cats[0]) == ("collection", "test_code")
+
+
+def _coverage(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-m", "coverage", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def _coverage_project(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text("def f(x):\n    if x:\n        return 1\n    return 2\n")
+    (tmp_path / "test_mod.py").write_text("import mod\n\ndef test_f():\n    assert mod.f(1) == 1\n")
+
+
+def test_coverage_that_measured_nothing_is_its_source_setting(tmp_path):
+    _coverage_project(tmp_path)
+    run = _coverage(
+        tmp_path, "run", "--source=not_the_package", "-m", "pytest", "-p", "no:faildiag", "-p", "no:cacheprovider"
+    )
+    report = _coverage(tmp_path, "report")
+    assert report.returncode != 0
+    diag, cats, rules = _diagnosed(
+        run.stdout + report.stdout, run.stderr + report.stderr, report.returncode, "coverage report"
+    )
+    assert "coverage.no_data" in rules
+    assert cats[0] == "config"
+    assert "not_the_package" in diag.root_causes[0].summary or "No data" in diag.profile.first_failure.excerpt
+
+
+def test_total_coverage_below_fail_under_is_the_tests_reach(tmp_path):
+    _coverage_project(tmp_path)
+    assert (
+        _coverage(
+            tmp_path, "run", "--source=.", "-m", "pytest", "-p", "no:faildiag", "-p", "no:cacheprovider"
+        ).returncode
+        == 0
+    )
+    report = _coverage(tmp_path, "report", "--fail-under=100")
+    assert report.returncode == 2
+    diag, cats, rules = _diagnosed(report.stdout, report.stderr, report.returncode, "coverage report --fail-under=100")
+    assert "coverage.fail_under" in rules
+    assert cats[:2] == ["test_code", "config"]
+    assert "100" in diag.root_causes[0].summary
