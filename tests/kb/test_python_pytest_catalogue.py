@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_faildiag.engine.analyze import analyze
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.rules import _builtin_packs, build_ruleset
+from pytest_faildiag.parse.scan import ScanResult, scan_text
+from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
 
 NEW_RULES = {
     "pytest.test_definition",
@@ -37,6 +39,10 @@ NEW_RULES = {
     "py.mp_context_already_set",
     "py.locale_unsupported",
     "errno.text_file_busy",
+    "py.asyncio_task_destroyed",
+    "py.coroutine_never_awaited",
+    "pip.conflict_user_pin",
+    "pip.conflict_package_dependency",
 }
 
 
@@ -370,3 +376,123 @@ def test_total_coverage_below_fail_under_is_the_tests_reach(tmp_path):
     assert "coverage.fail_under" in rules
     assert cats[:2] == ["test_code", "config"]
     assert "100" in diag.root_causes[0].summary
+
+
+def test_a_task_destroyed_while_pending_and_a_coroutine_never_awaited_are_the_program(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import asyncio, gc
+            async def forever():
+                await asyncio.sleep(3600)
+            async def work():
+                return 1
+            def main():
+                loop = asyncio.new_event_loop()
+                loop.create_task(forever())
+                loop.run_until_complete(asyncio.sleep(0))
+                loop.close()
+                work()
+            main()
+            gc.collect()
+            raise SystemExit(1)
+            """
+        },
+    )
+    assert {"py.asyncio_task_destroyed", "py.coroutine_never_awaited"} <= rules
+    assert cats[0] == "model"
+
+
+# --- pip's resolver: which side of a conflict the install asked for --------------------------------------
+
+
+def _pip_conflict(tmp_path: Path, *requested: str) -> subprocess.CompletedProcess:
+    """Build four tiny wheels offline (a needs c==1.0, b needs c==2.0) and ask pip, without installing
+    anything (--dry-run, --no-index), to resolve the requested set."""
+    wheels = tmp_path / "wheels"
+    for name, version, dep in (("a", "1.0", "c==1.0"), ("b", "1.0", "c==2.0"), ("c", "1.0", ""), ("c", "2.0", "")):
+        src = tmp_path / f"src_{name}_{version}"
+        (src / name).mkdir(parents=True)
+        (src / name / "__init__.py").write_text("")
+        deps = f'dependencies = ["{dep}"]\n' if dep else ""
+        (src / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+            f'[project]\nname = "{name}"\nversion = "{version}"\n{deps}'
+        )
+        pip = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check"]
+        built = subprocess.run(
+            [*pip, "wheel", "-q", "--no-index", "--no-build-isolation", "--no-deps", "-w", str(wheels), str(src)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if built.returncode != 0:
+            pytest.skip(f"cannot build a wheel offline here: {built.stderr.strip()[-200:]}")
+    p = subprocess.run(
+        [*pip, "install", "--dry-run", "--no-index", "--find-links", str(wheels), *requested],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert "ResolutionImpossible" in p.stdout + p.stderr
+    return p
+
+
+def test_a_conflict_between_two_packages_dependencies_is_the_libraries(tmp_path):
+    p = _pip_conflict(tmp_path, "a", "b")
+    assert "The user requested" not in p.stdout + p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode or 1, "pip install a b")
+    assert "pip.conflict_package_dependency" in _fired(p.stdout + p.stderr, 1)
+    assert cats[:2] == ["library", "config"]
+
+
+def test_a_conflict_with_a_requested_pin_is_the_requirements(tmp_path):
+    p = _pip_conflict(tmp_path, "a", "c==2.0")
+    assert "The user requested c==2.0" in p.stdout
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode or 1, "pip install a c==2.0")
+    fired = _fired(p.stdout + p.stderr, 1)
+    assert "pip.conflict_user_pin" in fired and "pip.conflict_package_dependency" not in fired
+    assert cats[:2] == ["config", "library"]
+
+
+def _fired(text: str, exit_code: int) -> set[str]:
+    """Every rule whose finding counts for this output (a merged cause names only its first rule)."""
+    rs = load_ruleset()
+    res = ScanResult()
+    scan_text(text, "stderr.txt", rs, res)
+    return {f.rule.id for f in analyze(res, rs, exit_code=exit_code, command=None).findings}
+
+
+def test_a_conftest_hook_raising_is_the_tests_setup_not_a_plugin(pytester):
+    pytester.makeconftest("def pytest_collection_modifyitems(items):\n    raise ValueError('boom in hook')\n")
+    pytester.makepyfile(test_a="def test_x():\n    pass\n")
+    diag, cats, rules = _pytest(pytester)
+    assert "pytest.conftest_hook_raised" in rules
+    assert cats[0] == "test_code"
+    assert "pytest_collection_modifyitems" in diag.root_causes[0].summary
+    # the session ran no test because it aborted: the empty run is not a cause of its own
+    text = "\n".join(pytester_outlines(pytester))
+    assert "no tests ran" in text
+    assert "pytest.no_tests" not in _fired(text, 3)
+
+
+def test_an_empty_run_after_a_usage_error_is_the_usage_error(pytester):
+    pytester.makepyfile(test_a="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider", "tests/not_there.py")
+    text = result.stdout.str() + "\n" + result.stderr.str()
+    assert int(result.ret) == 4
+    fired = _fired(text, 4)
+    assert "pytest.usage_error" in fired and "pytest.no_tests" not in fired
+
+
+def test_an_empty_selection_is_still_an_empty_run(pytester):
+    pytester.makepyfile(test_a="def helper():\n    pass\n")  # a test module without a test
+    result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider")
+    assert int(result.ret) == 5
+    assert "pytest.no_tests" in _fired(result.stdout.str() + "\n" + result.stderr.str(), 5)
+
+
+def pytester_outlines(pytester) -> list[str]:
+    result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider")
+    return result.outlines + result.errlines
