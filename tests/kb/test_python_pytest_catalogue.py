@@ -43,6 +43,14 @@ NEW_RULES = {
     "py.coroutine_never_awaited",
     "pip.conflict_user_pin",
     "pip.conflict_package_dependency",
+    "pytest.conftest_hook_raised",
+    "errno.addr_not_available",
+    "errno.bad_file_descriptor",
+    "errno.device_busy",
+    "errno.file_too_large",
+    "errno.symlink_loop",
+    "net.ssl_wrong_version",
+    "net.ssl_unexpected_eof",
 }
 
 
@@ -496,3 +504,97 @@ def test_an_empty_selection_is_still_an_empty_run(pytester):
 def pytester_outlines(pytester) -> list[str]:
     result = pytester.runpytest_subprocess("-p", "no:faildiag", "-p", "no:cacheprovider")
     return result.outlines + result.errlines
+
+
+# --- errno values and OpenSSL reasons ------------------------------------------------------------------
+
+
+def _python_raw(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    (tmp_path / "main.py").write_text(textwrap.dedent(body))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_binding_an_address_this_host_lacks_is_the_configuration(tmp_path):
+    p = _python_raw(tmp_path, 'import socket\nsocket.socket().bind(("10.254.254.254", 29500))\n')
+    if "Errno 99" not in p.stderr:
+        pytest.skip("this host owns the address or reports another errno")
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "errno.addr_not_available" in rules
+    assert cats[0] == "config"
+
+
+def test_writing_to_a_closed_descriptor_is_the_program(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": 'import os\nfd = os.open("x.txt", os.O_CREAT | os.O_WRONLY)\nos.close(fd)\nos.write(fd, b"data")\n'
+        },
+    )
+    assert "errno.bad_file_descriptor" in rules
+    assert cats[0] == "model"
+
+
+def test_removing_a_mount_point_is_busy_the_runners_mount_or_the_program(tmp_path):
+    p = _python_raw(tmp_path, 'import os\nos.rmdir("/dev/shm")\n')
+    if "Errno 16" not in p.stderr:
+        pytest.skip("/dev/shm is not a mount point this process may try to remove here")
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "errno.device_busy" in rules
+    assert set(cats[:2]) == {"harness", "model"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_a_write_past_the_file_size_limit_is_a_resource_or_the_runners_limit(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path,
+        {
+            "main.py": """
+            import resource, signal
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+            with open("big.bin", "wb") as f:
+                f.write(b"0" * 4096)
+            """
+        },
+    )
+    assert "errno.file_too_large" in rules
+    assert cats[:2] == ["resource", "harness"]
+
+
+def test_a_symbolic_link_to_itself_is_a_path_that_loops(tmp_path):
+    diag, cats, rules = _python(tmp_path, {"main.py": 'import os\nos.symlink("loop", "loop")\nopen("loop")\n'})
+    assert "errno.symlink_loop" in rules
+    assert {"config", "model", "dataset"} == set(cats[:3])
+
+
+_TLS_CLIENT = """
+import socket, threading, urllib.request
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+port = srv.getsockname()[1]
+def serve():
+    conn, _ = srv.accept()
+    conn.recv(1024)
+    conn.sendall(REPLY)
+    conn.close()
+threading.Thread(target=serve, daemon=True).start()
+urllib.request.urlopen(f"https://127.0.0.1:{port}/", timeout=20)
+"""
+
+
+def test_tls_to_a_plain_http_port_is_the_url_or_proxy_setting(tmp_path):
+    reply = 'REPLY = b"HTTP/1.1 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n" * 20\n'
+    diag, cats, rules = _python(tmp_path, {"main.py": reply + _TLS_CLIENT})
+    assert "net.ssl_wrong_version" in rules
+    assert cats[:2] == ["config", "environment"]
+
+
+def test_tls_closed_during_the_handshake_is_the_network_on_the_way(tmp_path):
+    diag, cats, rules = _python(tmp_path, {"main.py": 'REPLY = b""\n' + _TLS_CLIENT})
+    assert "net.ssl_unexpected_eof" in rules
+    assert cats[0] == "environment"
+    assert "harness" in cats[:3]
