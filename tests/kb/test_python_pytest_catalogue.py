@@ -20,6 +20,7 @@ from pytest_faildiag.engine.analyze import analyze
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.parse.scan import ScanResult, scan_text
 from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
+from tests.engine.corpus_logs import THREADS, train_log
 
 NEW_RULES = {
     "pytest.test_definition",
@@ -51,6 +52,7 @@ NEW_RULES = {
     "errno.symlink_loop",
     "net.ssl_wrong_version",
     "net.ssl_unexpected_eof",
+    "jax.traced_in_library",
 }
 
 
@@ -598,3 +600,26 @@ def test_tls_closed_during_the_handshake_is_the_network_on_the_way(tmp_path):
     assert "net.ssl_unexpected_eof" in rules
     assert cats[0] == "environment"
     assert "harness" in cats[:3]
+
+
+# --- JAX: a tracer error in a function a library traces itself ---------------------------------------
+
+
+def test_a_tracer_error_in_a_function_numpyro_traces_itself_is_the_librarys():
+    # jax is not installed here: a train log of the thread corpus (numpyro's own body_fn, traced by its MCMC)
+    diag, label = train_log("jax/jax_concretization_bool_numpyro_validate_sample_omnistaging_jax02")
+    rules = {c.rule for c in diag.root_causes}
+    assert "jax.traced_in_library" in rules and "jax.tracer" not in rules
+    assert [c.category for c in diag.root_causes][0] == label["category"] == "library"
+    assert "numpyro" in diag.root_causes[0].summary
+    assert "model" in [c.category for c in diag.root_causes[:3]]
+
+
+def test_a_tracer_error_under_a_wrapper_of_the_programs_function_is_not_counted_as_the_wrappers():
+    # haiku's transform traces the program's network under the name apply_fn: the wrapper is not the owner
+    diag, _ = train_log("jax/graphcast_xarray_jax_tracer_array_conversion")
+    assert "jax.traced_in_library" not in {c.rule for c in diag.root_causes}
+    assert (
+        "tracing the function apply_fn at"
+        in (THREADS / "jax/graphcast_xarray_jax_tracer_array_conversion.log").read_text()
+    )
