@@ -53,6 +53,9 @@ NEW_RULES = {
     "net.ssl_wrong_version",
     "net.ssl_unexpected_eof",
     "jax.traced_in_library",
+    "py.stdlib_module_removed",
+    "py.pkg_resources_missing",
+    "py.legacy_codepage_codec",
 }
 
 
@@ -623,3 +626,72 @@ def test_a_tracer_error_under_a_wrapper_of_the_programs_function_is_not_counted_
         "tracing the function apply_fn at"
         in (THREADS / "jax/graphcast_xarray_jax_tracer_array_conversion.log").read_text()
     )
+
+
+# --- modules no pip install brings back, legacy code pages ---------------------------------------------
+
+
+def _pyenv_python(version: str) -> str | None:
+    """An interpreter of another minor version that really runs here (pyenv's or the system's; a pyenv
+    shim without that version selected fails, so each candidate is asked for its version)."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [str(p) for p in sorted(root.glob(f"{version}.*/bin/python"))] if root.is_dir() else []
+    candidates += [c for c in [shutil.which(f"python{version}")] if c]
+    for python in candidates:
+        try:
+            out = subprocess.run(
+                [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except OSError:
+            continue
+        if out.returncode == 0 and out.stdout.strip() == version:
+            return python
+    return None
+
+
+def test_a_package_importing_distutils_under_python_312_is_the_package_not_a_missing_install(tmp_path):
+    python = _pyenv_python("3.12") or _pyenv_python("3.13")
+    if python is None:
+        pytest.skip("no Python >= 3.12 on this machine")
+    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    (site / "oldpkg").mkdir(parents=True)
+    (site / "oldpkg" / "__init__.py").write_text("from distutils.version import LooseVersion\n")
+    (tmp_path / "main.py").write_text("import oldpkg\n")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
+    p = subprocess.run([python, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert "No module named 'distutils'" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "py.stdlib_module_removed" in rules and "py.module_not_found" not in rules
+    assert cats[:2] == ["library", "environment"]
+    assert all("pip install the distribution" not in h for c in diag.root_causes for h in c.fix_hints)
+
+
+def test_a_module_removed_by_pep_594_is_known_as_removed(tmp_path):
+    python = _pyenv_python("3.13")
+    if python is None:
+        pytest.skip("no Python 3.13 on this machine")
+    p = subprocess.run([python, "-c", "import imghdr"], capture_output=True, text=True, timeout=60)
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python -c 'import imghdr'")
+    assert "py.stdlib_module_removed" in rules
+    assert {"library", "environment"} <= set(cats[:3])
+
+
+def test_pkg_resources_missing_is_setuptools_or_the_package_that_still_uses_it(tmp_path):
+    p = subprocess.run([sys.executable, "-c", "import pkg_resources"], capture_output=True, text=True, timeout=60)
+    if p.returncode == 0:
+        pytest.skip("the installed setuptools still ships pkg_resources")
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python -c 'import pkg_resources'")
+    assert "py.pkg_resources_missing" in rules and "py.module_not_found" not in rules
+    assert cats[:2] == ["environment", "library"]
+
+
+def test_text_printed_through_a_legacy_code_page_is_the_code_or_the_locale(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONIOENCODING": "cp1252"}
+    p = subprocess.run([sys.executable, "-c", "print('\\u4e2d')"], capture_output=True, text=True, timeout=60, env=env)
+    assert "'charmap' codec can't encode" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python -c print")
+    assert "py.legacy_codepage_codec" in rules
+    assert set(cats[:2]) == {"model", "environment"}
