@@ -56,6 +56,8 @@ NEW_RULES = {
     "py.stdlib_module_removed",
     "py.pkg_resources_missing",
     "py.legacy_codepage_codec",
+    "py.stdlib_api_removed",
+    "unittest.removed_alias",
 }
 
 
@@ -695,3 +697,41 @@ def test_text_printed_through_a_legacy_code_page_is_the_code_or_the_locale(tmp_p
     diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python -c print")
     assert "py.legacy_codepage_codec" in rules
     assert set(cats[:2]) == {"model", "environment"}
+
+
+def test_a_package_using_collections_abc_aliases_is_old_code_not_a_missing_name(tmp_path):
+    # collections.Mapping & co. left collections in Python 3.10: a package written before fails at import
+    site = tmp_path / "lib" / "site-packages"
+    (site / "oldlib").mkdir(parents=True)
+    (site / "oldlib" / "__init__.py").write_text("from collections import Mapping\n")
+    (tmp_path / "main.py").write_text("import oldlib\n")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
+    p = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert "cannot import name 'Mapping' from 'collections'" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "py.stdlib_api_removed" in rules and "py.import_error" not in rules
+    assert "library" in cats[:2] and "environment" in cats[:2]
+    assert "'Mapping'" in next(c.summary for c in diag.root_causes if c.category == "library")
+
+
+def test_the_programs_own_use_of_a_removed_stdlib_function_keeps_its_own_code_in_view(tmp_path):
+    diag, cats, rules = _python(
+        tmp_path, {"main.py": "import inspect\ndef f(a, b=1):\n    pass\nprint(inspect.getargspec(f))\n"}
+    )
+    assert "py.stdlib_api_removed" in rules
+    assert {"model", "environment", "library"} == set(cats[:3])
+
+
+def test_unittest_aliases_removed_in_python_312_are_the_tests(tmp_path):
+    python = _pyenv_python("3.12") or _pyenv_python("3.13")
+    if python is None:
+        pytest.skip("no Python >= 3.12 on this machine")
+    (tmp_path / "test_old.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        self.assertEquals(1, 1)\n\n"
+        "unittest.main()\n"
+    )
+    p = subprocess.run([python, "test_old.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "has no attribute 'assertEquals'" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python test_old.py")
+    assert "unittest.removed_alias" in rules
+    assert cats[:2] == ["test_code", "environment"]
