@@ -58,6 +58,9 @@ NEW_RULES = {
     "py.legacy_codepage_codec",
     "py.stdlib_api_removed",
     "unittest.removed_alias",
+    "pip.invalid_requirement",
+    "pip.not_a_project_dir",
+    "build.pyproject_invalid",
 }
 
 
@@ -735,3 +738,49 @@ def test_unittest_aliases_removed_in_python_312_are_the_tests(tmp_path):
     diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python test_old.py")
     assert "unittest.removed_alias" in rules
     assert cats[:2] == ["test_code", "environment"]
+
+
+# --- pip and setuptools refusing what they were given -------------------------------------------------
+
+
+def _pip(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_a_requirement_pip_cannot_parse_is_the_requirements_syntax(tmp_path):
+    p = _pip(tmp_path, "install", "--dry-run", "--no-index", "foo bar baz")
+    assert "Invalid requirement" in p.stdout + p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "pip install 'foo bar baz'")
+    assert "pip.invalid_requirement" in rules
+    assert (diag.profile.stage, cats[:2]) == ("startup", ["config", "environment"])
+
+
+def test_a_folder_without_a_project_is_the_path_given_to_pip(tmp_path):
+    (tmp_path / "empty").mkdir()
+    p = _pip(tmp_path, "install", "--dry-run", "--no-index", "./empty")
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "pip install ./empty")
+    assert "pip.not_a_project_dir" in rules
+    assert cats[:2] == ["config", "harness"]
+
+
+def test_a_pyproject_the_build_backend_rejects_is_its_table_first(tmp_path):
+    project = tmp_path / "bad"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "bad name!"\nversion = "0.1"\n'
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+    )
+    p = _pip(tmp_path, "wheel", "--no-index", "--no-build-isolation", "--no-deps", "-w", "wheels", "./bad")
+    if "configuration error" not in p.stdout + p.stderr:
+        pytest.skip("the installed setuptools does not validate [project] here")
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "pip wheel ./bad")
+    assert "build.pyproject_invalid" in rules
+    assert cats[0] == "config"
+    assert "project.name" in diag.root_causes[0].summary
+    assert "library" in cats[:3]
