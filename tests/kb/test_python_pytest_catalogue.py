@@ -61,6 +61,9 @@ NEW_RULES = {
     "pip.invalid_requirement",
     "pip.not_a_project_dir",
     "build.pyproject_invalid",
+    "py.generic_alias_old_python",
+    "py.union_operator_old_python",
+    "py.relative_import_without_package",
 }
 
 
@@ -784,3 +787,42 @@ def test_a_pyproject_the_build_backend_rejects_is_its_table_first(tmp_path):
     assert cats[0] == "config"
     assert "project.name" in diag.root_causes[0].summary
     assert "library" in cats[:3]
+
+
+# --- newer-Python syntax on an older interpreter; relative imports ---------------------------------------
+
+
+def test_a_package_using_union_types_on_python_38_is_the_interpreter_or_the_package(tmp_path):
+    python = _pyenv_python("3.8") or _pyenv_python("3.9")
+    if python is None:
+        pytest.skip("no Python < 3.10 on this machine")
+    site = tmp_path / "lib" / "python3.8" / "site-packages"
+    (site / "newpkg").mkdir(parents=True)
+    (site / "newpkg" / "__init__.py").write_text("def f(x: int | None = None):\n    return x\n")
+    (tmp_path / "main.py").write_text("import newpkg\n")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
+    p = subprocess.run([python, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert "unsupported operand type(s) for |" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "py.union_operator_old_python" in rules
+    assert cats[:2] == ["environment", "library"]
+
+
+def test_a_builtin_generic_on_python_38_is_the_interpreter_or_the_code(tmp_path):
+    python = _pyenv_python("3.8")
+    if python is None:
+        pytest.skip("no Python 3.8 on this machine")
+    (tmp_path / "main.py").write_text("def f(x: list[int]):\n    return x\n")
+    p = subprocess.run([python, "main.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "'type' object is not subscriptable" in p.stderr
+    diag, cats, rules = _diagnosed(p.stdout, p.stderr, p.returncode, "python main.py")
+    assert "py.generic_alias_old_python" in rules
+    assert set(cats[:2]) == {"environment", "model"}
+
+
+def test_a_package_module_run_as_a_script_is_how_the_program_is_run(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text("")
+    diag, cats, rules = _python(tmp_path, {"pkg/main.py": "from . import util\n"}, main="pkg/main.py")
+    assert "py.relative_import_without_package" in rules and "py.import_error" not in rules
+    assert (diag.profile.stage, cats[0]) == ("startup", "model")
