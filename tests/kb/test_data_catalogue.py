@@ -3,7 +3,7 @@
 The logs under tests/data/kb/data_catalogue/ were printed by child processes that ran the failing call with the
 real library, in a separate environment (datasets 5.2 / pyarrow 26, transformers 5 / tokenizers 0.23,
 sentencepiece 0.2.3, soundfile 0.14 with libsndfile 1.2.2, librosa 0.11 / audioread 3.1 on a machine without
-FFmpeg, PyAV 18.1, opencv-python-headless 5.0, numpy 2.4, py-lmdb 3.0; offline, local files only); only the
+FFmpeg, PyAV 18.1, opencv-python-headless 5.0, numpy 2.4, py-lmdb 3.0, zarr 3; offline, local files only); only the
 install and working-directory paths were replaced. The Python standard library's readers (codecs, json, csv,
 pickle, zipfile, gzip, tarfile) are run here, in a subprocess, on real bad files. One train log of the thread
 corpus shows the platform-codec rule.
@@ -81,6 +81,8 @@ CASES = [
     ("numpy_npy_truncated", "numpy.npy_truncated", "dataset", "data"),
     ("lmdb_map_full", "lmdb.map_full", "config", "data"),
     ("lmdb_not_an_lmdb_file", "lmdb.not_lmdb", "dataset", "data"),
+    # an array name the store does not hold
+    ("zarr_array_path_wrong", "zarr.node_not_found", "config", "data"),
 ]
 
 
@@ -131,7 +133,6 @@ def test_the_platform_codec_on_a_train_log_of_the_thread_corpus():
 
 PREPARE = {
     "latin1.txt": b"caf\xe9 na\xefve\n",
-    "empty.json": b"",
     "rows.json": b'{"a": 1}\n{"a": 2}\n',
     "hand.json": b"{'a': 1, 'b': 2}",
     "ascii_only.txt": "d\u00e9j\u00e0 vu\n".encode(),
@@ -153,7 +154,6 @@ STDLIB = [
         "model",
         {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"},
     ),
-    ("import json; json.load(open('empty.json'))", "data.json_empty_or_not_json", "dataset", {}),
     ("import json; json.load(open('rows.json'))", "data.jsonl_as_json", "model", {}),
     ("import json; json.load(open('hand.json'))", "data.json_malformed", "dataset", {}),
     (
