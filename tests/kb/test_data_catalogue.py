@@ -11,8 +11,8 @@ corpus shows the platform-codec rule.
 Rules without a log of their own (catalogue facts, shown through a neighbouring message): tokenizer.
 vocabulary_unloadable (transformers wraps the tokenizer's OSError; neighbours: the sentencepiece logs),
 audio.torchaudio_open_input (torchaudio's FFmpeg reader; neighbour: PyAV's "Invalid data found"),
-tfrecord.corrupted_record (TensorFlow; neighbours: truncated gzip/tar/npy), lmdb.reader_slots (neighbours:
-the other lmdb logs), data.json_malformed is shown here, data.not_a_zip too."""
+tfrecord.corrupted_record (TensorFlow; neighbours: the truncated gzip/tar/npy files), lmdb.reader_slots
+(neighbours: the other lmdb logs)."""
 
 from __future__ import annotations
 
