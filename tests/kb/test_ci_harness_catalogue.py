@@ -89,6 +89,13 @@ def test_pre_commit_on_an_old_git_is_the_machine_s_git_at_hook_install():
     assert diag.profile.stage == "startup"
 
 
+def test_a_dataloader_bus_error_in_a_hub_container_offers_the_container_s_shm_default():
+    """PyTorch's README: in a container the default /dev/shm is not enough for multiprocessing loaders."""
+    diag = diagnose([str(_train_log("pytorch/pt_dataloader_worker_bus_error_hub_container_small_dev_shm"))])
+    _assert(diag, "container.small_dev_shm", "crash", "harness")
+    assert diag.profile.stage == "data"
+
+
 # ------------------------------------------------------------------------------------- git, for real
 
 
