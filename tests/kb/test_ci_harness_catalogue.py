@@ -210,6 +210,33 @@ def test_a_docker_cli_without_a_daemon_is_the_runner():
     _assert(diag, "docker.daemon_unreachable", "runtime_error", "harness", first=True)
 
 
+def test_tox_without_the_env_s_python_is_the_runner_image():
+    diag = diagnose([str(CAPTURED / "tox_missing_interpreter.txt")])
+    _assert(diag, "tox.interpreter_not_found", "runtime_error", "environment", first=True)
+    assert "config" in top3(diag)
+    assert diag.profile.stage == "startup"
+
+
+def test_nox_without_the_session_s_python_is_the_runner_image():
+    diag = diagnose([str(CAPTURED / "nox_missing_interpreter.txt")])
+    _assert(diag, "tox.interpreter_not_found", "runtime_error", "environment", first=True)
+    assert diag.profile.stage == "startup"
+
+
+def test_tox_s_failed_commands_are_a_run_not_an_evaluation_loop():
+    """tox 4 closes with 'evaluation failed :(' (its own run's evaluation): the commands ran, stage runtime."""
+    diag = diagnose([str(CAPTURED / "tox_commands_failed.txt")])
+    assert _fired(diag, "tox.commands_failed")
+    assert diag.profile.stage == "runtime"
+
+
+def test_pre_commit_whose_hook_repository_is_gone_is_the_configured_url():
+    diag = diagnose([str(CAPTURED / "precommit_hook_repo_404.txt")])
+    _assert(diag, "git.repository_not_found", "runtime_error", "config")
+    assert _fired(diag, "precommit.unexpected_error")
+    assert diag.profile.stage == "startup"
+
+
 # ------------------------------------------------------------- neighbouring real failures: signals, timeouts
 
 
