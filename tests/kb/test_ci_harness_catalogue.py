@@ -248,6 +248,18 @@ def test_a_real_sigkill_offers_the_memory_budget_and_the_runner(tmp_path):
     assert "resource" in cats and "harness" in cats, cats
 
 
+@pytest.mark.parametrize("shell_reports", [True, False], ids=["shell-143", "python-minus-15"])
+def test_a_real_sigterm_is_the_runner_stopping_the_job(tmp_path, shell_reports):
+    """A job ended by SIGTERM (a cancel, a preemption, a time limit's first signal): the shell reports it as
+    exit status 143 (128 + 15), Python's subprocess as -15; either alone names the runner and the time budget."""
+    job = "echo epoch 1; kill -TERM $$"
+    cmd = ["bash", "-c", f"bash -c '{job}'; exit $?"] if shell_reports else ["bash", "-c", job]
+    diag, p = _run(cmd, cwd=tmp_path)
+    assert p.returncode == (143 if shell_reports else -15)
+    _assert(diag, "ci.exit_code_143", "crash", "harness", first=True)
+    assert "resource" in top3(diag)
+
+
 def test_a_real_timeout_offers_the_runner_s_time_limit(tmp_path):
     """What a runner's time limit does to a job, produced for real: coreutils timeout stops a sleeping step."""
     diag, p = _run(["timeout", "1", sys.executable, "-c", "import time; print('step', flush=True); time.sleep(30)"])
