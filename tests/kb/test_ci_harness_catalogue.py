@@ -237,6 +237,13 @@ def test_pre_commit_whose_hook_repository_is_gone_is_the_configured_url():
     assert diag.profile.stage == "startup"
 
 
+@pytest.mark.parametrize("capture", ["postgres_initdb_as_root.txt", "postgres_server_as_root.txt"])
+def test_a_database_that_refuses_root_is_the_container_s_user(capture):
+    diag = diagnose([str(CAPTURED / capture)])
+    _assert(diag, "root.refused_as_root", "runtime_error", "harness", first=True)
+    assert "config" in top3(diag)
+
+
 # ------------------------------------------------------------- neighbouring real failures: signals, timeouts
 
 
