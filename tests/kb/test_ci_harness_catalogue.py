@@ -422,11 +422,3 @@ DOCUMENTED = [
 def test_the_documented_message_is_placed_in_its_home(rule, text, type_, home):
     diag = diagnose(texts={"job.log": text + "\n"})
     _assert(diag, rule, type_, home, first=True)
-
-
-def test_a_cancelled_job_defers_to_the_failure_that_caused_it():
-    """'The operation was canceled.' is the runner's epilogue: a failure in the same log leads."""
-    text = "E   OSError: [Errno 28] No space left on device\n##[error]The operation was canceled.\n"
-    diag = diagnose(texts={"job.log": text})
-    assert _fired(diag, "gha.operation_canceled")
-    assert diag.root_causes[0].category == "resource", [(c.category, c.rule) for c in diag.root_causes]
