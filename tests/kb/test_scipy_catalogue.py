@@ -160,6 +160,7 @@ CAPTURED_CASES = {
     "scipy_removed_api": ("scipy.removed_api", "runtime_error", "model", False),
     "scipy_misc_imread": ("scipy.removed_api", "runtime_error", "library", False),
     "scipy_interp2d": ("scipy.removed_api", "runtime_error", "model", False),
+    "np_astype_float": ("numpy.non_numeric", "runtime_error", "dataset", True),
     "np_nep50_overflow": ("numpy.nep50_overflow", "runtime_error", "model", True),
     "scipy_x0_infeasible": ("scipy.optimize_inputs", "runtime_error", "config", False),
     "scipy_residuals_not_finite": ("scipy.residuals_not_finite", "runtime_error", "model", True),
