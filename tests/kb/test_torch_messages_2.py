@@ -307,6 +307,24 @@ CASES = [
     """,
     ),
     (
+        "torch.msg2.checkpoint_recompute_mismatch",
+        "!model",
+        "runtime_error",
+        "runtime",
+        """
+        import torch, torch.utils.checkpoint as cp
+        calls = {"n": 2}
+
+        def block(x):
+            calls["n"] += 1  # state changed inside the checkpointed function
+            z = x[: calls["n"]]
+            return (z * z).sum()
+
+        x = torch.randn(6, 4, requires_grad=True)
+        cp.checkpoint(block, x, use_reentrant=False).backward()
+    """,
+    ),
+    (
         "torch.msg2.save_parent_missing",
         "!config",
         "runtime_error",
