@@ -342,7 +342,23 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     return facts
+
+
+def _log_report(facts: Facts, analysis: Analysis, scan: ScanResult) -> str | None:
+    """``raiser:log_only``: a failure stated only in lines that a library or a tool prints for its errors (a
+    signature a rule knows, a line the scanner flags as an error: an ERROR level, ``error:``, a C++ source
+    location), with no exception and no frame: the code that reported it is a library's or a tool's (NCCL's
+    WARN, glog's ``Check failed``, a build tool's ERROR), and nothing shows the program's code on the way. Not
+    a run that just stopped (a hang reports nothing), not a crash (a signal handler prints where the process
+    died, whoever's code drove it there), and not a program's own last words (``sys.exit("msg")`` prints its
+    message bare: the log's tail, which no scanner flags)."""
+    prof = analysis.profile
+    if facts.exc_type or facts.raise_frame is not None or facts.cut or prof.type in ("hang", "crash"):
+        return None
+    reported = bool(scan.error_lines) or any(f.rule.causes and not f.rule.downstream for f in analysis.findings)
+    return "raiser:log_only" if reported else None
 
 
 # a structural fact that refutes the premise of a message's cue: the module that could not be imported is the
