@@ -111,3 +111,53 @@ def test_a_hang_that_just_stops_is_not_a_log_report(tmp_path):
     diag = diagnose([str(log)])
     assert diag.profile.type == "hang"
     assert all(v.name != "context:raiser:log_only" for c in diag.root_causes for v in c.validation_checks)
+
+
+def test_without_the_programs_frame_a_librarys_code_keeps_a_place_in_the_top_three(tmp_path):
+    """The same real failure read twice, no rule knowing it: an index out of range. With its traceback the
+    program's frame raised, and the index family's own homes (the data, the code, a configured size) are
+    the three. Cut to its exception line (a launcher's summary, a thread's excerpt) nothing shows whose code
+    indexed: a library's code takes the place of the weakest of the three, ahead of the one it displaced."""
+    err, rc = run_failing(tmp_path, "sizes = [1, 2]\nprint(sizes[5])\n")
+    full = diagnose(texts={"stderr": err}, exit_code=rc)
+    assert all(c.rule == "differential:index" for c in full.root_causes)
+    assert set(cats(full)) == {"model", "dataset", "config"}
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("IndexError: ")
+    cut = diagnose(texts={"stderr": line}, exit_code=rc)
+    assert set(cats(cut, 2)) == {"dataset", "model"}
+    assert cats(cut)[2] == "library"
+    third, fourth = cut.root_causes[2], cut.root_causes[3]
+    assert fourth.category == "config"  # the hypothesis that yielded its place follows right after
+    assert third.confidence >= fourth.confidence
+
+
+def test_a_rule_that_knows_the_message_keeps_its_own_homes():
+    """The same train log as below with every pack loaded: PyTorch's OOM rule knows the message and lists
+    its homes, so the reasoning does not add one to them."""
+    diag, _label = train_log("pytorch/pt_skorch_validation_step_no_grad_oom")
+    assert any(c.rule == "torch.cuda.oom" for c in diag.root_causes)
+    assert "library" not in cats(diag)
+
+
+def test_a_train_oom_whose_home_is_a_library_offers_it_among_the_three():
+    """A real train log: an OOM message without a traceback (PyTorch's THC allocator), whose home was a
+    library (skorch validated without no_grad, fixed upstream), with PyTorch's pack left out. The memory
+    family lists a library last; with no frame of the program shown it keeps a place among the three."""
+    diag, label = train_log("pytorch/pt_skorch_validation_step_no_grad_oom", "10-pytorch.toml")
+    assert label["category"] == "library"
+    assert diag.profile.type == "oom"
+    assert all(c.rule.startswith("differential:") for c in diag.root_causes)
+    assert cats(diag, 1) == ["resource"]
+    assert "library" in cats(diag)
+
+
+def test_an_ascend_op_error_no_rule_knows_keeps_the_library_among_the_three():
+    """A real train log: an aclnn op's inner error code (561000) raised through torch_npu, no frame, with the
+    Ascend packs left out. The device runtime and the installed CANN lead; the library that called the op
+    on a device it does not support (the label) is kept among the three in place of the weakest hypothesis."""
+    diag, label = train_log("ascend/pta_mc2_dispatch_on_a2_561000", "50-ascend.toml", "55-cann-catalogue.toml")
+    assert label["category"] == "library"
+    assert all(c.rule.startswith("differential:") for c in diag.root_causes)
+    assert "library" in cats(diag)
+    assert cats(diag, 1) != ["library"]
