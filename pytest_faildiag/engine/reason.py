@@ -45,6 +45,9 @@ SECONDARY_SCALE = 0.45  # alternatives beside causes that rules found
 MAX_TB_SEEN = 20  # tracebacks looked at from each end for a test's frame (a 10 MB log can hold thousands)
 EVIDENCE_POOL = "evidence_points"  # the [[symptom]] whose causes join a family when a fact lifts them
 GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more specific: completes the others
+# the [[symptom]] (not a family) whose homes hold a place among the first WIDTH hypotheses when no frame of the
+# program or its tests is shown: evidence that never shows the program's code cannot rule out the libraries'
+UNSHOWN_POOL = "program_unshown"
 WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
 MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
@@ -342,7 +345,23 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     return facts
+
+
+def _log_report(facts: Facts, analysis: Analysis, scan: ScanResult) -> str | None:
+    """``raiser:log_only``: a failure stated only in lines that a library or a tool prints for its errors (a
+    signature a rule knows, a line the scanner flags as an error: an ERROR level, ``error:``, a C++ source
+    location), with no exception and no frame: the code that reported it is a library's or a tool's (NCCL's
+    WARN, glog's ``Check failed``, a build tool's ERROR), and nothing shows the program's code on the way. Not
+    a run that just stopped (a hang reports nothing), not a crash (a signal handler prints where the process
+    died, whoever's code drove it there), and not a program's own last words (``sys.exit("msg")`` prints its
+    message bare: the log's tail, which no scanner flags)."""
+    prof = analysis.profile
+    if facts.exc_type or facts.raise_frame is not None or facts.cut or prof.type in ("hang", "crash"):
+        return None
+    reported = bool(scan.error_lines) or any(f.rule.causes and not f.rule.downstream for f in analysis.findings)
+    return "raiser:log_only" if reported else None
 
 
 # a structural fact that refutes the premise of a message's cue: the module that could not be imported is the
@@ -875,7 +894,8 @@ def differential(
     if family is None:
         return []
     title, causes = rs.reasoning.symptoms[family]
-    causes = _completed(_with_lifted(_with_owner(causes, facts, rs), facts, rs), present, rs)
+    causes = _with_lifted(_with_owner(causes, facts, rs), facts, rs)
+    causes = _completed(_with_kept(causes, facts, rs) if primary else causes, present, rs)
     weighted = []
     for sc in causes:
         f, moved = _factor(sc.category, facts.contexts)
@@ -944,6 +964,36 @@ def _with_lifted(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
     return list(causes) + extra if extra else causes
 
 
+def program_unshown(facts: Facts) -> bool:
+    """Whether the evidence shows no frame of the program's or its tests' code although something failed:
+    an exception line without frames, a failure stated only in a library's or tool's error lines, or a
+    traceback of libraries' frames alone. Then nothing tells the program's code from the libraries' code."""
+    if facts.user_frame is not None:
+        return False
+    return bool(facts.exc_type or facts.raise_frame is not None or "raiser:log_only" in facts.active)
+
+
+def kept_homes(facts: Facts, rs: RuleSet) -> list[str]:
+    """The categories that hold a place among the first ``WIDTH`` hypotheses of a failure that no rule
+    explains: the ``UNSHOWN_POOL`` entry's, when no frame of the program is shown (``program_unshown``). A
+    rule that knows the message lists the homes its catalogue gives it; the kept home is the reasoning's
+    own, for the failures only the frames and the words speak for (the caller passes ``primary``)."""
+    pool = rs.reasoning.symptoms.get(UNSHOWN_POOL)
+    if pool is None or not program_unshown(facts):
+        return []
+    return [sc.category for sc in pool[1]]
+
+
+def _with_kept(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
+    """A kept home (``kept_homes``) that the family does not list joins it with the ``UNSHOWN_POOL`` entry's
+    prior, weighed by the facts like any other, so that ``diversify`` can give it its place."""
+    if not kept_homes(facts, rs):
+        return causes
+    listed = {sc.category for sc in causes}
+    extra = [sc for sc in rs.reasoning.symptoms[UNSHOWN_POOL][1] if sc.category not in listed]
+    return list(causes) + extra if extra else causes
+
+
 def _completed(causes: list[Any], present: dict[str, float], rs: RuleSet) -> list[Any]:
     """Three distinct hypotheses always show: when the rules and the family (with the categories the facts
     lifted) name fewer than ``WIDTH`` categories, the generic family's causes complete them, each weighed
@@ -975,9 +1025,13 @@ def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     return None
 
 
-def diversify(ranked: list[RootCause], width: int = WIDTH) -> list[RootCause]:
+def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tuple[str, ...] = ()) -> list[RootCause]:
     """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
-    are shown; then the rest in their order. Three variants of one category tell the user nothing new."""
+    are shown; then the rest in their order. Three variants of one category tell the user nothing new.
+    A category of ``keep`` (``kept_homes``) that did not make the first ``width`` takes the place of the
+    weakest hypothesis shown that only its family's prior put there (no fact of the evidence lifted it), with
+    at least its confidence (that one follows right after): the evidence cannot rule the kept home out, and
+    it is more often the home than such a guess. A hypothesis the evidence points at keeps its place."""
     head: list[RootCause] = []
     seen: set[str] = set()
     for c in ranked:
@@ -986,12 +1040,30 @@ def diversify(ranked: list[RootCause], width: int = WIDTH) -> list[RootCause]:
         if c.category not in seen:
             head.append(c)
             seen.add(c.category)
+    for cat in keep:
+        best = next((c for c in ranked if c.category == cat), None)
+        if best is None or cat in seen:
+            continue
+        if len(head) < width:
+            head.append(best)
+        else:
+            guess = next((h for h in reversed(head[1:]) if not _pointed_at(h)), None)
+            if guess is None:
+                continue
+            best.confidence = max(best.confidence, guess.confidence)
+            head = [h for h in head if h is not guess] + [best]
+        seen.add(cat)
     rest = [c for c in ranked if not any(c is h for h in head)]
     if head:  # a variant of a shown category never reads as more likely than the hypotheses above it
         floor = head[-1].confidence
         for c in rest:
             c.confidence = min(c.confidence, floor)
     return head + rest
+
+
+def _pointed_at(cause: RootCause) -> bool:
+    """Whether a fact of the evidence lifted this hypothesis (a ``context:`` check that passed)."""
+    return any(v.name.startswith("context:") and v.status == "passed" for v in cause.validation_checks)
 
 
 def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
