@@ -349,6 +349,11 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     return facts
 
 
+# pytest's E-lines name the exception a test or the code under test raised, even when the report around them
+# (the test's header, its frames) was not kept
+_PYTEST_E_EXCEPTION = re.compile(r"E\s+(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Failure|Exit)\b")
+
+
 def _log_report(facts: Facts, analysis: Analysis, scan: ScanResult) -> str | None:
     """``raiser:log_only``: a failure stated only in lines that a library or a tool prints for its errors (a
     signature a rule knows, a line the scanner flags as an error: an ERROR level, ``error:``, a C++ source
@@ -360,6 +365,8 @@ def _log_report(facts: Facts, analysis: Analysis, scan: ScanResult) -> str | Non
     prof = analysis.profile
     if facts.exc_type or facts.raise_frame is not None or facts.cut or prof.type in ("hang", "crash"):
         return None
+    if any(_PYTEST_E_EXCEPTION.match(text) for _src, _ln, text in scan.error_lines):
+        return None  # pytest's report of a raised exception ("E   AssertionError: ..."), its frames left out
     reported = bool(scan.error_lines) or any(f.rule.causes and not f.rule.downstream for f in analysis.findings)
     return "raiser:log_only" if reported else None
 

@@ -161,3 +161,12 @@ def test_an_ascend_op_error_no_rule_knows_keeps_the_library_among_the_three():
     assert all(c.rule.startswith("differential:") for c in diag.root_causes)
     assert "library" in cats(diag)
     assert cats(diag, 1) != ["library"]
+
+
+def test_pytests_report_of_a_raised_exception_is_not_a_librarys_log_line():
+    """A pasted pytest report kept only its E-lines ("E   AssertionError: Arrays are not equal", no test header,
+    no frame): that is an exception a test or the code under test raised, not a line a library or a tool logs
+    for its own errors, so ``raiser:log_only`` does not move the program's code down."""
+    diag, _label = train_log("pytest_python/py_pytest_arrays_not_equal_float_noise_exact_compare_in_test")
+    assert all("context:raiser:log_only" not in [v.name for v in c.validation_checks] for c in diag.root_causes)
+    assert {"test_code", "model"} <= set(cats(diag)[:2])
