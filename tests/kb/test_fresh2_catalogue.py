@@ -4,6 +4,8 @@ and puts the catalogue's meaning first."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,30 @@ def test_a_rocm_build_without_the_gpus_arch_aborts_at_load(name):
     assert (d.profile.type, d.profile.stage) == ("crash", "startup")
     assert "hip.no_binary_for_gpu" in _rules(d)
     assert top3(d)[0] == "environment"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Werkzeug 2.1 removed EnvironBuilder's as_tuple, which Flask 2.0's test client still passes
+        "pytest_python/py_flask_test_client_as_tuple_removed_werkzeug21_unpinned",
+        # Megatron-DeepSpeed passes a keyword the installed (older) DeepSpeed's zero.Init does not have
+        "distributed/dist_megatron_deepspeed_zero_init_unexpected_kwarg_stale_deepspeed",
+    ],
+)
+def test_an_unexpected_keyword_argument_is_a_release_mismatch_before_a_config_key(name):
+    d = diagnose([_train_log(name)])
+    assert d.profile.type == "runtime_error"
+    assert "py.unexpected_kwarg" in _rules(d)
+    assert top3(d)[0] == "environment"
+    assert "config" != top3(d)[0]
+
+
+def test_a_real_unexpected_keyword_argument_keeps_the_function_and_the_keyword(tmp_path):
+    script = tmp_path / "call.py"
+    script.write_text("import json\njson.dumps({}, sort=True)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "unexpected keyword argument 'sort'" in proc.stderr
+    d = diagnose(texts={"stderr.txt": proc.stderr}, exit_code=proc.returncode)
+    cause = next(rc for rc in d.root_causes if rc.rule == "py.unexpected_kwarg")
+    assert "'sort'" in cause.summary
