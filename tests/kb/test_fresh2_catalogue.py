@@ -4,6 +4,7 @@ and puts the catalogue's meaning first."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,27 @@ def test_a_real_unexpected_keyword_argument_keeps_the_function_and_the_keyword(t
     d = diagnose(texts={"stderr.txt": proc.stderr}, exit_code=proc.returncode)
     cause = next(rc for rc in d.root_causes if rc.rule == "py.unexpected_kwarg")
     assert "'sort'" in cause.summary
+
+
+def test_the_py_shim_of_pytest_is_the_tests_import_on_the_train_log():
+    # a test helper imports py._path; pytest 7.2 replaced the `py` dependency by a shim with py.path only
+    d = diagnose([_train_log("pytest_python/py_collection_no_module_named_py_path_pytest_7_2_dropped_py")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "collection")
+    assert "pytest.py_library_shim" in _rules(d) and "py.module_not_found" not in _rules(d)
+    assert top3(d)[0] == "test_code" and "environment" in top3(d)
+
+
+@pytest.mark.parametrize("helper", ["from py._path.local import LocalPath", "import py\nTAG = py.xml.html"])
+def test_a_real_session_whose_helper_needs_more_of_py_than_the_shim(pytester, helper):
+    if importlib.util.find_spec("py") is None or importlib.util.find_spec("py").submodule_search_locations:
+        pytest.skip("the real `py` package is installed here: pytest's shim is not in use")
+    pytester.makepyfile(helpers=helper + "\n", test_it="import helpers\n\ndef test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:faildiag")
+    assert result.ret != 0
+    d = diagnose(
+        texts={"stdout.txt": "\n".join(result.outlines), "stderr.txt": "\n".join(result.errlines)},
+        exit_code=int(result.ret),
+        command="pytest",
+    )
+    assert "pytest.py_library_shim" in _rules(d)
+    assert top3(d)[0] == "test_code"
