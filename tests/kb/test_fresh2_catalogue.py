@@ -114,3 +114,54 @@ def test_a_real_session_whose_helper_needs_more_of_py_than_the_shim(pytester, he
     )
     assert "pytest.py_library_shim" in _rules(d)
     assert top3(d)[0] == "test_code"
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "kind", "first"),
+    [
+        # oneDNN's AVX2 path could not instantiate a large 1x1 Conv3d kernel (confirmed a oneDNN bug)
+        (
+            "pytorch/pt_cpu_onednn_conv3d_could_not_create_primitive_avx2_large_input",
+            "onednn.primitive_creation",
+            ("runtime_error", "runtime"),
+            "library",
+        ),
+        # TensorRT 8.2's builder had no tactic for a Myelin subgraph (fixed in 8.4)
+        (
+            "environment/env_trtexec_myelin_no_implementation_foreignnode_trt82_bug_fixed_84",
+            "tensorrt.no_implementation_for_node",
+            ("unsupported_op", "compile"),
+            "library",
+        ),
+        # a GGUF file (magic 46554747) handed to a pre-GGUF llama-cpp-python
+        (
+            "environment/env_llamacpp_gguf_load_assert_old_llama_cpp_python_ggml_only",
+            "llamacpp.gguf_on_ggml_loader",
+            ("runtime_error", "checkpoint"),
+            "environment",
+        ),
+        # ColossalAI's launch_from_torch started as a plain `python train.py`
+        (
+            "distributed/dist_colossalai_launch_from_torch_rank_env_missing_run_with_python",
+            "launcher.env_var_missing",
+            ("runtime_error", "startup"),
+            "config",
+        ),
+    ],
+)
+def test_a_catalogued_message_on_its_train_log(name, rule, kind, first):
+    d = diagnose([_train_log(name)])
+    assert (d.profile.type, d.profile.stage) == kind
+    assert rule in _rules(d)
+    assert top3(d)[0] == first
+
+
+def test_a_real_script_reading_local_rank_without_a_launcher(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import os\n\nlocal_rank = int(os.environ['LOCAL_RANK'])\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "KeyError: 'LOCAL_RANK'" in proc.stderr
+    d = diagnose(texts={"stderr.txt": proc.stderr}, exit_code=proc.returncode)
+    assert "launcher.env_var_missing" in _rules(d) and "env.missing_variable" not in _rules(d)
+    assert top3(d)[0] == "config"
+    assert d.root_causes[0].fix is not None
