@@ -165,3 +165,12 @@ def test_a_real_script_reading_local_rank_without_a_launcher(tmp_path):
     assert "launcher.env_var_missing" in _rules(d) and "env.missing_variable" not in _rules(d)
     assert top3(d)[0] == "config"
     assert d.root_causes[0].fix is not None
+
+
+def test_a_collection_error_yields_to_the_exception_that_explains_it():
+    # marshmallow 4 removed Field's default/validator keywords the app's schemas pass: pytest's collection
+    # error only says where the import failed; the TypeError says why (a release the code was not written for)
+    d = diagnose([_train_log("pytest_python/py_marshmallow4_removed_field_kwargs_collection_errors")])
+    assert (d.profile.type, d.profile.stage) == ("runtime_error", "collection")
+    assert {"pytest.collection_error", "py.unexpected_kwarg"} <= _rules(d)
+    assert top3(d)[0] == "environment" and "test_code" in top3(d)
