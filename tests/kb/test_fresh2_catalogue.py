@@ -174,3 +174,17 @@ def test_a_collection_error_yields_to_the_exception_that_explains_it():
     assert (d.profile.type, d.profile.stage) == ("runtime_error", "collection")
     assert {"pytest.collection_error", "py.unexpected_kwarg"} <= _rules(d)
     assert top3(d)[0] == "environment"
+
+
+def test_the_same_hip_status_raised_by_a_framework_is_a_backend_error(tmp_path):
+    # PyTorch ROCm returns the status as an exception at a kernel launch: no abort, so no crash
+    script = tmp_path / "launch.py"
+    script.write_text(
+        "raise RuntimeError('HIP error: hipErrorNoBinaryForGpu: Unable to find code object for all current devices!')\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    d = diagnose(texts={"stderr.txt": proc.stderr}, exit_code=proc.returncode)
+    assert d.profile.type == "backend"
+    assert "hip.no_binary_for_gpu_raised" in _rules(d) and "hip.no_binary_for_gpu" not in _rules(d)
+    assert top3(d)[0] == "environment"
