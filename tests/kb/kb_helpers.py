@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import warnings
+from pathlib import Path
 
+from pytest_faildiag.engine.api import diagnose
+from pytest_faildiag.model import Diagnosis
 from pytest_faildiag.rules import Rule, _builtin_packs, build_ruleset
 
 
@@ -26,3 +32,17 @@ def top3(diag) -> list[str]:
         if rc.category not in out:
             out.append(rc.category)
     return out[:3]
+
+
+def run_failing(tmp_path: Path, body: str, *, as_file: bool = False, timeout: float = 240) -> tuple[Diagnosis, str]:
+    """Run a program in a child interpreter, expect it to fail, and diagnose what it printed on stderr with
+    its exit status. ``as_file`` runs it from prog.py (spawned workers re-import the main module)."""
+    code = textwrap.dedent(body)
+    if as_file:
+        (tmp_path / "prog.py").write_text(code)
+        argv = [sys.executable, str(tmp_path / "prog.py")]
+    else:
+        argv = [sys.executable, "-c", code]
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr

@@ -3,15 +3,11 @@ program in a child process and diagnosed from the stderr it printed and its exit
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import pack_rules
+from tests.kb.kb_helpers import pack_rules, run_failing
 
 PACK = "12-torch-messages.toml"
 
@@ -276,10 +272,7 @@ CASES = [
 
 
 def _run(tmp_path: Path, body: str, timeout: float = 240):
-    code = textwrap.dedent(body)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
-    assert p.returncode != 0, p.stdout + p.stderr
-    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
+    return run_failing(tmp_path, body, as_file=False, timeout=timeout)
 
 
 @pytest.mark.parametrize("rule,category,type_,stage,body", CASES, ids=[c[0].removeprefix("torch.msg.") for c in CASES])

@@ -3,15 +3,11 @@ PyTorch-on-CPU program run in a child process, and diagnosed from the stderr it 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import pack_rules, run_failing, top3
 
 PACK = "13-torch-messages-2.toml"
 
@@ -572,12 +568,7 @@ CASES = [
 
 
 def _run(tmp_path: Path, body: str, timeout: float = 240):
-    """Run the program from a file (spawned workers re-import it) and diagnose what it printed."""
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(body))
-    p = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
-    assert p.returncode != 0, p.stdout + p.stderr
-    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
+    return run_failing(tmp_path, body, as_file=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("rule,category,type_,stage,body", CASES, ids=[c[0].removeprefix("torch.msg2.") for c in CASES])
