@@ -237,3 +237,11 @@ def test_it_diagnoses_numpy_live(name: str, tmp_path: Path):
     assert p.returncode != 0, p.stdout + p.stderr
     diag = diagnose(texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode)
     _check(diag, rule_id, "runtime_error", category, first=True)
+
+
+def test_numpys_own_reshape_message_is_not_read_as_jax():
+    """NumPy says "cannot reshape array of size N into shape S"; jax.numpy says "cannot reshape array of shape
+    S (size N) into shape T (size M)": a NumPy-only run is not profiled as a JAX program."""
+    diag = diagnose([str(CAPTURED / "np_reshape.out")])
+    assert "jax.shape" not in [c.rule for c in diag.root_causes]
+    assert diag.profile.stack != "jax"
