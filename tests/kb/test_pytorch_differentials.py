@@ -35,3 +35,14 @@ def test_two_ranks_on_one_gpu_offer_the_launch_and_the_programs_own_device_choic
     homes = {c.category for c in diag.root_causes if c.rule == "nccl.duplicate_gpu"}
     assert {"config", "model"} <= homes
     assert "model" in _top3(diag)
+
+
+def test_a_collective_timeout_offers_the_frameworks_own_collectives_beside_the_users():
+    """A watchdog timeout's collective may be a training framework's own (checkpoint consolidation, evaluation,
+    state-dict gathering on the default group): library is among the homes shown, beside the ranks' data."""
+    diag = _train_log("distributed/dist_pr6_allgather_watchdog_timeout_checkpoint_consolidation_barrier_automodel")
+    assert diag.profile.type == "hang"
+    assert any(c.rule == "nccl.watchdog_timeout" and c.category == "library" for c in diag.root_causes)
+    assert "library" in _top3(diag)
+    uneven = _train_log("distributed/pt_iterabledataset_unequal_len_nccl_timeout")
+    assert "dataset" in _top3(uneven)
