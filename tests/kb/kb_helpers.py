@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,21 @@ from pathlib import Path
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.model import Diagnosis
 from pytest_faildiag.rules import Rule, _builtin_packs, build_ruleset
+
+THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+
+
+def train_log_path(name: str) -> Path:
+    """A thread-corpus log that the split puts in train (the only ones a rule may be shown on)."""
+    assert json.loads((THREADS / "split.json").read_text())["split"].get(name) == "train", name
+    path = THREADS / f"{name}.log"
+    assert path.is_file(), path
+    return path
+
+
+def fired(diag, rule: str) -> bool:
+    """Whether a rule's cause is among the diagnosis's causes."""
+    return any(rc.rule == rule for rc in diag.root_causes)
 
 
 def pack_rules(pack: str) -> list[Rule]:

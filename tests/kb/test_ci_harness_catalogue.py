@@ -25,7 +25,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import _builtin_packs, build_ruleset
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import fired, pack_rules, top3, train_log_path
 
 PACK = "38-ci-harness-catalogue.toml"
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,21 +35,9 @@ SPLIT = json.loads((THREADS / "split.json").read_text())["split"]
 SHA = "1" * 40
 
 
-def _train_log(name: str) -> Path:
-    """A thread-corpus log that the split puts in train (the only ones a rule may be shown on)."""
-    assert SPLIT.get(name) == "train", name
-    path = THREADS / f"{name}.log"
-    assert path.is_file(), path
-    return path
-
-
-def _fired(diag, rule: str) -> bool:
-    return any(rc.rule == rule for rc in diag.root_causes)
-
-
 def _assert(diag, rule: str, type_: str, category: str, first: bool = False) -> None:
     rules = [c.rule for c in diag.root_causes]
-    assert _fired(diag, rule), (rule, rules)
+    assert fired(diag, rule), (rule, rules)
     assert diag.profile.type == type_, (diag.profile.type, rules)
     cats = top3(diag)
     assert category in (cats[:1] if first else cats), (category, cats, rules)
@@ -83,15 +71,15 @@ def test_no_rule_of_the_pack_replaces_a_rule_of_another_pack():
 def test_pre_commit_on_an_old_git_is_the_machine_s_git_at_hook_install():
     """pre-commit's 'An unexpected error' comes from preparing hooks (startup), and git's old 'result=22,
     HTTP code = 404' wording marks a git from before the message was rewritten."""
-    diag = diagnose([str(_train_log("environment/env_precommit_git_fetch_404_old_git_centos7_ci_node"))])
+    diag = diagnose([str(train_log_path("environment/env_precommit_git_fetch_404_old_git_centos7_ci_node"))])
     _assert(diag, "git.rpc_failed_old_wording", "runtime_error", "environment", first=True)
-    assert _fired(diag, "precommit.unexpected_error")
+    assert fired(diag, "precommit.unexpected_error")
     assert diag.profile.stage == "startup"
 
 
 def test_a_dataloader_bus_error_in_a_hub_container_offers_the_container_s_shm_default():
     """PyTorch's README: in a container the default /dev/shm is not enough for multiprocessing loaders."""
-    diag = diagnose([str(_train_log("pytorch/pt_dataloader_worker_bus_error_hub_container_small_dev_shm"))])
+    diag = diagnose([str(train_log_path("pytorch/pt_dataloader_worker_bus_error_hub_container_small_dev_shm"))])
     _assert(diag, "container.small_dev_shm", "crash", "harness")
     assert diag.profile.stage == "data"
 
@@ -179,7 +167,7 @@ def test_git_that_cannot_resolve_its_host_is_the_runner_s_network(tmp_path):
     diag, p = _run(["git", "ls-remote", "https://ci-mirror.invalid/org/repo.git"], GIT_ENV, tmp_path)
     assert "Could not resolve host" in p.stderr
     _assert(diag, "dns.could_not_resolve_host", "runtime_error", "harness", first=True)
-    assert _fired(diag, "git.unable_to_access")
+    assert fired(diag, "git.unable_to_access")
 
 
 def test_curl_that_cannot_resolve_its_host_is_the_runner_s_network(tmp_path):
@@ -226,14 +214,14 @@ def test_nox_without_the_session_s_python_is_the_runner_image():
 def test_tox_s_failed_commands_are_a_run_not_an_evaluation_loop():
     """tox 4 closes with 'evaluation failed :(' (its own run's evaluation): the commands ran, stage runtime."""
     diag = diagnose([str(CAPTURED / "tox_commands_failed.txt")])
-    assert _fired(diag, "tox.commands_failed")
+    assert fired(diag, "tox.commands_failed")
     assert diag.profile.stage == "runtime"
 
 
 def test_pre_commit_whose_hook_repository_is_gone_is_the_configured_url():
     diag = diagnose([str(CAPTURED / "precommit_hook_repo_404.txt")])
     _assert(diag, "git.repository_not_found", "runtime_error", "config")
-    assert _fired(diag, "precommit.unexpected_error")
+    assert fired(diag, "precommit.unexpected_error")
     assert diag.profile.stage == "startup"
 
 

@@ -12,16 +12,9 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import pack_rules, top3, train_log_path
 
 ROOT = Path(__file__).resolve().parents[2]
-THREADS = ROOT / "tests/data/corpus/threads"
-
-
-def _train_log(name: str) -> Path:
-    path = THREADS / f"{name}.log"
-    assert path.is_file(), path
-    return path
 
 
 def _rules(diag) -> set[str]:
@@ -35,7 +28,7 @@ def test_the_packs_load_without_a_warning(pack):
 
 def test_an_old_arch_nvcc_refuses_is_a_build_list_older_than_the_toolkit():
     # CUDA 11's nvcc dropped compute_30; a project's CMake still asked for it
-    d = diagnose([_train_log("environment/env_flashlight_build_nvcc_unsupported_compute_30_cuda11_dropped_arch")])
+    d = diagnose([train_log_path("environment/env_flashlight_build_nvcc_unsupported_compute_30_cuda11_dropped_arch")])
     assert (d.profile.type, d.profile.stage) == ("backend", "compile")
     assert "build.nvcc_arch_dropped" in _rules(d)
     assert "build.nvcc_unsupported_arch" not in _rules(d)
@@ -59,7 +52,7 @@ def test_a_new_arch_nvcc_refuses_is_a_toolkit_too_old(arch):
 )
 def test_a_rocm_build_without_the_gpus_arch_aborts_at_load(name):
     # the second log's abort is reported in German ("Speicherabzug geschrieben"): the HIP message alone tells
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert (d.profile.type, d.profile.stage) == ("crash", "startup")
     assert "hip.no_binary_for_gpu" in _rules(d)
     assert top3(d)[0] == "environment"
@@ -75,7 +68,7 @@ def test_a_rocm_build_without_the_gpus_arch_aborts_at_load(name):
     ],
 )
 def test_an_unexpected_keyword_argument_is_a_release_mismatch_before_a_config_key(name):
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert d.profile.type == "runtime_error"
     assert "py.unexpected_kwarg" in _rules(d)
     assert top3(d)[0] == "environment"
@@ -94,7 +87,7 @@ def test_a_real_unexpected_keyword_argument_keeps_the_function_and_the_keyword(t
 
 def test_the_py_shim_of_pytest_is_the_tests_import_on_the_train_log():
     # a test helper imports py._path; pytest 7.2 replaced the `py` dependency by a shim with py.path only
-    d = diagnose([_train_log("pytest_python/py_collection_no_module_named_py_path_pytest_7_2_dropped_py")])
+    d = diagnose([train_log_path("pytest_python/py_collection_no_module_named_py_path_pytest_7_2_dropped_py")])
     assert (d.profile.type, d.profile.stage) == ("runtime_error", "collection")
     assert "pytest.py_library_shim" in _rules(d) and "py.module_not_found" not in _rules(d)
     assert top3(d)[0] == "test_code" and "environment" in top3(d)
@@ -150,7 +143,7 @@ def test_a_real_session_whose_helper_needs_more_of_py_than_the_shim(pytester, he
     ],
 )
 def test_a_catalogued_message_on_its_train_log(name, rule, kind, first):
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert (d.profile.type, d.profile.stage) == kind
     assert rule in _rules(d)
     assert top3(d)[0] == first
@@ -170,7 +163,7 @@ def test_a_real_script_reading_local_rank_without_a_launcher(tmp_path):
 def test_a_collection_error_yields_to_the_exception_that_explains_it():
     # marshmallow 4 removed Field's default/validator keywords the app's schemas pass: pytest's collection
     # error only says where the import failed; the TypeError says why (a release the code was not written for)
-    d = diagnose([_train_log("pytest_python/py_marshmallow4_removed_field_kwargs_collection_errors")])
+    d = diagnose([train_log_path("pytest_python/py_marshmallow4_removed_field_kwargs_collection_errors")])
     assert (d.profile.type, d.profile.stage) == ("runtime_error", "collection")
     assert {"pytest.collection_error", "py.unexpected_kwarg"} <= _rules(d)
     assert top3(d)[0] == "environment"

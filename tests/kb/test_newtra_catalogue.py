@@ -17,23 +17,11 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import fired, pack_rules, top3, train_log_path
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS = ROOT / "tests/data/corpus/threads"
 SPLIT = json.loads((THREADS / "split.json").read_text())["split"]
-
-
-def _train_log(name: str) -> Path:
-    """A thread-corpus log that the split puts in train (the only ones a rule may be shown on)."""
-    assert SPLIT.get(name) == "train", name
-    path = THREADS / f"{name}.log"
-    assert path.is_file(), path
-    return path
-
-
-def _fired(d, rule: str) -> bool:
-    return any(rc.rule == rule for rc in d.root_causes)
 
 
 def _run(tmp_path: Path, body: str, name: str = "train.py"):
@@ -77,8 +65,8 @@ def test_a_four_channel_image_into_a_three_channel_convolution_points_at_the_dat
         """,
     )
     assert d.profile.type == "runtime_error"
-    assert _fired(d, "torch.msg.image_channels")
-    assert not _fired(d, "torch.shape_mismatch")
+    assert fired(d, "torch.msg.image_channels")
+    assert not fired(d, "torch.shape_mismatch")
     assert top3(d)[0] == "dataset"
 
 
@@ -93,7 +81,7 @@ def test_a_collective_on_cpu_tensors_without_a_cpu_backend_is_a_communication_er
         """,
     )
     assert (d.profile.type, d.profile.stage) == ("communication", "runtime")
-    assert _fired(d, "c10d.collective_device_without_backend")
+    assert fired(d, "c10d.collective_device_without_backend")
     assert {"library", "config", "model"} == set(top3(d))
 
 
@@ -110,7 +98,7 @@ def test_an_optimizer_state_missing_param_groups_is_a_checkpoint_layout_error(tm
         """,
     )
     assert (d.profile.type, d.profile.stage) == ("runtime_error", "checkpoint")
-    assert _fired(d, "torch.msg.checkpoint_layout_key")
+    assert fired(d, "torch.msg.checkpoint_layout_key")
     assert top3(d)[:2] == ["checkpoint", "model"]
 
 
@@ -141,44 +129,44 @@ def test_a_script_named_for_evaluation_places_the_failure_in_evaluation(tmp_path
     ],
 )
 def test_an_nccl_topology_detection_failure_is_a_set_up_error_of_the_environment(name):
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert (d.profile.type, d.profile.stage) == ("communication", "startup")
-    assert _fired(d, "nccl.warn.topology_detection")
-    assert not _fired(d, "nccl.result.internal_error")  # the specific WARN silences the generic code
+    assert fired(d, "nccl.warn.topology_detection")
+    assert not fired(d, "nccl.result.internal_error")  # the specific WARN silences the generic code
     assert top3(d)[0] == "environment"
 
 
 def test_a_hung_watchdog_is_a_hang_of_an_nccl_call():
-    d = diagnose([_train_log("distributed/dist_gh5_nvfuser_teardown_hang_nccl_2234_pg_destroy_order_regression")])
+    d = diagnose([train_log_path("distributed/dist_gh5_nvfuser_teardown_hang_nccl_2234_pg_destroy_order_regression")])
     assert (d.profile.type, d.profile.stage) == ("hang", "runtime")
-    assert _fired(d, "c10d.watchdog_stuck")
+    assert fired(d, "c10d.watchdog_stuck")
     assert top3(d)[0] == "library"
 
 
 def test_tensors_must_be_cuda_is_the_same_family_as_no_backend_for_cpu():
-    d = diagnose([_train_log("distributed/ptexamples_imagenet_allreduce_cpu_floattensor")])
-    assert _fired(d, "c10d.collective_device_without_backend")
+    d = diagnose([train_log_path("distributed/ptexamples_imagenet_allreduce_cpu_floattensor")])
+    assert fired(d, "c10d.collective_device_without_backend")
     assert top3(d)[0] == "library"
 
 
 def test_a_class_target_assert_names_the_configured_class_count_too():
-    d = diagnose([_train_log("pytorch/pt_device_assert_nll_target_out_of_range_num_classes_arg_off_by_one")])
+    d = diagnose([train_log_path("pytorch/pt_device_assert_nll_target_out_of_range_num_classes_arg_off_by_one")])
     assert d.profile.type == "crash"
-    assert _fired(d, "torch.msg.class_target_out_of_range")
-    assert not _fired(d, "torch.cuda.device_side_assert")
+    assert fired(d, "torch.msg.class_target_out_of_range")
+    assert not fired(d, "torch.cuda.device_side_assert")
     assert top3(d)[:2] == ["dataset", "config"]
 
 
 def test_a_torchvision_op_without_a_cuda_kernel_fails_when_called():
-    d = diagnose([_train_log("pytorch/pt_impactpack_torchvision_nms_cuda_version_mismatch")])
+    d = diagnose([train_log_path("pytorch/pt_impactpack_torchvision_nms_cuda_version_mismatch")])
     assert d.profile.stage == "runtime"
-    assert _fired(d, "torch.dispatch.vision_op_no_backend_kernel")
+    assert fired(d, "torch.dispatch.vision_op_no_backend_kernel")
     assert top3(d)[0] == "environment"
 
 
 def test_a_checkpoint_without_its_state_dict_key():
     d = diagnose(
-        [_train_log("pytorch/pt_load_checkpoint_keyerror_state_dict_imagenet_weights_renamed_as_reid_checkpoint")]
+        [train_log_path("pytorch/pt_load_checkpoint_keyerror_state_dict_imagenet_weights_renamed_as_reid_checkpoint")]
     )
     assert d.profile.stage == "checkpoint"
     assert top3(d)[0] == "checkpoint"
@@ -223,15 +211,15 @@ def test_a_catalogue_fact_on_its_train_log(name, expected):
     cuDNN; vLLM's own parser lacking vllm-ascend's method; accelerate's old over-strict 8-bit check; a torch
     built without libuv; no kernel image (raised when a kernel runs); torch_npu without its TorchAir."""
     typ, stage, rule, lead = expected
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert (d.profile.type, d.profile.stage) == (typ, stage)
-    assert _fired(d, rule)
+    assert fired(d, rule)
     assert top3(d)[: len(lead)] == lead
 
 
 def test_the_newer_accelerate_8bit_wordings_are_not_the_old_check():
-    d = diagnose([_train_log("pytorch/pt_peft_8bit_multi_device_accelerate_bug")])
-    assert not _fired(d, "accelerate.quantized_distributed_device_map")
+    d = diagnose([train_log_path("pytorch/pt_peft_8bit_multi_device_accelerate_bug")])
+    assert not fired(d, "accelerate.quantized_distributed_device_map")
 
 
 @pytest.mark.parametrize(
@@ -242,7 +230,7 @@ def test_the_newer_accelerate_8bit_wordings_are_not_the_old_check():
     ],
 )
 def test_nccl_tests_results_header_separates_set_up_from_measuring(name, stage):
-    d = diagnose([_train_log(name)])
+    d = diagnose([train_log_path(name)])
     assert d.profile.type == "communication"
     assert d.profile.stage == stage
 
@@ -258,5 +246,5 @@ def test_a_cpu_target_out_of_bounds_names_the_class_count_beside_the_labels(tmp_
         """,
     )
     assert d.profile.type == "runtime_error"
-    assert _fired(d, "torch.msg.class_target_out_of_range_cpu")
+    assert fired(d, "torch.msg.class_target_out_of_range_cpu")
     assert top3(d)[:2] == ["dataset", "config"]

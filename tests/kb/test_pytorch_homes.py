@@ -16,10 +16,9 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import _builtin_packs, build_ruleset
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import pack_rules, top3, train_log_path
 
 ROOT = Path(__file__).resolve().parents[2]
-THREADS = ROOT / "tests/data/corpus/threads"
 GPU = ROOT / "tests/data/corpus/gpu"
 
 
@@ -35,12 +34,6 @@ def _without(*rule_ids: str):
         return build_ruleset([*_builtin_packs(), ("99-left-out.toml", toml)])
 
 
-def _train_log(name: str) -> Path:
-    path = THREADS / f"{name}.log"
-    assert path.is_file(), path
-    return path
-
-
 def test_the_packs_load_without_a_warning():
     for pack in ("10-pytorch.toml", "15-cuda-nccl-catalogue.toml"):
         assert pack_rules(pack)
@@ -49,7 +42,7 @@ def test_the_packs_load_without_a_warning():
 def test_a_catalogued_library_status_silences_the_family_guess():
     # cuBLAS's CUBLAS_STATUS_NOT_INITIALIZED at cublasCreate(): the handle is created at the first matmul,
     # when the model already holds the GPU memory; the family-level "a CUDA library refused" rule is silent
-    d = diagnose([_train_log("pytorch/pt_lmeval_cublas_not_initialized_near_oom")])
+    d = diagnose([train_log_path("pytorch/pt_lmeval_cublas_not_initialized_near_oom")])
     assert d.profile.type == "backend" and d.profile.stage == "runtime"
     assert not any(rc.rule == "cuda.library_status" for rc in d.root_causes)
     assert any(rc.rule == "cublas.status.not_initialized" for rc in d.root_causes)
@@ -58,7 +51,7 @@ def test_a_catalogued_library_status_silences_the_family_guess():
 
 def test_a_library_handle_failure_points_at_memory_without_its_rule():
     d = diagnose(
-        [_train_log("pytorch/pt_lmeval_cublas_not_initialized_near_oom")],
+        [train_log_path("pytorch/pt_lmeval_cublas_not_initialized_near_oom")],
         ruleset=_without("cublas.status.not_initialized", "cuda.library_status"),
     )
     assert "resource" in top3(d)
@@ -67,7 +60,7 @@ def test_a_library_handle_failure_points_at_memory_without_its_rule():
 def test_cudnn_execution_failed_names_the_build_then_the_kernel_then_cudnn():
     # cudnnStatus_t EXECUTION_FAILED: "failure to launch some cuDNN kernel ... check that the hardware, an
     # appropriate version of the driver, and the cuDNN library are correctly installed"
-    d = diagnose([_train_log("pytorch/pt_dualdmp_cudnn_execution_failed_old_cuda")])
+    d = diagnose([train_log_path("pytorch/pt_dualdmp_cudnn_execution_failed_old_cuda")])
     assert d.profile.type == "backend" and d.profile.stage == "runtime"
     assert top3(d) == ["environment", "operator", "backend"]
 
@@ -84,7 +77,7 @@ def test_device_side_assert_points_at_the_data_without_its_rule():
 
 
 def test_nccl_unhandled_cuda_error_puts_the_install_first_and_keeps_a_release_bug():
-    d = diagnose([_train_log("distributed/nccl_tests_unhandled_cuda_nccl1")])
+    d = diagnose([train_log_path("distributed/nccl_tests_unhandled_cuda_nccl1")])
     assert d.profile.type == "communication"
     assert top3(d)[:2] == ["environment", "backend"]
     assert any(rc.category == "library" and rc.rule == "nccl.result.unhandled_cuda" for rc in d.root_causes)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import pack_rules, top3
+from tests.kb.kb_helpers import fired, pack_rules, top3
 
 PACK = "36-scipy-catalogue.toml"
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -22,14 +22,10 @@ CAPTURED = DATA / "kb" / "scipy_catalogue"
 THREADS = DATA / "corpus" / "threads"
 
 
-def _fired(diag, rule_id: str) -> bool:
-    return any(c.rule == rule_id for c in diag.root_causes)
-
-
 def _check(diag, rule_id: str, type_: str, category: str, *, first: bool) -> None:
     cats = top3(diag)
     rules = [c.rule for c in diag.root_causes]
-    assert _fired(diag, rule_id), (rule_id, rules)
+    assert fired(diag, rule_id), (rule_id, rules)
     assert diag.profile.type == type_, (diag.profile.type, rules)
     if first:
         assert diag.root_causes[0].category == category, (category, cats, rules)
@@ -129,8 +125,8 @@ def test_a_rounding_level_difference_points_at_the_test_and_a_real_difference_do
     d_noise = diagnose(texts={"stdout.txt": noise}, exit_code=1)
     d_real = diagnose(texts={"stdout.txt": real}, exit_code=1)
     assert d_noise.root_causes[0].category == "test_code"
-    assert not _fired(d_real, "numpy.testing.float_noise")
-    assert _fired(d_real, "numpy.testing.not_equal")
+    assert not fired(d_real, "numpy.testing.float_noise")
+    assert fired(d_real, "numpy.testing.not_equal")
     assert d_real.root_causes[0].category == "model", [c.category for c in d_real.root_causes]
 
 
@@ -200,7 +196,7 @@ def test_an_absurd_allocation_blames_the_shape_and_a_plausible_one_the_memory():
 def test_the_removed_numpy_alias_stays_with_the_ecosystem_pack():
     """np.float is 45-ecosystem's py.numpy_removed_alias: this pack adds no second rule for it."""
     diag = diagnose(texts={"stderr.txt": (CAPTURED / "np_removed_alias.out").read_text()}, exit_code=1)
-    assert _fired(diag, "py.numpy_removed_alias")
+    assert fired(diag, "py.numpy_removed_alias")
     assert not any((c.rule or "").startswith("numpy.") for c in diag.root_causes)
 
 
