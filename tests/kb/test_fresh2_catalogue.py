@@ -7,14 +7,11 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import pack_rules, top3, train_log_path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rules(diag) -> set[str]:
