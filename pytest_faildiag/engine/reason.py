@@ -345,6 +345,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     return facts
 
@@ -682,6 +683,35 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     if family == "lookup" and _ENVIRON_FRAME.search(frames[-1].file.replace("\\", "/")):
         return None  # ``os.environ[name]``: a variable the run was not given (its configuration), not a bug
     return "raiser:library_internal"
+
+
+# what a NotImplementedError that names no feature of the library speaks of: a kernel, an operator, a dtype, a
+# device or backend (no kernel for this device/dtype: the operator's), or a method a subclass must override (an
+# abstract base: the caller's class lacks it)
+_NOT_A_FEATURE = re.compile(
+    r"(?i)aten::|\bkernels?\b|\bop(?:erator|eration)?s?\b|\bdtypes?\b|\b(?:b?float|half|int|uint|complex)\d*\b|\bbf16\b"
+    r"|\bfp\d+\b|\b(?:cuda|cpu|gpu|mps|xpu|npu|tpu|xla|rocm|hip|meta|sparse|quantized)\b|\bbackends?\b|\bdevices?\b"
+    r"|subclass|overrid|abstract|\bmust (?:be )?implement|\bimplement (?:this|it)\b|missing the required"
+)
+
+
+def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:library_gap``: a NotImplementedError raised by a library's own Python code (its innermost
+    frame is the library's, not the standard library's) whose message names a feature or a combination of
+    options, not a kernel, an operator, a dtype, a device or backend, nor a method a subclass must override.
+    A ``raise NotImplementedError("… is not supported yet")`` in a library's module is that library
+    saying it lacks the feature (its code, fixed by a later release or a workaround in it); a missing kernel
+    is the dispatcher's ("Could not run 'aten::x' with arguments from the 'CUDA' backend", "not implemented
+    for 'Half'": the operator's), and an abstract base's bare raise is the caller's class that did not
+    override it (``Module … is missing the required "forward" function``: the program's)."""
+    if facts.family != "not_implemented" or facts.raiser != "library" or not frames:
+        return None
+    if frame_owner(frames[-1], reasoning.libraries)[0] != "library":
+        return None
+    message = (facts.message or "").strip()
+    if not message or _NOT_A_FEATURE.search(_PATHS.sub(" ", message)):
+        return None
+    return "raiser:library_gap"
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
