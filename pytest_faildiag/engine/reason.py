@@ -55,6 +55,7 @@ LEAD_LINES = 2  # the first error lines read as part of the message (the rest of
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
+LIBRARY_GAP = "raiser:library_gap"  # a library's own code raised NotImplementedError for a feature (_library_gap)
 # the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
 # raised where nothing could catch it): the reported exception is the failure, read in its place
 REPORTER_FAMILY = "unraisable"
@@ -450,6 +451,8 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         prof.type = entry["type"]
     elif not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
         implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
+        if implied_type == "unsupported_op" and LIBRARY_GAP in facts.active:
+            implied_type = None  # a feature the library's code lacks, not an operator without a kernel (_library_gap)
         if implied_type:
             prof.type = implied_type
 
@@ -685,13 +688,14 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     return "raiser:library_internal"
 
 
-# what a NotImplementedError that names no feature of the library speaks of: a kernel, an operator, a dtype, a
-# device or backend (no kernel for this device/dtype: the operator's), or a method a subclass must override (an
-# abstract base: the caller's class lacks it)
+# what a NotImplementedError that names no feature of the library speaks of: a kernel, an operator or primitive, a
+# dtype, a device, platform or backend (no kernel or lowering for this device/dtype: the operator's), or a method a
+# subclass must override (an abstract base: the caller's class lacks it)
 _NOT_A_FEATURE = re.compile(
     r"(?i)aten::|\bkernels?\b|\bop(?:erator|eration)?s?\b|\bdtypes?\b|\b(?:b?float|half|int|uint|complex)\d*\b|\bbf16\b"
     r"|\bfp\d+\b|\b(?:cuda|cpu|gpu|mps|xpu|npu|tpu|xla|rocm|hip|meta|sparse|quantized)\b|\bbackends?\b|\bdevices?\b"
-    r"|subclass|overrid|abstract|\bmust (?:be )?implement|\bimplement (?:this|it)\b|missing the required"
+    r"|\bprimitives?\b|\bplatforms?\b|subclass|overrid|abstract|\b(?:must|should) (?:be )?implement|\bimplement (?:this|it)\b"
+    r"|missing the required"
 )
 
 
@@ -711,7 +715,7 @@ def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str
     message = (facts.message or "").strip()
     if not message or _NOT_A_FEATURE.search(_PATHS.sub(" ", message)):
         return None
-    return "raiser:library_gap"
+    return LIBRARY_GAP
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:

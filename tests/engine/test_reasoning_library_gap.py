@@ -67,7 +67,8 @@ def test_train_logs_a_feature_the_library_does_not_implement_leads_with_the_libr
     """FSDP's own argument check ("offload_to_cpu=True and NO_SHARD is not supported yet") and datasets'
     builder ("Loading a dataset cached in a LocalFileSystem is not supported.") raise NotImplementedError in
     the library's Python code: no kernel is missing, the library lacks the feature. Both put the operator
-    first before the fact; the library leads now, the operator is moved down."""
+    first before the fact; the library leads now, the operator is moved down, and the failure is no longer
+    typed as an unsupported operator (both are labelled runtime_error)."""
     for name in (
         "distributed/pt_fsdp_save_offload_to_cpu_no_shard_unsupported_single_gpu",
         "pytorch/py_datasets_cached_localfilesystem_not_supported_fsspec_2023_10",
@@ -77,21 +78,23 @@ def test_train_logs_a_feature_the_library_does_not_implement_leads_with_the_libr
         assert cats(diag, 1) == ["library"], name
         assert context_checks(diag, "library")[FACT] == "passed", name
         assert context_checks(diag, "operator")[FACT] == "failed", name
+        assert diag.profile.type == label["type"] == "runtime_error", name
 
 
 def test_a_combination_of_options_the_library_lacks_is_the_librarys(tmp_path):
     """gamma's own check refuses a combination of options it does not implement (two frames below the
-    program's call): the fact holds and the library leads over a missing kernel."""
+    program's call): the fact holds and the library leads over a missing kernel; no operator is unsupported."""
     err, rc = _run(tmp_path, "import gamma\ngamma.export([1], 'csv', compress=True)\n")
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
     assert context_checks(diag, "library")[FACT] == "passed"
     assert cats(diag, 1) == ["library"]
+    assert diag.profile.type == "runtime_error"
 
 
 def test_a_missing_kernel_or_a_method_to_override_is_no_library_gap(tmp_path):
     """The same raise naming a dtype is a kernel that is missing (the operator's); an abstract base's bare
     ``raise NotImplementedError`` or one that asks a subclass to override is the caller's class: the fact
-    does not hold for any of them."""
+    does not hold for any of them, and NotImplementedError keeps its reading as an unsupported operation."""
     for code in (
         "import gamma\ngamma.export([1], 'half')\n",
         "import gamma\ngamma.Base()(1)\n",
@@ -100,6 +103,7 @@ def test_a_missing_kernel_or_a_method_to_override_is_no_library_gap(tmp_path):
         err, rc = _run(tmp_path, code)
         diag = diagnose(texts={"stderr": err}, exit_code=rc)
         assert FACT not in all_checks(diag), code
+        assert diag.profile.type == "unsupported_op", code
 
 
 def test_the_programs_own_not_implemented_is_no_library_gap(tmp_path):
