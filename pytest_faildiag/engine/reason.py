@@ -55,6 +55,7 @@ LEAD_LINES = 2  # the first error lines read as part of the message (the rest of
 TAIL_READ = 8  # the last lines of each log read as its message when nothing in it was flagged as an error
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
+LIBRARY_GAP = "raiser:library_gap"  # a library's own code raised NotImplementedError for a feature (_library_gap)
 # the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
 # raised where nothing could catch it): the reported exception is the failure, read in its place
 REPORTER_FAMILY = "unraisable"
@@ -345,6 +346,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     return facts
 
@@ -449,6 +451,8 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         prof.type = entry["type"]
     elif not analysis.type_by_rule and prof.type in ("runtime_error", "unknown"):
         implied_type = entry.get("type") or (implied(facts, "type") if prof.type == "runtime_error" else None)
+        if implied_type == "unsupported_op" and LIBRARY_GAP in facts.active:
+            implied_type = None  # a feature the library's code lacks, not an operator without a kernel (_library_gap)
         if implied_type:
             prof.type = implied_type
 
@@ -682,6 +686,36 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     if family == "lookup" and _ENVIRON_FRAME.search(frames[-1].file.replace("\\", "/")):
         return None  # ``os.environ[name]``: a variable the run was not given (its configuration), not a bug
     return "raiser:library_internal"
+
+
+# what a NotImplementedError that names no feature of the library speaks of: a kernel, an operator or primitive, a
+# dtype, a device, platform or backend (no kernel or lowering for this device/dtype: the operator's), or a method a
+# subclass must override (an abstract base: the caller's class lacks it)
+_NOT_A_FEATURE = re.compile(
+    r"(?i)aten::|\bkernels?\b|\bop(?:erator|eration)?s?\b|\bdtypes?\b|\b(?:b?float|half|int|uint|complex)\d*\b|\bbf16\b"
+    r"|\bfp\d+\b|\b(?:cuda|cpu|gpu|mps|xpu|npu|tpu|xla|rocm|hip|meta|sparse|quantized)\b|\bbackends?\b|\bdevices?\b"
+    r"|\bprimitives?\b|\bplatforms?\b|subclass|overrid|abstract|\b(?:must|should) (?:be )?implement|\bimplement (?:this|it)\b"
+    r"|missing the required"
+)
+
+
+def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:library_gap``: a NotImplementedError raised by a library's own Python code (its innermost
+    frame is the library's, not the standard library's) whose message names a feature or a combination of
+    options, not a kernel, an operator, a dtype, a device or backend, nor a method a subclass must override.
+    A ``raise NotImplementedError("… is not supported yet")`` in a library's module is that library
+    saying it lacks the feature (its code, fixed by a later release or a workaround in it); a missing kernel
+    is the dispatcher's ("Could not run 'aten::x' with arguments from the 'CUDA' backend", "not implemented
+    for 'Half'": the operator's), and an abstract base's bare raise is the caller's class that did not
+    override it (``Module … is missing the required "forward" function``: the program's)."""
+    if facts.family != "not_implemented" or facts.raiser != "library" or not frames:
+        return None
+    if frame_owner(frames[-1], reasoning.libraries)[0] != "library":
+        return None
+    message = (facts.message or "").strip()
+    if not message or _NOT_A_FEATURE.search(_PATHS.sub(" ", message)):
+        return None
+    return LIBRARY_GAP
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
