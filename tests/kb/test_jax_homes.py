@@ -1,0 +1,100 @@
+"""Where a JAX failure's cause lives: whose code the traceback shows (engine/reason.py), and JAX's plugins.
+
+* JAX's tracer errors (jax.errors) are raised inside JAX for the code that converted the traced value: the
+  raiser is the innermost frame outside JAX and NumPy (a downstream library -> library, the program -> model;
+  only JAX's and NumPy's frames -> not shown).
+* A name jax/jaxlib no longer has, asked for by a JAX-based library's code, is that library's release (library;
+  the program's own call stays the version mismatch, environment); jax._src.deprecations' ``getattr`` raises
+  for its caller.
+* JAX's filtered re-raise (``UnfilteredStackTrace`` chained to the filtered traceback) is one exception: the
+  frames the original lost are read from the filtered one.
+* A PJRT plugin that cannot be initialised is a broken installation (jax.cat2.plugin_init_failed).
+
+Real logs: produced here with jax 0.10.2 (tests/data/kb/jax_homes/labels.json keeps each program) and train
+logs of the thread corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import fired, top3, train_log_path
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "jax_homes"
+LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
+
+
+def _facts(diag) -> set[str]:
+    """The reasoning's facts that moved a cause (reported as ``context:<fact>`` validation checks)."""
+    return {c.name.removeprefix("context:") for rc in diag.root_causes for c in rc.validation_checks}
+
+
+def _diagnose(path: Path, exit_code: int | None = None):
+    return diagnose([str(path)], exit_code=exit_code)
+
+
+@pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
+def test_the_home_of_a_real_jax_failure(label):
+    diag = _diagnose(DATA / label["log"], label["exit_code"])
+    assert top3(diag)[0] == label["category"], [(rc.category, rc.rule, rc.confidence) for rc in diag.root_causes]
+    if label["fact"]:
+        assert label["fact"] in _facts(diag), _facts(diag)
+
+
+def test_a_tracer_error_seen_only_in_numpy_and_jax_frames_shows_no_raiser():
+    # numpy.stack -> Tracer.__array__: NumPy only passed the value on; the code that handed it a traced value
+    # is not in the excerpt, so "every frame is a library's" must not lift the library
+    diag = _diagnose(train_log_path("jax/jax_tracer_array_conversion_params_dict_passed_to_emulator"))
+    facts = _facts(diag)
+    assert "raiser:library_only" not in facts and "raiser:unseen" in facts, facts
+    assert top3(diag)[0] == "model"
+
+
+def test_a_tracer_conversion_in_the_programs_frame_keeps_the_library_hypothesis_second():
+    diag = _diagnose(DATA / "user_numpy.log", 1)
+    assert top3(diag)[:2] == ["model", "library"]
+    assert fired(diag, "jax.err.tracer_array_conversion")
+
+
+def test_a_removed_jax_name_asked_by_a_library_through_jax_deprecation_getattr():
+    # ott/utils.py -> jax/_src/deprecations.py getattr: the raiser is ott, not jax asking itself
+    diag = _diagnose(train_log_path("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045"))
+    facts = _facts(diag)
+    assert "api:jax_removed_in_library" in facts and "api:own_library" not in facts, facts
+    assert top3(diag)[:2] == ["library", "environment"]
+
+
+def test_a_removed_jaxlib_name_asked_by_a_library():
+    diag = _diagnose(train_log_path("jax/jax_chacha_import_register_cpu_custom_call_target_removed_jax_0_4_24"))
+    assert "api:jax_removed_in_library" in _facts(diag)
+    assert top3(diag)[:2] == ["library", "environment"]
+
+
+def test_the_filtered_traceback_gives_the_frames_the_unfiltered_one_lost():
+    # "UnfilteredStackTrace: AttributeError: module 'jax.ops' has no attribute 'index_update'" was cut to its
+    # exception line; the filtered traceback chained after it shows the program's frame that asked for the name
+    # (the program's own call of a removed name: the convention's version mismatch, the program's code second)
+    diag = _diagnose(train_log_path("jax/jax_index_update_removed_code_uses_old_jax_api"))
+    facts = _facts(diag)
+    assert "raiser:user" in facts and "raiser:unseen" not in facts, facts
+    assert "api:jax_removed_in_library" not in facts
+    assert top3(diag)[:2] == ["environment", "model"]
+
+
+def test_a_missing_jax_submodule_stays_an_installation():
+    # "No module named 'jax.numpy'" raised in chex: no removed name, a broken or stale jax install
+    diag = _diagnose(train_log_path("environment/env_pr6_import_chex_no_module_jax_numpy_stale_conda_jax"))
+    assert "api:jax_removed_in_library" not in _facts(diag)
+    assert top3(diag)[0] == "environment"
+
+
+def test_a_plugin_that_cannot_initialise_is_the_installation():
+    diag = _diagnose(DATA / "gpu_platforms_cuda.log", 1)
+    top = diag.root_causes[0]
+    assert (top.rule, top.category) == ("jax.cat2.plugin_init_failed", "environment"), top
+    assert "jax_plugins.xla_cuda12" in top.summary
+    assert diag.profile.type == "backend" and diag.profile.stage == "startup"
