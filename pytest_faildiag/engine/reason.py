@@ -506,7 +506,7 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
     if len(frames) > 1 and _module_getattr(frames[-1]) and owners[-1][0] == "library":
         # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
         frames, owners = frames[:-1], owners[:-1]
-    if facts.family == TRACE_FAMILY:
+    if facts.family == TRACE_FAMILY and (facts.exc_type or "").rsplit(".", 1)[-1] not in _TRACER_LEAKS:
         # JAX raises a tracer error inside its own code (Tracer.__array__/__bool__/__index__, its indexing) for
         # the code that converted the traced value; NumPy's frames (np.asarray, np.stack …) only pass the value
         # on to __array__. The code that made the conversion is the innermost frame outside both: its owner is
@@ -653,6 +653,9 @@ TRACE_FAMILY = "trace"  # the [[exception]] family of JAX's tracer errors (jax.e
 # the packages a traced value passes through to the conversion that fails: JAX's own, and NumPy's functions
 # that call __array__ on what they were handed
 _TRACE_CONDUIT = frozenset({"jax", "jaxlib", "numpy"})
+# a leaked tracer is detected where it is used after its transformation ended, not where the code stored it
+# (jax.errors.UnexpectedTracerError): the frames do not show who leaked it
+_TRACER_LEAKS = frozenset({"UnexpectedTracerError"})
 
 
 def _package(name: str) -> str:
@@ -830,7 +833,7 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
             act.append("raiser:pytest_plugin")  # pytest's machinery ran a plugin's code: no test's on the stack
     elif facts.exc_type:
         act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
-    if facts.family == TRACE_FAMILY and facts.raiser == "library":
+    if facts.family == TRACE_FAMILY and facts.raiser == "library" and facts.library not in _TRACE_CONDUIT:
         act.append("raiser:trace_library")  # a library's code made the conversion JAX refused (_owners)
     if facts.stage:
         act.append(f"stage:{facts.stage}")

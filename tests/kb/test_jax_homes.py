@@ -60,6 +60,23 @@ def test_a_tracer_conversion_in_the_programs_frame_keeps_the_library_hypothesis_
     assert fired(diag, "jax.err.tracer_array_conversion")
 
 
+def test_a_leaked_tracer_is_not_read_at_the_frame_that_used_it():
+    # UnexpectedTracerError is detected where the leaked value is used (here inside a library's function), not
+    # where the program stored it: the library is not made the converter
+    diag = _diagnose(DATA / "leak_user.log", 1)
+    assert "raiser:trace_library" not in _facts(diag)
+    assert top3(diag)[0] == "model" and fired(diag, "jax.err.unexpected_tracer")
+
+
+def test_a_broken_plugin_logged_before_another_failure_does_not_take_its_place():
+    # JAX logs the plugin's configuration error and goes on on the CPU: the program's own failure leads, the
+    # installation stays a hypothesis
+    for name, home in (("leak_user_plugin.log", "model"), ("lib_numpy_plugin.log", "library")):
+        diag = _diagnose(DATA / name, 1)
+        assert top3(diag)[:2] == [home, "environment"], name
+        assert fired(diag, "jax.cat2.plugin_init_failed")
+
+
 def test_a_removed_jax_name_asked_by_a_library_through_jax_deprecation_getattr():
     # ott/utils.py -> jax/_src/deprecations.py getattr: the raiser is ott, not jax asking itself
     diag = _diagnose(train_log_path("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045"))
