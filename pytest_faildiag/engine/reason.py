@@ -158,25 +158,27 @@ def _jax_refiltered(scan: ScanResult, tb: Traceback) -> tuple[str | None, str, l
     the filtered traceback that follows is the same exception). When the original's frames were not kept
     (an excerpt cut them, a notebook collapsed them into "N frames"), the filtered traceback still shows
     the frames outside JAX: the program's or a library's code that made the failing call. The two are the
-    same exception when the chained traceback right after the original carries its class and message (the
-    wrapper's own class name stands for the class it wraps)."""
+    same exception when the chained traceback right after the original carries its class and message. The
+    wrapper is read as the exception it wraps either way (IPython prints the wrapper's class in its header
+    and before the wrapped exception's line: ``UnfilteredStackTrace: TypeError: msg``)."""
     exc, msg, frames = tb.exc_type, tb.message, tb.frames
-    if tb.chained or not exc:
+    if not exc:
         return exc, msg, frames
-    after = [t for t in scan.tracebacks if t.seq > tb.seq and t.source == tb.source and t.rank == tb.rank]
-    nxt = min(after, key=lambda t: t.seq, default=None)
-    if nxt is None or not nxt.chained or not nxt.frames or not nxt.exc_type:
-        return exc, msg, frames
-    inner, inner_msg = exc, msg
-    while (short := inner.rsplit(".", 1)[-1]) in _JAX_WRAPPERS:
-        text = inner_msg.strip()
+    while (short := exc.rsplit(".", 1)[-1]) in _JAX_WRAPPERS:
+        text = msg.strip()
         if text.startswith(short + ":"):  # IPython's header named the wrapper; its line repeats the name
             text = text[len(short) + 1 :].strip()
         parsed = exception_line(text)
         if parsed is None:
             break
-        inner, inner_msg = parsed
-    if inner.rsplit(".", 1)[-1] != nxt.exc_type.rsplit(".", 1)[-1] or not _same_message(inner_msg, nxt.message):
+        exc, msg = parsed
+    if tb.chained:
+        return exc, msg, frames
+    after = [t for t in scan.tracebacks if t.seq > tb.seq and t.source == tb.source and t.rank == tb.rank]
+    nxt = min(after, key=lambda t: t.seq, default=None)
+    if nxt is None or not nxt.chained or not nxt.frames or not nxt.exc_type:
+        return exc, msg, frames
+    if exc.rsplit(".", 1)[-1] != nxt.exc_type.rsplit(".", 1)[-1] or not _same_message(msg, nxt.message):
         return exc, msg, frames
     seen = {(fr.file, fr.line) for fr in frames}
     return nxt.exc_type, nxt.message, frames + [fr for fr in nxt.frames if (fr.file, fr.line) not in seen]

@@ -102,6 +102,18 @@ def test_the_filtered_traceback_gives_the_frames_the_unfiltered_one_lost():
     assert top3(diag)[:2] == ["environment", "model"]
 
 
+def test_the_unfiltered_block_alone_is_read_as_the_exception_it_wraps(tmp_path):
+    # a notebook's UnfilteredStackTrace block as a thread may paste it (cut at the chain's header): IPython
+    # names the wrapper in its header and before the wrapped line; the failure is the TypeError
+    text = train_log_path("jax/jax_colabfold_take_list_arg_rejected_new_jax").read_text()
+    cut = tmp_path / "unfiltered.log"
+    cut.write_text(text[: text.index("The above exception was the direct cause")])
+    diag = _diagnose(cut)
+    details = [c.detail for rc in diag.root_causes for c in rc.validation_checks if c.name.startswith("context:raiser")]
+    assert details and all("TypeError raised" in d for d in details), details
+    assert fired(diag, "jax.cat2.non_array_input")
+
+
 def test_a_missing_jax_submodule_stays_an_installation():
     # "No module named 'jax.numpy'" raised in chex: no removed name, a broken or stale jax install
     diag = _diagnose(train_log_path("environment/env_pr6_import_chex_no_module_jax_numpy_stale_conda_jax"))
