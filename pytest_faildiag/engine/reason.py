@@ -164,6 +164,7 @@ def _jax_refiltered(scan: ScanResult, tb: Traceback) -> tuple[str | None, str, l
     exc, msg, frames = tb.exc_type, tb.message, tb.frames
     if not exc:
         return exc, msg, frames
+    wrapped = exc.rsplit(".", 1)[-1] in _JAX_WRAPPERS
     while (short := exc.rsplit(".", 1)[-1]) in _JAX_WRAPPERS:
         text = msg.strip()
         if text.startswith(short + ":"):  # IPython's header named the wrapper; its line repeats the name
@@ -172,7 +173,9 @@ def _jax_refiltered(scan: ScanResult, tb: Traceback) -> tuple[str | None, str, l
         if parsed is None:
             break
         exc, msg = parsed
-    if tb.chained:
+    if tb.chained or (frames and not wrapped):
+        # an original with its frames is complete (a re-raise of the same class and message is another
+        # raise site, not more of this one)
         return exc, msg, frames
     after = [t for t in scan.tracebacks if t.seq > tb.seq and t.source == tb.source and t.rank == tb.rank]
     nxt = min(after, key=lambda t: t.seq, default=None)

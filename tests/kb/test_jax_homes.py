@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, top3, train_log_path
+from tests.kb.kb_helpers import fired, run_failing, top3, train_log_path
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "jax_homes"
 LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
@@ -112,6 +112,30 @@ def test_the_unfiltered_block_alone_is_read_as_the_exception_it_wraps(tmp_path):
     details = [c.detail for rc in diag.root_causes for c in rc.validation_checks if c.name.startswith("context:raiser")]
     assert details and all("TypeError raised" in d for d in details), details
     assert fired(diag, "jax.cat2.non_array_input")
+
+
+def test_a_reraise_of_the_same_class_and_message_is_not_merged_into_the_original(tmp_path):
+    # outside JAX, the program catching a library's ValueError and raising ValueError(str(e)) from it prints two
+    # tracebacks of one class and message: the original keeps its own frames (the library raised)
+    lib = tmp_path / "site-packages" / "tinylib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("def check(x):\n    if x < 0:\n        raise ValueError('x must be >= 0')\n")
+    diag, err = run_failing(
+        tmp_path,
+        f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path / "site-packages")!r})
+        import tinylib
+        try:
+            tinylib.check(-1)
+        except ValueError as e:
+            raise ValueError(str(e)) from e
+        """,
+    )
+    assert "direct cause" in err
+    facts = _facts(diag)
+    assert "raiser:library_entry" in facts or "raiser:library" in facts, facts
+    assert "raiser:user" not in facts, facts
 
 
 def test_a_missing_jax_submodule_stays_an_installation():
