@@ -5,7 +5,7 @@
   only JAX's and NumPy's frames -> not shown).
 * A name jax/jaxlib no longer has, asked for by a JAX-based library's code, is that library's release (library;
   the program's own call stays the version mismatch, environment); jax._src.deprecations' ``getattr`` raises
-  for its caller.
+  for its caller. The rule jax.removed_name (70-jax.toml) names the removed name and its replacements.
 * JAX's filtered re-raise (``UnfilteredStackTrace`` chained to the filtered traceback) is one exception: the
   frames the original lost are read from the filtered one.
 * A PJRT plugin that cannot be initialised is a broken installation (jax.cat2.plugin_init_failed).
@@ -77,6 +77,17 @@ def test_a_broken_plugin_logged_before_another_failure_does_not_take_its_place()
         assert fired(diag, "jax.cat2.plugin_init_failed")
 
 
+def test_the_removed_name_rule_says_which_name_and_who_asked():
+    lib = _diagnose(DATA / "lib_removed.log", 1)
+    top = lib.root_causes[0]
+    assert (top.rule, top.category) == ("jax.removed_name", "library"), top
+    assert "jax.tree_map" in top.summary
+    own = _diagnose(DATA / "user_removed.log", 1)
+    assert [rc.rule for rc in own.root_causes[:2]] == ["jax.removed_name"] * 2
+    assert top3(own)[:2] == ["environment", "model"]
+    assert "jax.tree_map" in own.root_causes[1].summary
+
+
 def test_a_removed_jax_name_asked_by_a_library_through_jax_deprecation_getattr():
     # ott/utils.py -> jax/_src/deprecations.py getattr: the raiser is ott, not jax asking itself
     diag = _diagnose(train_log_path("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045"))
@@ -142,6 +153,7 @@ def test_a_missing_jax_submodule_stays_an_installation():
     # "No module named 'jax.numpy'" raised in chex: no removed name, a broken or stale jax install
     diag = _diagnose(train_log_path("environment/env_pr6_import_chex_no_module_jax_numpy_stale_conda_jax"))
     assert "api:jax_removed_in_library" not in _facts(diag)
+    assert not fired(diag, "jax.removed_name")
     assert top3(diag)[0] == "environment"
 
 
