@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import Frame, ScanResult, Traceback, exception_line, printed_frame
+from ..parse.scan import _JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks
 
@@ -149,6 +149,50 @@ def _failing_traceback(scan: ScanResult, analysis: Analysis) -> Traceback | None
         return prim[-1]
     typed = [tb for tb in scan.tracebacks if tb.exc_type]
     return typed[-1] if typed else None
+
+
+def _jax_refiltered(scan: ScanResult, tb: Traceback) -> tuple[str | None, str, list[Frame]]:
+    """The failing exception, its message and its frames, completed from JAX's filtered re-raise. An
+    exception that crosses a JAX transformation's boundary (jit, grad, vmap, scan, …) is raised again
+    with JAX's own frames filtered out, chained to the original as its direct cause
+    (``jax._src.traceback_util``: ``UnfilteredStackTrace: TypeError: msg`` is the original, unmodified;
+    the filtered traceback that follows is the same exception). When the original's frames were not kept
+    (an excerpt cut them, a notebook collapsed them into "N frames"), the filtered traceback still shows
+    the frames outside JAX: the program's or a library's code that made the failing call. The two are the
+    same exception when the chained traceback right after the original carries its class and message. The
+    wrapper is read as the exception it wraps either way (IPython prints the wrapper's class in its header
+    and before the wrapped exception's line: ``UnfilteredStackTrace: TypeError: msg``)."""
+    exc, msg, frames = tb.exc_type, tb.message, tb.frames
+    if not exc:
+        return exc, msg, frames
+    wrapped = exc.rsplit(".", 1)[-1] in _JAX_WRAPPERS
+    while (short := exc.rsplit(".", 1)[-1]) in _JAX_WRAPPERS:
+        text = msg.strip()
+        if text.startswith(short + ":"):  # IPython's header named the wrapper; its line repeats the name
+            text = text[len(short) + 1 :].strip()
+        parsed = exception_line(text)
+        if parsed is None:
+            break
+        exc, msg = parsed
+    if tb.chained or (frames and not wrapped):
+        # an original with its frames is complete (a re-raise of the same class and message is another
+        # raise site, not more of this one)
+        return exc, msg, frames
+    after = [t for t in scan.tracebacks if t.seq > tb.seq and t.source == tb.source and t.rank == tb.rank]
+    nxt = min(after, key=lambda t: t.seq, default=None)
+    if nxt is None or not nxt.chained or not nxt.frames or not nxt.exc_type:
+        return exc, msg, frames
+    if exc.rsplit(".", 1)[-1] != nxt.exc_type.rsplit(".", 1)[-1] or not _same_message(msg, nxt.message):
+        return exc, msg, frames
+    seen = {(fr.file, fr.line) for fr in frames}
+    return nxt.exc_type, nxt.message, frames + [fr for fr in nxt.frames if (fr.file, fr.line) not in seen]
+
+
+def _same_message(a: str, b: str) -> bool:
+    """Whether two printings of one exception's message agree (a notebook cuts long lines differently)."""
+    a, b = a.strip(), b.strip()
+    n = min(len(a), len(b), 60)
+    return n > 0 and a[:n] == b[:n]
 
 
 def _cut_traceback_frames(scan: ScanResult, typed: Traceback | None) -> list[Frame]:
@@ -316,7 +360,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     tb = _failing_traceback(scan, analysis)
     frames: list[Frame] = []
     if tb is not None:
-        facts.exc_type, facts.message, frames = tb.exc_type, tb.message, tb.frames
+        facts.exc_type, facts.message, frames = _jax_refiltered(scan, tb)
         facts.source, facts.line = tb.source, tb.exc_line
     else:
         exc, msg, frames, src, line = _pytest_facts(scan, reasoning)
@@ -468,9 +512,20 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
     if not frames:
         return
     owners = [frame_owner(fr, reasoning.libraries) for fr in frames]
-    if len(frames) > 1 and frames[-1].func == "__getattr__" and owners[-1][0] == "library":
+    if len(frames) > 1 and _module_getattr(frames[-1]) and owners[-1][0] == "library":
         # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
         frames, owners = frames[:-1], owners[:-1]
+    if facts.family == TRACE_FAMILY and (facts.exc_type or "").rsplit(".", 1)[-1] not in _TRACER_LEAKS:
+        # JAX raises a tracer error inside its own code (Tracer.__array__/__bool__/__index__, its indexing) for
+        # the code that converted the traced value; NumPy's frames (np.asarray, np.stack …) only pass the value
+        # on to __array__. The code that made the conversion is the innermost frame outside both: its owner is
+        # the raiser. With none shown, the raiser is not shown either (not "only libraries").
+        keep = len(owners)
+        while keep and (owners[keep - 1][0] == "stdlib" or _package(owners[keep - 1][1] or "") in _TRACE_CONDUIT):
+            keep -= 1
+        if not keep:
+            return
+        frames, owners = frames[:keep], owners[:keep]
     facts.raise_frame = frames[-1]
     kind, pkg = owners[-1]
     own = [i for i, (k, _) in enumerate(owners) if k in ("user", "test")]
@@ -489,6 +544,19 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
     if own and owners[own[-1]][0] == "user":
         # application code a test called: a test's frame sits above the program's frame that raised
         facts.called_from_test = any(k == "test" for k, _ in owners[: own[-1]])
+
+
+# JAX installs a module ``__getattr__`` made by ``jax._src.deprecations.deprecation_getattr``: a function named
+# ``getattr`` in ``jax/_src/deprecations.py`` that warns for a deprecated name and raises AttributeError("module
+# 'jax.x' has no attribute 'y'") for a removed one, on behalf of the code that asked for it
+_DEPRECATION_GETATTR = re.compile(r"(?:^|/)jax/_src/deprecations\.py$")
+
+
+def _module_getattr(fr: Frame) -> bool:
+    """Whether a frame is a module's ``__getattr__`` (PEP 562), which looks a name up for its caller."""
+    return fr.func == "__getattr__" or (
+        fr.func == "getattr" and bool(_DEPRECATION_GETATTR.search(fr.file.replace("\\", "/")))
+    )
 
 
 def _test_raiser(facts: Facts) -> str:
@@ -575,6 +643,30 @@ _MODULE_REPR = re.compile(r"<module '[\w.]+' from '[^']*'>")
 _NOT_MESSAGE = re.compile(r'^\s*File "|(?i:warning)')
 
 
+# A name that jax or jaxlib does not have (any more): ``module 'jax.random' has no attribute 'PRNGKeyArray'``,
+# ``cannot import name 'partial' from 'jax'``. JAX's API compatibility policy (docs.jax.dev, "API compatibility")
+# removes a deprecated public name after a deprecation period in which it warns, names the replacement in its
+# changelog, and promises nothing for jax._src or jaxlib's modules, which change in any release. A JAX-based
+# library whose release still asks for such a name (and whose requirements admit the jax that removed it) is
+# what has to change: its next release is the fix, pinning the older jax the alternative. (The program's own
+# code asking is the convention's mismatch, environment first.) A missing submodule (``No module named
+# 'jax.numpy'``) is not a removed name but a broken or stale jax install.
+_JAX_REMOVED = re.compile(
+    r"module '(?:jax|jaxlib)(?:\.[\w.]+)?' has no attribute\b|cannot import name '?\w+'? from '?(?:jax|jaxlib)(?:\.[\w.]+)?'?(?:\s|$)"
+)
+# jax._src.deprecations raises its own message for a name whose deprecation ended ("jax.interpreters.pxla.MapTracer
+# was removed in JAX v0.10.0.", "jax.device_put_replicated is deprecated; use jax.device_put instead")
+_JAX_REMOVED_OWN = re.compile(r"^\s*(?:jax|jaxlib)\.[\w.]+ (?:was removed in JAX\b|is deprecated\b)")
+_JAX_PACKAGES = frozenset({"jax", "jaxlib"})
+TRACE_FAMILY = "trace"  # the [[exception]] family of JAX's tracer errors (jax.errors)
+# the packages a traced value passes through to the conversion that fails: JAX's own, and NumPy's functions
+# that call __array__ on what they were handed
+_TRACE_CONDUIT = frozenset({"jax", "jaxlib", "numpy"})
+# a leaked tracer is detected where it is used after its transformation ended, not where the code stored it
+# (jax.errors.UnexpectedTracerError): the frames do not show who leaked it
+_TRACER_LEAKS = frozenset({"UnexpectedTracerError"})
+
+
 def _package(name: str) -> str:
     """A top-level package as a comparable name: ``_pytest`` and ``pytest``, ``PIL`` and ``pil`` are one."""
     return name.split(".")[0].lstrip("_").lower()
@@ -591,7 +683,14 @@ def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | 
     not fit) and the code that called into the raising package is another library's: ``api:cross_library``.
     Either way the program's code did not make the call. Raised in the program's own frame, or called from
     it, this says nothing new (the code was written for another version, or it is wrong): the message's
-    cues weigh it."""
+    cues weigh it. A name of jax/jaxlib asked for by another library's frame is ``api:jax_removed_in_library``
+    (``_JAX_REMOVED``): JAX removes names on a published schedule, so that library's release, which admits a
+    jax it cannot run with, is what has to change."""
+    jax_name = _JAX_REMOVED.search(facts.message or "") or (
+        facts.family == "attribute" and _JAX_REMOVED_OWN.search(facts.message or "")
+    )
+    if jax_name and facts.raiser == "library" and _package(facts.library or "") not in _JAX_PACKAGES:
+        return "api:jax_removed_in_library"
     if facts.raiser != "library" or not facts.library:
         return None
     m = _MODULE_API.search(facts.message)
@@ -773,6 +872,8 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
             act.append("raiser:pytest_plugin")  # pytest's machinery ran a plugin's code: no test's on the stack
     elif facts.exc_type:
         act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
+    if facts.family == TRACE_FAMILY and facts.raiser == "library" and facts.library not in _TRACE_CONDUIT:
+        act.append("raiser:trace_library")  # a library's code made the conversion JAX refused (_owners)
     if facts.stage:
         act.append(f"stage:{facts.stage}")
     if analysis.profile.stack == "pytest":
