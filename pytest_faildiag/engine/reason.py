@@ -386,7 +386,10 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
+    _ktest_tests_ran(facts)
     facts.contexts = context_factors(facts, analysis, reasoning)
+    _ktest_log_resources(facts, scan, reasoning)
+    _ktest_conftest_raiser(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
@@ -1219,3 +1222,52 @@ def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
         if confidence <= x1:
             return y0 + (y1 - y0) * ((confidence - x0) / (x1 - x0) if x1 > x0 else 0.0)
     return points[-1][1]
+
+
+# --- test code and resource homes (ktest) ---
+# Three facts that hold for any log. Hypothesis runs a property only inside a test (``@given`` wraps the test
+# function; its errors are raised by the test runner's call of it), so a Hypothesis exception class says that
+# tests ran even where the paste kept no runner's report. pytest's ConftestImportFailure is raised from pytest's
+# frames for what a conftest's import raised: the tests' set-up failed, not pytest. A resource that ran out (a full /dev/shm or disk, a
+# SIGBUS on a mapped page) is often reported in an error line of its own (NCCL's WARN, a DataLoader worker's
+# "insufficient shared memory", an OSError printed before the exception that ends the run) above the failure the
+# run dies on: the log's error lines are read for those words too, not only the failing message.
+
+CONFTEST_CUE = "cue:conftest_import"  # pytest's ConftestImportFailure: it re-raised what a conftest's import raised
+TEST_PROPERTY_FAMILY = "test_property"  # [[exception]] family of Hypothesis's verdicts on a test
+LOG_RESOURCE_CUES = ("cue:shared_memory", "cue:disk_full")  # [[context]] facts also read in every error line
+LOG_RESOURCE_LINES = 200  # the error lines read for them (the head of a cascade)
+
+
+def _ktest_tests_ran(facts: Facts) -> None:
+    """A Hypothesis error (``test_property`` family) was raised by a test: tests ran."""
+    if facts.family != TEST_PROPERTY_FAMILY or facts.tests_seen:
+        return
+    facts.tests_seen = True
+    facts.active[:] = [a for a in facts.active if a != "run:no_tests"]
+    if "run:pytest" not in facts.active:
+        facts.active.append("run:tests")
+
+
+def _ktest_log_resources(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """The resource cues (``LOG_RESOURCE_CUES``) that the failing message does not state but an error line of
+    the log does: the resource ran out before the failure the run ended on."""
+    wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES and c.pattern is not None]
+    if not wanted:
+        return
+    text = "\n".join(_PATHS.sub(" ", t) for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES])
+    for ctx in wanted:
+        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(text):
+            continue
+        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+        facts.cued.add(ctx.fact)
+
+
+def _ktest_conftest_raiser(facts: Facts) -> None:
+    """pytest re-raises what a conftest.py's import raised as ConftestImportFailure from its own frames
+    (``_importconftest``): those frames are the importer of the tests' own set-up, not the code that failed,
+    so they do not say that only libraries raised (``raiser:library_only`` is dropped)."""
+    if CONFTEST_CUE not in facts.cued or "raiser:library_only" not in facts.active:
+        return
+    facts.active.remove("raiser:library_only")
+    facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
