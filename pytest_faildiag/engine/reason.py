@@ -395,6 +395,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
+    for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (kcfg section)
+        _add_fact(facts, fact, reasoning)
     return facts
 
 
@@ -1271,3 +1273,62 @@ def _ktest_conftest_raiser(facts: Facts) -> None:
         return
     facts.active.remove("raiser:library_only")
     facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
+
+
+# --- config and dataset homes (kcfg) ---------------------------------------------------------------------
+# Facts that put a failure in the user's settings (how the program was launched) or in the data it was given,
+# read from the message's numbers and names where a word pattern alone cannot tell (05-reasoning.toml says
+# what each fact means, under the same heading).
+
+# the variables a launcher sets for each process it starts (torch/distributed/run.py's "Environment
+# Variables": torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, MASTER_ADDR,
+# MASTER_PORT; the env:// rendezvous reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
+LAUNCHER_VARS = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+_LAUNCHER_VAR = "|".join(LAUNCHER_VARS)
+# KeyError's message is the missing key's repr; the env:// rendezvous names the variable it lacks
+# (torch/distributed/rendezvous.py: "environment variable {var} expected, but not set")
+_LAUNCHER_KEY = re.compile(rf"^\s*['\"](?:{_LAUNCHER_VAR})['\"]\s*$")
+_LAUNCHER_UNSET = re.compile(
+    rf"\b(?:environment variable|env var(?:iable)?)\s+['\"`]?(?:{_LAUNCHER_VAR})['\"`]?\s+"
+    rf"(?:expected, but not set|(?:is )?not set|(?:is )?missing|must be set|is required)"
+)
+# conv's check of its input (aten's Convolution.cpp): "Given groups=1, weight of size [...], expected input[...]
+# to have C channels, but got D channels instead"
+_CONV_CHANNELS = re.compile(r"to have (?P<want>\d+) channels, but got (?P<got>\d+) channels instead")
+# the channel counts of a sample's own format: a grayscale (1), RGB (3) or RGBA/CMYK (4) image (PIL's modes
+# L, RGB, RGBA, CMYK), a mono (1) or stereo (2) audio signal; a layer inside a network has its own widths
+SAMPLE_CHANNELS = frozenset({1, 2, 3, 4})
+# the batch a DataLoader builds from unequal samples: default_collate's own check for sequences, and
+# torch.stack's check when it stacks the samples' tensors (torch/utils/data/_utils/collate.py)
+_COLLATE_OWN = re.compile(r"each element in list of batch should be of equal size")
+_STACK_UNEQUAL = re.compile(r"stack expects each tensor to be equal size")
+_COLLATE_FUNC = re.compile(r"collate")
+
+
+def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame]) -> list[str]:
+    """The facts of this section that hold: ``cfg:launcher_env`` (a variable a launcher sets for every process
+    it starts is missing: the script was run without the launcher, or the launcher was told other processes),
+    ``data:sample_channels`` (a convolution's input has the channel count of another sample format than the
+    model's first layer takes: an RGBA or grayscale image, a stereo signal) and ``data:unequal_samples`` (the
+    DataLoader could not batch the samples because they differ in size: the data's samples, not the model)."""
+    out = []
+    text = _message_text(facts, analysis)
+    short = (facts.exc_type or "").rsplit(".", 1)[-1]
+    if (short == "KeyError" and _LAUNCHER_KEY.match(facts.message or "")) or _LAUNCHER_UNSET.search(text):
+        out.append("cfg:launcher_env")
+    m = _CONV_CHANNELS.search(text)
+    if m and m["want"] != m["got"] and {int(m["want"]), int(m["got"])} <= SAMPLE_CHANNELS:
+        out.append("data:sample_channels")
+    collating = facts.stage == "data" or any(_COLLATE_FUNC.search(fr.func or "") for fr in frames)
+    if _COLLATE_OWN.search(text) or (_STACK_UNEQUAL.search(text) and collating):
+        out.append("data:unequal_samples")
+    return out
