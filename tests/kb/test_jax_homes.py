@@ -163,3 +163,16 @@ def test_a_plugin_that_cannot_initialise_is_the_installation():
     assert (top.rule, top.category) == ("jax.cat2.plugin_init_failed", "environment"), top
     assert "jax_plugins.xla_cuda12" in top.summary
     assert diag.profile.type == "backend" and diag.profile.stage == "startup"
+
+
+def test_a_removed_jax_name_imported_by_a_library_is_read_by_the_removed_name_rule():
+    # lib_import_removed.log, produced here with jax 0.10.2: a package ``jaxcb`` in site-packages whose
+    # __init__ does ``from jax.experimental import host_callback`` (removed in JAX 0.4.35), imported by the
+    # program (``import jaxcb``). The ImportError form of a removed name is read by jax.removed_name, which
+    # names the name and who asked (py.import_error stands aside), not by the generic version mismatch.
+    diag = _diagnose(DATA / "lib_import_removed.log", 1)
+    assert "py.import_error" not in {rc.rule for rc in diag.root_causes}
+    assert [rc.rule for rc in diag.root_causes[:2]] == ["jax.removed_name"] * 2
+    assert set(top3(diag)[:2]) == {"environment", "library"}
+    assert "jax.experimental.host_callback" in diag.root_causes[0].summary
+    assert "api:jax_removed_in_library" in _facts(diag)
