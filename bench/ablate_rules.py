@@ -34,7 +34,7 @@ OWN = ("differential", "fallback", "stuck_frame")  # causes the reasoning gives,
 
 
 @contextmanager
-def _dropping(rule_ids: set[str]) -> Iterator[None]:
+def dropping(rule_ids: set[str]) -> Iterator[None]:
     """Drop the findings of ``rule_ids`` between the scan and the analysis (the scanner is unchanged)."""
     from pytest_faildiag.engine import api
 
@@ -54,7 +54,7 @@ def _dropping(rule_ids: set[str]) -> Iterator[None]:
 def _diagnose(case: Case, drop: set[str]) -> Any:
     from pytest_faildiag.engine.api import diagnose
 
-    with warnings.catch_warnings(), _dropping(drop):
+    with warnings.catch_warnings(), dropping(drop):
         warnings.simplefilter("ignore")
         return diagnose([str(f) for f in case.files], exit_code=case.exit_code, command=case.command)
 

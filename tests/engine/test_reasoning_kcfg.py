@@ -19,26 +19,19 @@ from typing import Any
 
 import pytest
 
-from pytest_faildiag.engine import api
+from bench.ablate_rules import dropping
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import THREADS, cats, context_checks, run_failing
 
 
-def _without_rules(name: str, rule_ids: set[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict]:
+def _without_rules(name: str, rule_ids: set[str]) -> tuple[Any, dict]:
     """A train log diagnosed with the findings of ``rule_ids`` dropped (the rules that know its message)."""
     split = json.loads((THREADS / "split.json").read_text())["split"]
     assert split[name] == "train", name
     log = THREADS / f"{name}.log"
     label = json.loads(log.with_suffix(".json").read_text())
-    original = api.analyze
-
-    def analyze(scan: Any, rs: Any, **kw: Any) -> Any:
-        scan.findings = [f for f in scan.findings if f.rule.id not in rule_ids]
-        return original(scan, rs, **kw)
-
-    monkeypatch.setattr(api, "analyze", analyze)
-    diag = diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command"))
-    monkeypatch.setattr(api, "analyze", original)
+    with dropping(rule_ids):
+        diag = diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command"))
     assert not any(c.rule in rule_ids for c in diag.root_causes), name
     return diag, label
 
@@ -113,26 +106,25 @@ def _without_rules(name: str, rule_ids: set[str], monkeypatch: pytest.MonkeyPatc
     ],
 )
 def test_train_logs_the_fact_puts_the_home_first_without_the_rules(
-    name: str, dropped: set[str], fact: str, home: str, refuted: str, monkeypatch: pytest.MonkeyPatch
+    name: str, dropped: set[str], fact: str, home: str, refuted: str
 ) -> None:
     """Before the facts, each of these put its true home second or outside the three hypotheses shown (the
     rules that know the message left out); with them the home leads, said on the cause as a passed check, and
     the home the message's usual reading named is moved down (a failed check)."""
-    diag, label = _without_rules(name, dropped, monkeypatch)
+    diag, label = _without_rules(name, dropped)
     assert label["category"] == home
     assert cats(diag, 1) == [home], (name, cats(diag))
     assert context_checks(diag, home)[f"context:{fact}"] == "passed", name
     assert context_checks(diag, refuted)[f"context:{fact}"] == "failed", name
 
 
-def test_train_log_datasets_cast_error_is_a_decode_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_train_log_datasets_cast_error_is_a_decode_failure() -> None:
     """datasets' DatasetGenerationCastError (data files whose columns do not cast to the features) is read as
     its DatasetGenerationError family (the data's format), not as a bare runtime error whose priors name the
     installation first."""
     diag, label = _without_rules(
         "pytorch/py_datasets_cast_error_extra_columns_in_some_jsonl_files",
         {"datasets.cast_error", "datasets.generation_error"},
-        monkeypatch,
     )
     assert label["category"] == "dataset"
     assert cats(diag, 1) == ["dataset"]

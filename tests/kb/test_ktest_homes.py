@@ -14,33 +14,14 @@ from __future__ import annotations
 
 import textwrap
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
-from pytest_faildiag.engine import api
+from bench.ablate_rules import dropping
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import run_failing, top3, train_log_path
 
 
-@contextmanager
-def _dropping(rule_ids: set[str]) -> Iterator[None]:
-    """The named rules' findings are dropped after the scan: the reasoning has to carry the diagnosis."""
-    original = api.analyze
-
-    def analyze(scan: Any, rs: Any, **kw: Any) -> Any:
-        scan.findings = [f for f in scan.findings if f.rule.id not in rule_ids]
-        return original(scan, rs, **kw)
-
-    api.analyze = analyze  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        api.analyze = original  # type: ignore[assignment]
-
-
 def _without(name: str, rules: set[str]):
-    with warnings.catch_warnings(), _dropping(rules):
+    with warnings.catch_warnings(), dropping(rules):
         warnings.simplefilter("ignore")
         return diagnose([str(train_log_path(name))])
 
