@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import _JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame
+from ..parse.scan import JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks
 
@@ -165,8 +165,8 @@ def _jax_refiltered(scan: ScanResult, tb: Traceback) -> tuple[str | None, str, l
     exc, msg, frames = tb.exc_type, tb.message, tb.frames
     if not exc:
         return exc, msg, frames
-    wrapped = exc.rsplit(".", 1)[-1] in _JAX_WRAPPERS
-    while (short := exc.rsplit(".", 1)[-1]) in _JAX_WRAPPERS:
+    wrapped = exc.rsplit(".", 1)[-1] in JAX_WRAPPERS
+    while (short := exc.rsplit(".", 1)[-1]) in JAX_WRAPPERS:
         text = msg.strip()
         if text.startswith(short + ":"):  # IPython's header named the wrapper; its line repeats the name
             text = text[len(short) + 1 :].strip()
@@ -386,16 +386,16 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
-    _ktest_tests_ran(facts)
+    _tests_ran_under_hypothesis(facts)
     facts.contexts = context_factors(facts, analysis, reasoning)
-    _ktest_log_resources(facts, scan, reasoning)
-    _ktest_conftest_raiser(facts)
+    _resources_in_error_lines(facts, scan, reasoning)
+    _conftest_reraise(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
-    for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (kcfg section)
+    for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     return facts
 
@@ -1226,7 +1226,7 @@ def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
     return points[-1][1]
 
 
-# --- test code and resource homes (ktest) ---
+# --- test code and resource homes ---------------------------------------------------------------------
 # Three facts that hold for any log. Hypothesis runs a property only inside a test (``@given`` wraps the test
 # function; its errors are raised by the test runner's call of it), so a Hypothesis exception class says that
 # tests ran even where the paste kept no runner's report. pytest's ConftestImportFailure is raised from pytest's
@@ -1241,7 +1241,7 @@ LOG_RESOURCE_CUES = ("cue:shared_memory", "cue:disk_full")  # [[context]] facts 
 LOG_RESOURCE_LINES = 200  # the error lines read for them (the head of a cascade)
 
 
-def _ktest_tests_ran(facts: Facts) -> None:
+def _tests_ran_under_hypothesis(facts: Facts) -> None:
     """A Hypothesis error (``test_property`` family) was raised by a test: tests ran."""
     if facts.family != TEST_PROPERTY_FAMILY or facts.tests_seen:
         return
@@ -1251,7 +1251,7 @@ def _ktest_tests_ran(facts: Facts) -> None:
         facts.active.append("run:tests")
 
 
-def _ktest_log_resources(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+def _resources_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     """The resource cues (``LOG_RESOURCE_CUES``) that the failing message does not state but an error line of
     the log does: the resource ran out before the failure the run ended on."""
     wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES and c.pattern is not None]
@@ -1265,7 +1265,7 @@ def _ktest_log_resources(facts: Facts, scan: ScanResult, reasoning: Reasoning) -
         facts.cued.add(ctx.fact)
 
 
-def _ktest_conftest_raiser(facts: Facts) -> None:
+def _conftest_reraise(facts: Facts) -> None:
     """pytest re-raises what a conftest.py's import raised as ConftestImportFailure from its own frames
     (``_importconftest``): those frames are the importer of the tests' own set-up, not the code that failed,
     so they do not say that only libraries raised (``raiser:library_only`` is dropped)."""
@@ -1275,7 +1275,7 @@ def _ktest_conftest_raiser(facts: Facts) -> None:
     facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
 
 
-# --- config and dataset homes (kcfg) ---------------------------------------------------------------------
+# --- config and dataset homes ---------------------------------------------------------------------------
 # Facts that put a failure in the user's settings (how the program was launched) or in the data it was given,
 # read from the message's numbers and names where a word pattern alone cannot tell (05-reasoning.toml says
 # what each fact means, under the same heading).

@@ -131,7 +131,7 @@ _CHAIN = ("During handling of the above exception", "The above exception was the
 # real exception (the original traceback, unmodified, with JAX's frames), ``FilteredStackTrace: TypeError:
 # msg`` (JAX 0.2: the user's frames), or a bare ``SimplifiedTraceback: For simplicity, JAX has removed …``
 # chained as its cause. A wrapper is read as the exception it wraps; a SimplifiedTraceback is a note, not a cause.
-_JAX_WRAPPERS = frozenset({"UnfilteredStackTrace", "FilteredStackTrace"})
+JAX_WRAPPERS = frozenset({"UnfilteredStackTrace", "FilteredStackTrace"})
 _JAX_NOTE = "SimplifiedTraceback"
 _UNIT = {"K": 2**-20, "M": 2**-10, "G": 1.0, "T": 1024.0}
 
@@ -777,7 +777,7 @@ _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 def jax_unwrapped(exc: str, msg: str) -> tuple[str, str]:
     """The exception a JAX traceback-filtering wrapper stands for (``UnfilteredStackTrace: TypeError: msg`` →
     ``TypeError``, ``msg``); any other exception as it is."""
-    if exc.rsplit(".", 1)[-1] in _JAX_WRAPPERS:
+    if exc.rsplit(".", 1)[-1] in JAX_WRAPPERS:
         inner = exception_line(msg.strip())
         if inner:
             return inner
