@@ -86,6 +86,32 @@ def test_it_reports_a_truncated_checkpoint(tmp_path):
     assert diag.root_causes[0].id == "checkpoint.corrupt"
 
 
+def test_it_reports_a_checkpoint_newer_than_the_installed_torch_as_a_release_mismatch(tmp_path):
+    """PyTorchStreamReader refuses an archive whose version record is above what this build reads ('…but the
+    maximum supported version for reading is M. The version of your PyTorch installation may be too old'): the
+    installed torch is older than the writer (environment), the file's own format the alternative."""
+    diag, cats = _run(
+        tmp_path,
+        """
+        import zipfile
+        import torch
+        torch.save({"w": torch.ones(2)}, "ok.pt")
+        src = zipfile.ZipFile("ok.pt")
+        with zipfile.ZipFile("newer.pt", "w") as dst:
+            for info in src.infolist():
+                data = src.read(info.filename)
+                if info.filename.endswith("/version") and "/.data/" not in info.filename:
+                    data = b"99\\n"
+                dst.writestr(info, data)
+        torch.load("newer.pt")
+    """,
+    )
+    assert "maximum supported version for reading is" in diag.profile.first_failure.excerpt
+    assert diag.profile.stage == "checkpoint"
+    assert (diag.root_causes[0].rule, cats[0]) == ("torch.checkpoint.file_format_version", "environment")
+    assert "checkpoint" in cats[:3]
+
+
 def test_it_reports_the_weights_only_default_refusing_a_pickled_object(tmp_path):
     diag, cats = _run(
         tmp_path,
