@@ -65,6 +65,20 @@ _ERROR_REPORT = re.compile(
     r"(?i)\b(?:error|fatal|exception)\b(?!\s*[=:]\s*0(?:\.0*)?\b)"
 )  # not "error_rate", "errors: 0"
 _PYTEST_RAISE = re.compile(r"\s*(?:[\w.]*(?:Error|Exception)|Failed|assert)\b")  # an ``E   `` line naming what failed
+# the signals whose delivery kills a process (their default action is to terminate it, most with a core dump):
+# the contract's crash. SIGINT (a person's Ctrl-C), SIGPIPE (a reader went away) and SIGHUP are left out.
+FATAL_SIGNALS = frozenset(
+    {"SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGTERM", "SIGTRAP", "SIGQUIT", "SIGSYS"}
+)
+# an exit status or a signal reported in a log line: shells and CI runners print 128+N ("exit code 137",
+# make's "[target] Error 139"), Python's subprocess "returned non-zero exit status 134", launchers a negative status
+# ("exitcode: -11", "exit status -9"), others name the signal ("killed by signal 9", "terminated by SIGSEGV")
+_SIGNAL_STATUS = re.compile(
+    r"(?i)(?:exit(?:ed)?(?: with)?[ _]?(?:code|status)|exitcode|return(?:ed)? (?:non-zero )?(?:exit )?(?:code|status)"
+    r"|\] Error)\s*[:=]?\s*(?:(?P<code>1[3-5]\d)\b|-(?P<neg>\d{1,2})\b)"
+    r"|\b(?:killed|terminated|died|exited|stopped) (?:with|by|on|due to) (?:the )?(?:signal\s*(?P<num>\d{1,2})\b"
+    r"|(?:signal\s*)?SIG(?P<sig>[A-Z]{3,4})\b)"
+)
 _PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
 
 
@@ -212,6 +226,26 @@ def _failing_class(scan: ScanResult) -> str | None:
     return sites[-1] if sites else None
 
 
+def reported_signal_death(scan: ScanResult) -> str | None:
+    """A fatal signal that a line of the logs says a process died of, in the words a shell, a CI runner, a
+    launcher or a build tool use for it: an exit status of 128+N (``exit code 139``, ``Error 134``,
+    ``returned non-zero exit status 137``), a negative status (``exitcode: -11``), a named signal
+    (``killed by signal 9``, ``terminated by signal SIGSEGV``). None when no line says so."""
+    lines = [t for _s, _n, t in scan.error_lines[:200]]
+    lines += [t for info in scan.sources.values() for t in info.tail[-8:]]
+    for text in lines:
+        for m in _SIGNAL_STATUS.finditer(text):
+            code = int(m["code"]) if m["code"] else -int(m["neg"]) if m["neg"] else None
+            name = signal_name(code) if code is not None else None
+            if m["num"]:
+                name = signal_name(-int(m["num"]))
+            elif m["sig"]:
+                name = "SIG" + m["sig"].upper()
+            if name in FATAL_SIGNALS:
+                return name
+    return None
+
+
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
     if scan.tracebacks and any(tb.exc_type for tb in scan.tracebacks):
         return "runtime_error"
@@ -219,6 +253,8 @@ def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
         return "runtime_error"
     if signal_name(exit_code) or (exit_code is not None and exit_code < 0):
         return "crash"  # a signal ended it: the contract's crash
+    if reported_signal_death(scan):
+        return "crash"  # a process it ran (a compiler, a test binary, a rank) died from a signal, says the log
     if exit_code:
         return "runtime_error"  # the program exited non-zero on its own: not a crash
     if any(_ERROR_REPORT.search(text) for _, _, text in scan.error_lines[:200]):
