@@ -62,3 +62,21 @@ def run_failing(tmp_path: Path, body: str, *, as_file: bool = False, timeout: fl
     p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
     assert p.returncode != 0, p.stdout + p.stderr
     return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
+
+
+def check_labelled_log(data: Path, label: dict) -> Diagnosis:
+    """Diagnose a real log of a kb folder (with its exit status) as its ``labels.json`` entry says: its type,
+    its rule among the causes, and either that rule's cause first (``first``) or its home among the first
+    three (a hypothesis beside the error that ended the run, not ahead of it)."""
+    diag = diagnose([str(data / label["log"])], exit_code=label["exit_code"])
+    rules = [c.rule for c in diag.root_causes]
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == label["type"], (diag.profile.type, rules)
+    assert label["rule"] in rules, rules
+    if label["first"]:
+        top = diag.root_causes[0]
+        assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
+        assert top.fix_hints
+    else:
+        assert label["category"] in cats[:3], list(zip(rules, cats, strict=True))
+    return diag

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids
+from tests.kb.kb_helpers import check_labelled_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "dist_messages"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "20-distributed.toml"
@@ -57,17 +58,7 @@ def test_the_logs_name_no_machine_path():
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: f"{lab['log'][:-4]}-{lab['rule']}")
 def test_it_diagnoses_the_real_log(label):
-    diag = diagnose([str(DATA / label["log"])], exit_code=label["exit_code"])
-    rules = [c.rule for c in diag.root_causes]
-    cats = [c.category for c in diag.root_causes]
-    assert diag.profile.type == label["type"], (diag.profile.type, rules)
-    assert label["rule"] in rules, rules
-    top = diag.root_causes[0]
-    if label["first"]:
-        assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
-        assert top.fix_hints
-    else:  # the wrapper next to the message that tells why: its home among the first three
-        assert label["category"] in cats[:3], list(zip(rules, cats, strict=True))
+    check_labelled_log(DATA, label)
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: f"{lab['log'][:-4]}-{lab['rule']}")

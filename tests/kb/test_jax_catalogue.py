@@ -19,6 +19,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids, train_log
+from tests.kb.kb_helpers import check_labelled_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "jax_catalogue"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "74-jax-catalogue.toml"
@@ -46,17 +47,7 @@ def test_every_rule_of_the_pack_has_a_real_log():
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
 def test_it_diagnoses_the_real_log(label):
-    diag = diagnose([str(DATA / label["log"])], exit_code=label["exit_code"])
-    rules = [c.rule for c in diag.root_causes]
-    cats = [c.category for c in diag.root_causes]
-    assert diag.profile.type == label["type"], (diag.profile.type, rules)
-    assert label["rule"] in rules, rules
-    top = diag.root_causes[0]
-    if label["first"]:
-        assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
-        assert top.fix_hints
-    else:  # a hypothesis next to the error that ended the run: among the first three, not ahead of it
-        assert label["category"] in cats[:3], list(zip(rules, cats, strict=True))
+    check_labelled_log(DATA, label)
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
