@@ -159,3 +159,18 @@ def test_coverage_failing_on_a_malformed_parallel_data_file_keeps_the_library_fi
     diag, cats = _diagnose_text(text, 1, "pytest")
     assert fired(diag, "coverage.data_file_unusable")
     assert cats[0] == "library"
+
+
+def test_two_conftests_in_same_named_packages_are_the_tests_layout_then_the_command(pytester):
+    for tree in ("a", "b"):
+        pkg = pytester.path / tree / "tests"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "conftest.py").write_text("X = 1\n")
+        (pkg / f"test_{tree}.py").write_text("def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:faildiag", "--import-mode=prepend", "a/tests", "b/tests")
+    assert "ImportPathMismatchError" in result.stdout.str() + result.stderr.str()
+    diag, cats = _diagnose_run(result)
+    assert diag.root_causes[0].rule == "pytest.import_path_mismatch"
+    assert cats[0] == "test_code"
+    assert {"config", "environment"} <= set(cats[:3])
