@@ -23,7 +23,7 @@ RULES = {r["id"] for r in tomllib.loads(PACK.read_text())["rule"]}
 
 
 def test_the_rules_load_and_each_has_a_real_log():
-    assert len(RULES) == 15
+    assert len(RULES) == 18
     assert RULES <= loaded_rule_ids()
     assert {lab["rule"] for lab in LABELS} == RULES
     assert {p.name for p in DATA.glob("*.log")} == {lab["log"] for lab in LABELS}
@@ -96,3 +96,22 @@ def test_a_missing_checkpoint_path_keeps_the_checkpoint_itself_in_the_top_three(
     assert diag.profile.stage == "checkpoint"
     assert "checkpoints/last.ckpt" in diag.root_causes[0].summary
     assert "checkpoint" in [c.category for c in diag.root_causes[:3]]
+
+
+def test_checkpoints_through_lightning_are_read_at_the_checkpoint_stage_with_both_homes():
+    for log, first in (
+        ("lightning_test_ckpt_best_without_modelcheckpoint", "config"),
+        ("lightning_resume_from_weights_only_checkpoint", "config"),
+        ("lightning_load_from_checkpoint_plain_state_dict", "checkpoint"),
+    ):
+        diag = diagnose([str(DATA / f"{log}.log")])
+        assert diag.profile.stage == "checkpoint", log
+        cats = [c.category for c in diag.root_causes[:2]]
+        assert cats[0] == first and "library" not in cats, (log, cats)
+
+
+def test_a_state_dict_loaded_as_a_lightning_checkpoint_is_not_read_as_a_library_bug():
+    # a KeyError raised deep inside Lightning would otherwise read as Lightning's own invariant failing
+    diag = diagnose([str(DATA / "lightning_load_from_checkpoint_plain_state_dict.log")])
+    assert diag.root_causes[0].rule == "lightning.not_a_lightning_checkpoint"
+    assert "load_state_dict" in " ".join(diag.root_causes[0].fix_hints)
