@@ -33,7 +33,10 @@ def test_it_names_the_rank_that_raised_not_the_peer_that_lost_its_connection(fai
     r = faildiag_run([*TORCHRUN, "--log-dir", str(ranklogs), "--tee", "3", str(s)])
     assert r.returncode == 1
     log = (r.out / "logs" / "stderr.log").read_text()
-    assert "Connection closed by peer" in log or "Connection reset by peer" in log  # the symptom is there
+    # the peer's symptom is there: its gloo connection closed, or (when the launcher stops it first, as
+    # happens on a loaded machine) the launcher's report of the signal it got
+    peer = ("Connection closed by peer", "Connection reset by peer", ") received by PID")
+    assert any(s in log for s in peer), log[-2000:]
     rep = r.report()
     first = rep["profile"]["first_failure"]
     assert "ValueError: bad batch shape on this rank" in first["excerpt"]
