@@ -15,6 +15,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids
+from tests.kb.kb_helpers import check_labelled_log, ids_in_other_packs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "lightning_messages"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "48-lightning-catalogue.toml"
@@ -30,22 +31,12 @@ def test_the_rules_load_and_each_has_a_real_log():
 
 
 def test_no_other_pack_has_the_same_ids():
-    others: set[str] = set()
-    for pack in PACK.parent.glob("*.toml"):
-        if pack != PACK:
-            others |= {r["id"] for r in tomllib.loads(pack.read_text()).get("rule", [])}
-    assert not RULES & others
+    assert not RULES & ids_in_other_packs(PACK)
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
 def test_it_puts_the_message_where_the_library_says_it_belongs(label):
-    diag = diagnose([str(DATA / label["log"])], exit_code=label["exit_code"])
-    rules = [c.rule for c in diag.root_causes]
-    cats = [c.category for c in diag.root_causes]
-    assert diag.profile.type == label["type"], (diag.profile.type, rules)
-    top = diag.root_causes[0]
-    assert (top.rule, top.category) == (label["rule"], label["category"]), list(zip(rules, cats, strict=True))
-    assert top.fix_hints
+    check_labelled_log(DATA, label)
 
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
