@@ -18,6 +18,14 @@ def _diagnose_run(result):
     return diag, [c.category for c in diag.root_causes]
 
 
+def _read_pytest(pytester, says: str):
+    """Run the real pytest in ``pytester`` (faildiag's plugin off), check that it printed ``says``, and
+    diagnose its output: (diagnosis, categories)."""
+    result = pytester.runpytest("-p", "no:faildiag")
+    assert says in result.stdout.str()
+    return _diagnose_run(result)
+
+
 def _diagnose_text(text: str, exit_code: int, command: str):
     diag = diagnose(texts={"stdout.txt": text}, exit_code=exit_code, command=command)
     return diag, [c.category for c in diag.root_causes]
@@ -25,9 +33,7 @@ def _diagnose_text(text: str, exit_code: int, command: str):
 
 def test_a_module_level_skip_without_allow_module_level_is_the_tests_code(pytester):
     pytester.makepyfile(test_s="import pytest\npytest.skip('no device')\n\ndef test_x():\n    pass\n")
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert "Using pytest.skip outside of a test" in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, "Using pytest.skip outside of a test")
     assert fired(diag, "pytest.module_level_skip")
     assert diag.root_causes[0].rule == "pytest.module_level_skip"
     assert cats[0] == "test_code"
@@ -40,9 +46,7 @@ def test_parametrize_values_that_do_not_fit_the_names_are_the_tests_code(pyteste
     pytester.makepyfile(
         test_p="import pytest\n\n@pytest.mark.parametrize('a,b', [(1, 2), (3,)])\ndef test_x(a, b):\n    pass\n"
     )
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert 'in "parametrize" the number of names' in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, 'in "parametrize" the number of names')
     assert diag.root_causes[0].rule == "pytest.parametrize_arguments"
     assert cats[0] == "test_code"
     assert not fired(diag, "pytest.collection_error")
@@ -52,9 +56,7 @@ def test_an_indirect_name_parametrize_does_not_take_is_the_tests_code(pytester):
     pytester.makepyfile(
         test_i="import pytest\n\n@pytest.mark.parametrize('a', [1], indirect=['c'])\ndef test_y(a):\n    pass\n"
     )
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert "indirect fixture 'c' doesn't exist" in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, "indirect fixture 'c' doesn't exist")
     assert diag.root_causes[0].rule == "pytest.parametrize_arguments"
     assert cats[0] == "test_code"
 
@@ -63,9 +65,7 @@ def test_a_fixture_decorated_twice_is_the_tests_code_and_an_older_pytest_the_alt
     pytester.makepyfile(
         test_f="import pytest\n\n@pytest.fixture\n@pytest.fixture\ndef thing():\n    return 1\n\ndef test_x(thing):\n    pass\n"
     )
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert "applied more than once to the same function" in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, "applied more than once to the same function")
     assert diag.root_causes[0].rule == "pytest.fixture_definition"
     assert cats[0] == "test_code"
     assert "environment" in cats[:3]
@@ -81,9 +81,7 @@ _ITEM = (
 def test_a_conftest_constructing_a_node_directly_is_the_tests_code(pytester):
     pytester.makeconftest(_ITEM)
     pytester.makefile(".yaml", test_a="")
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert "Direct construction of conftest.YamlItem" in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, "Direct construction of conftest.YamlItem")
     assert diag.root_causes[0].rule == "pytest.node_direct_construction_conftest"
     assert cats[0] == "test_code"
     assert not fired(diag, "pytest.node_direct_construction")
@@ -107,9 +105,7 @@ def test_a_hypothesis_strategy_given_arguments_it_refuses_is_the_tests_code(pyte
         test_h="from hypothesis import given, strategies as st\n\n"
         "@given(st.integers(min_value=5, max_value=1))\ndef test_i(x):\n    pass\n"
     )
-    result = pytester.runpytest("-p", "no:faildiag")
-    assert "hypothesis.errors.InvalidArgument" in result.stdout.str()
-    diag, cats = _diagnose_run(result)
+    diag, cats = _read_pytest(pytester, "hypothesis.errors.InvalidArgument")
     assert diag.root_causes[0].rule == "hypothesis.invalid_argument"
     assert cats[0] == "test_code"
     assert "max_value=1" in diag.root_causes[0].summary
