@@ -59,6 +59,7 @@ _STRUCTURAL = [
     rb"File [^\s\"][^\n]*:\d+, in ",  # IPython 8's frame (``File ~/x.py:12, in f(a)``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
+    rb"(?m:^(?:FAILED|ERROR) \S+ - [\w.]*Warning)",  # a warning that failed a test (``summary_warning``)
 ]
 # What Hyperscan searches instead of a marker whose literal healthy logs are full of (``mpscan.Patterns.
 # prefilters``): ``.py:`` is in every line of a logger printing ``trainer.py:412``, and anchoring on it cost
@@ -107,6 +108,12 @@ _BARE_EXC = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::(?!:)\s?(?P<msg>.*))?$"
 )
 _BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
+# pytest's short summary names what failed each test, a warning included: run with warnings as errors
+# (``-W error``, ``filterwarnings = error``), a warning raised is the test's failure, ``FAILED id - FutureWarning: …``.
+# Behind that prefix (not elsewhere: printed alone a warning is no failure) a warning class is an exception line.
+_PYTEST_SUMMARY_WARNING = re.compile(
+    r"^(?:FAILED|ERROR) \S+ - (?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning)(?::\s?(?P<msg>.*))?$"
+)
 _QUOTE = re.compile(r"^(?:(?:>>>|>|\.\.\.)\s?)+")  # REPL prompts or Markdown quotes before an exception line
 # An exception line behind a prefix its writer put before it (a logger's time and level, a launcher's rank or
 # host label, a worker's ``(Name pid=N)``, pytest's ``FAILED id - ``, ``INTERNALERROR> ``, a wrapper's own
@@ -440,6 +447,8 @@ class _Scanner:
                 return
             # most lines of a big log name no exception class: plain substring tests before any regex
             bare = prefixed_exception(stripped) if at_margin and _names_exception(stripped) else None
+            if bare is None and at_margin and "Warning" in stripped:
+                bare = summary_warning(stripped)
             if bare and not self._summarised(*bare):
                 self._bare_exception(number, *bare, rank)
             return
@@ -794,6 +803,13 @@ def prefixed_exception(text: str) -> tuple[str, str] | None:
         if got:
             return got
     return None
+
+
+def summary_warning(text: str) -> tuple[str, str] | None:
+    """(warning class, message) of pytest's short-summary line for a test a warning failed (``FAILED id -
+    FutureWarning: msg`` under ``-W error``): the one place a warning class is the failure."""
+    m = _PYTEST_SUMMARY_WARNING.match(text)
+    return (m["type"], m["msg"] or "") if m else None
 
 
 def _names_exception(text: str) -> bool:
