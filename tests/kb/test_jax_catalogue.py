@@ -40,7 +40,8 @@ def test_the_pack_replaces_no_earlier_rule():
 
 
 def test_every_rule_of_the_pack_has_a_real_log():
-    here = {r["id"] for r in tomllib.loads(PACK.read_text())["rule"]}
+    # the kjax2 block (jax.cat3.*) has its own logs: tests/kb/test_jax_families.py
+    here = {r["id"] for r in tomllib.loads(PACK.read_text())["rule"] if not r["id"].startswith("jax.cat3.")}
     # a train log below; the plugin rule: a broken plugin install (tests/kb/test_jax_homes.py)
     assert here - {lab["rule"] for lab in LABELS} == {"xla.gpu.platform_alloc_failed", "jax.cat2.plugin_init_failed"}
 
