@@ -170,3 +170,16 @@ def test_a_kernel_that_faulted_names_the_operator():
     assert all(c.rule.startswith("differential:") for c in diag.root_causes)
     assert context_checks(diag, "operator").get("context:cue:kernel_fault") == "passed"
     assert "operator" in cats(diag)
+
+
+def test_memory_named_in_camel_case_is_an_oom():
+    """A real train log: TensorRT's builder logs "Error Code 2: OutOfMemory" for a workspace larger than the
+    GPU (labelled oom, config). Without the rule that knows TensorRT's message, the CamelCase name still says
+    memory ran out: the oom family applies, and the configured size is among its first hypotheses."""
+    diag, label = train_log(
+        "environment/env_tensorrt_engine_build_outofmemory_workspace_larger_than_gpu", "35-system-catalogue.toml"
+    )
+    assert label["type"] == "oom" and label["category"] == "config"
+    assert not any(c.rule.startswith("tensorrt.") for c in diag.root_causes)
+    assert diag.profile.type == "oom"
+    assert "config" in cats(diag)
