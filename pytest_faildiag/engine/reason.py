@@ -31,6 +31,18 @@ _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 _STDLIB = re.compile(
     r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)"
 )
+# the folder of a library's source checkout is its repository's name, which for some differs from the package's
+# (github.com/pytorch/pytorch holds ``torch/``, pytorch/vision ``torchvision/``, scikit-learn ``sklearn/``,
+# Dao-AILab/flash-attention ``flash_attn/``, open-mmlab/mmdetection ``mmdet/``): ``/opt/pytorch/pytorch/torch/…``
+# is torch's own code, not the program's
+_REPOSITORIES = {
+    "torch": ("pytorch",),
+    "torchvision": ("vision",),
+    "torchaudio": ("audio",),
+    "sklearn": ("scikit-learn",),
+    "flash_attn": ("flash-attention",),
+    "mmdet": ("mmdetection",),
+}
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 # the tests' set-up code: a conftest (fixtures, hooks) or a fixture/set-up function of a test module
 _TEST_SETUP_FILE = re.compile(r"(?:^|/)conftest\.py$")
@@ -90,6 +102,7 @@ class Facts:
     lead: str = ""  # the first error lines of the log: the head of a cascade names its cause
     tests_seen: bool = False  # a test's frame or a test runner's report is in the evidence
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
+    native_tail: bool = False  # the run's last line came from a library's compiled code (_native_tail)
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -108,7 +121,12 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
     for i in range(1, len(parts) - 1):
         name = parts[i]
         prev = parts[i - 1].lower()
-        if name in libraries and (prev == name or prev == "src" or prev.startswith((name + "-", name + "_"))):
+        if name in libraries and (
+            prev == name
+            or prev == "src"
+            or prev.startswith((name + "-", name + "_"))
+            or prev in _REPOSITORIES.get(name, ())
+        ):
             return "library", name
     if "/_pytest/" in f or "/pluggy/" in f:
         return "library", "pytest"
@@ -241,7 +259,7 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str],
         return True
     tbs = scan.tracebacks
     for tb in tbs[:MAX_TB_SEEN] + tbs[-MAX_TB_SEEN:] if len(tbs) > 2 * MAX_TB_SEEN else tbs:
-        if any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
+        if not _run_as_script(tb.frames) and any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
             return True
     texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]] + [lead]
     return any(_TEST_RUN.search(text) for text in texts)
@@ -264,7 +282,7 @@ def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, s
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
     # raise-site line: the last such E line names the exception (the root of its chain), the entries
     # before it are its frames
-    raised = [(src, line, parsed) for src, line, text in scan.pytest_errors if (parsed := exception_line(text))]
+    raised = [(src, line, parsed) for src, line, text in scan.pytest_errors if (parsed := exception_line(text.strip()))]
     if raised:
         i = _chain_root(scan, raised)
         src, line, (exc, msg) = raised[i]
@@ -376,16 +394,21 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         if not facts.lead and not facts.exc_type and not frames:
             facts.lead = _failure_tail(scan, reasoning)
     facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, facts.lead)
+    facts.native_tail = _native_tail(scan, reasoning.libraries)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
-    _owners(facts, frames, reasoning)
+    _owners(facts, frames, reasoning, script=tb is not None and _run_as_script(frames))
     if tb is None and facts.exc_type and facts.raiser == "user":
         # pytest's report of a failed test: only a test runs the program's code here (its long format
         # does not always print the test's own entry as a frame)
         facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
     _activate(facts, analysis, frames, reasoning.libraries)
+    if tb is None and "raiser:unseen" in facts.active:
+        # pytest's report of a failed test names the exception a test or the code under test raised: its
+        # frames were left out of the paste, not absent (``_log_report`` reads these E lines the same way)
+        facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
     facts.contexts = context_factors(facts, analysis, reasoning)
     _resources_in_error_lines(facts, scan, reasoning)
@@ -513,10 +536,12 @@ def _typed_by_weak_signal(analysis: Analysis) -> bool:
     return rule is not None and rule.priority < WEAK_SIGNAL
 
 
-def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
+def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning, script: bool = False) -> None:
     if not frames:
         return
     owners = [frame_owner(fr, reasoning.libraries) for fr in frames]
+    if script:  # a file named like a test run as the main program (_run_as_script): the program's code
+        owners = [("user", None) if k == "test" else (k, p) for k, p in owners]
     if len(frames) > 1 and _module_getattr(frames[-1]) and owners[-1][0] == "library":
         # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
         frames, owners = frames[:-1], owners[:-1]
@@ -1117,6 +1142,8 @@ def program_unshown(facts: Facts) -> bool:
     traceback of libraries' frames alone. Then nothing tells the program's code from the libraries' code."""
     if facts.user_frame is not None:
         return False
+    if facts.native_tail and not facts.exc_type and facts.raise_frame is None and not facts.cut:
+        return True  # a run whose last words are a library's compiled code (_native_tail)
     return bool(facts.exc_type or facts.raise_frame is not None or "raiser:log_only" in facts.active)
 
 
@@ -1176,9 +1203,12 @@ def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tup
     """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
     are shown; then the rest in their order. Three variants of one category tell the user nothing new.
     A category of ``keep`` (``kept_homes``) that did not make the first ``width`` takes the place of the
-    weakest hypothesis shown that only its family's prior put there (no fact of the evidence lifted it), with
-    at least its confidence (that one follows right after): the evidence cannot rule the kept home out, and
-    it is more often the home than such a guess. A hypothesis the evidence points at keeps its place."""
+    weakest hypothesis shown when only its family's prior put that one there (no fact of the evidence lifted
+    it), with at least its confidence (that one follows right after): the evidence cannot rule the kept home
+    out, and it is more often the home than such a guess. A hypothesis the evidence points at keeps its place,
+    and so does every hypothesis above the weakest: a guess whose prior outranks a hypothesis the evidence
+    lifted is a stronger guess than the kept home (a pytest run lifts the tests' code a little; the installed
+    versions' prior can still stand above it)."""
     head: list[RootCause] = []
     seen: set[str] = set()
     for c in ranked:
@@ -1194,11 +1224,11 @@ def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tup
         if len(head) < width:
             head.append(best)
         else:
-            guess = next((h for h in reversed(head[1:]) if not _pointed_at(h)), None)
-            if guess is None:
+            guess = head[-1]  # the weakest shown (a stronger guess above one the evidence points at stays)
+            if len(head) < 2 or guess.category in keep or _pointed_at(guess):
                 continue
             best.confidence = max(best.confidence, guess.confidence)
-            head = [h for h in head if h is not guess] + [best]
+            head[-1] = best
         seen.add(cat)
     rest = [c for c in ranked if not any(c is h for h in head)]
     if head:  # a variant of a shown category never reads as more likely than the hypotheses above it
@@ -1238,6 +1268,9 @@ def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
 CONFTEST_CUE = "cue:conftest_import"  # pytest's ConftestImportFailure: it re-raised what a conftest's import raised
 TEST_PROPERTY_FAMILY = "test_property"  # [[exception]] family of Hypothesis's verdicts on a test
 LOG_RESOURCE_CUES = ("cue:shared_memory", "cue:disk_full")  # [[context]] facts also read in every error line
+# a device runtime reports a kernel's fault in error lines of its own, around the exception the framework raises
+# for it (CANN's "[ERROR] The aicpu execution is abnormal" after PyTorch's "NPU function error"): read them too
+LOG_DEVICE_CUES = ("cue:kernel_fault",)
 LOG_RESOURCE_LINES = 200  # the error lines read for them (the head of a cascade)
 
 
@@ -1254,7 +1287,7 @@ def _tests_ran_under_hypothesis(facts: Facts) -> None:
 def _resources_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     """The resource cues (``LOG_RESOURCE_CUES``) that the failing message does not state but an error line of
     the log does: the resource ran out before the failure the run ended on."""
-    wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES and c.pattern is not None]
+    wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES + LOG_DEVICE_CUES and c.pattern is not None]
     if not wanted:
         return
     text = "\n".join(_PATHS.sub(" ", t) for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES])
@@ -1332,3 +1365,42 @@ def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame]) -> 
     if _COLLATE_OWN.search(text) or (_STACK_UNEQUAL.search(text) and collating):
         out.append("data:unequal_samples")
     return out
+
+
+# --- top-3 homes (ktop3) ----------------------------------------------------------------------------------
+# Where a run stopped when it printed no exception: its last line. A line that a library's compiled code wrote
+# (a C/C++/CUDA source location — glog's and Horovod's `operations.cc:633]`, gdb's `at ./stdlib/cxa_atexit.c:41`
+# —, a frame of a native backtrace, `#1  __GI___cxa_atexit (…)`, or a collective library's own log line,
+# `NCCL INFO …`) says that library's code was running when the run stopped, and nothing shows the program's
+# code on the way: the evidence cannot rule the library out, as for a failure that shows no frame of the
+# program (``program_unshown``).
+_NATIVE_LINE = re.compile(
+    r"\b[\w./-]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+|\(\d+\))"
+    r"|^\s*#\d+\s+(?:0x[0-9a-fA-F]+ in )?[\w:~<>.]+\s*\("
+    r"|\b[NR]CCL (?:INFO|WARN)\b"
+)
+
+
+def _native_tail(scan: ScanResult, libraries: frozenset[str]) -> bool:
+    """Whether the last line of a log came from a library's compiled code (``_NATIVE_LINE``), and no frame of
+    the program's or its tests' code shows in a stack dump (a dump of the program's threads shows where it
+    waits)."""
+    for d in scan.dumps:
+        if any(frame_owner(fr, libraries)[0] in ("user", "test") for fr in d.innermost or []):
+            return False
+    for info in scan.sources.values():
+        last = next((t for t in reversed(info.tail) if t.strip()), "")
+        if last and _NATIVE_LINE.search(last):
+            return True
+    return False
+
+
+def _run_as_script(frames: list[Frame]) -> bool:
+    """Whether a Python traceback's outermost frame is the top level (``<module>``) of a file named like a test
+    (``test.py``, ``test_x.py``) that no runner imported: Python prints the main program's frame first, so
+    that file ran as the program (``python test.py``, a repro script). A test runner calls a test's function
+    (pytest and unittest print from it), and a test module it imports sits below the importer's frames
+    (importlib's, pytest's), never outermost. Its frames are the program's code, not a test's; no test ran."""
+    if not frames or frames[0].func != "<module>" or _TEST_SETUP_FILE.search(frames[0].file.replace("\\", "/")):
+        return False
+    return frame_owner(frames[0], frozenset())[0] == "test"
