@@ -90,3 +90,18 @@ def ids_in_other_packs(pack: Path) -> set[str]:
         if other != pack:
             others |= {r["id"] for r in tomllib.loads(other.read_text()).get("rule", [])}
     return others
+
+
+def run_jax_on_cpu(tmp_path: Path, code: str) -> Diagnosis:
+    """Run ``code`` with the installed JAX on 4 host CPU devices, expect it to fail, and diagnose its stderr
+    with its exit status (the JAX families' live checks; the caller skips where JAX is not installed)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode != 0
+    return diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids
+from tests.kb.test_hub_messages import KHUB
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "kb" / "hf_dynamo_catalogue"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "47-hf-dynamo-catalogue.toml"
@@ -111,16 +112,7 @@ def test_the_pack_carries_no_rule_without_a_test_here():
     round2 = json.loads((LOGS.parent / "hf_messages" / "labels.json").read_text())["logs"]
     tested |= {lab["rule"] for lab in round2}
     # khub (Hub access, release skew) is exercised in tests/kb/test_hub_messages.py
-    tested |= {
-        "hub.gated_repo",
-        "hub.gated_repo_not_authenticated",
-        "hub.gated_repo_access_not_granted",
-        "hub.repository_not_found",
-        "hf.config_load_wrapped_error",
-        "hub.deprecated_download_argument_fatal",
-        "hf.trainingargs_unknown_option",
-        "datasets.fsspec_release_skew",
-    }
+    tested |= KHUB
     assert ids <= tested, ids - tested
 
 

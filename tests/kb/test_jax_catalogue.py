@@ -10,8 +10,6 @@ and diagnoses their stderr.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids, train_log
-from tests.kb.kb_helpers import check_labelled_log
+from tests.kb.kb_helpers import check_labelled_log, run_jax_on_cpu
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "jax_catalogue"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "74-jax-catalogue.toml"
@@ -80,27 +78,13 @@ def test_a_pool_oom_still_reads_as_the_pool_oom():
     assert [c.rule for c in diag.root_causes] == [c.rule for c in with_pack.root_causes]
 
 
-def _jax_python(name: str) -> str:
+@pytest.mark.parametrize("name", ["dyn_slice", "vmap_rank0", "scan_carry", "tree_dict", "flax_invalid_rng"])
+def test_it_diagnoses_the_failure_produced_live_when_jax_is_installed(tmp_path, name):
     pytest.importorskip("jax")
     if name.startswith("flax_"):
         pytest.importorskip("flax")
-    return sys.executable
-
-
-@pytest.mark.parametrize("name", ["dyn_slice", "vmap_rank0", "scan_carry", "tree_dict", "flax_invalid_rng"])
-def test_it_diagnoses_the_failure_produced_live_when_jax_is_installed(tmp_path, name):
-    python = _jax_python(name)
     label = next(lab for lab in LABELS if lab["log"] == f"{name}.log")
-    proc = subprocess.run(
-        [python, "-c", label["code"]],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode != 0
-    diag = diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
+    diag = run_jax_on_cpu(tmp_path, label["code"])
     assert diag.root_causes[0].rule == label["rule"], [c.rule for c in diag.root_causes]
     assert diag.root_causes[0].category == label["category"]
 

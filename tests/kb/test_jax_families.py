@@ -16,15 +16,13 @@ failures are also produced live.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, ids_in_other_packs, pack_rules, top3
+from tests.kb.kb_helpers import fired, ids_in_other_packs, pack_rules, run_jax_on_cpu, top3
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "jax_families"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "74-jax-catalogue.toml"
@@ -98,15 +96,6 @@ def test_numpys_own_index_error_is_not_read_as_jax():
 def test_it_reads_the_family_produced_live_when_jax_is_installed(tmp_path, log):
     pytest.importorskip("jax")
     label = next(lab for lab in LABELS if lab["log"] == log)
-    proc = subprocess.run(
-        [sys.executable, "-c", label["code"]],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode != 0
-    diag = diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
+    diag = run_jax_on_cpu(tmp_path, label["code"])
     assert fired(diag, label["rule"]), [c.rule for c in diag.root_causes]
     assert label["category"] in top3(diag)
