@@ -394,6 +394,118 @@ def _stuck(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> Vali
     return ValidationCheck("stuck-frame", "passed", "; ".join(s["detail"] for s in stuck[:4]))
 
 
+# A float literal as Python, NumPy and unittest print it, optionally wrapped in NumPy's scalar repr
+# (``np.float64(0.30000000000000004)``, ``float32(0.3)``); ``(a + b)`` is pytest's rendering of an
+# arithmetic expression of literals (``assert (0.1 + 0.2) == 0.3``).
+_FLOAT_LIT = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+|\.\d+(?:[eE][-+]?\d+)?|inf|nan)"
+_FLOAT_ONE = re.compile(
+    rf"^(?:(?:np|numpy)\.)?(?P<wrap>float(?:16|32|64)|double|single)?\(?\s*(?P<v>{_FLOAT_LIT})\s*\)?$"
+)
+_FLOAT_EXPR = re.compile(rf"^\(\s*(?P<a>{_FLOAT_LIT})\s*(?P<op>[-+*/])\s*(?P<b>{_FLOAT_LIT})\s*\)$")
+# float64 rounding: a relative difference far below any real change of a result (one ulp is 2.2e-16);
+# float32 values (printed as NumPy float32 scalars) round at 2**-24
+FLOAT64_ROUNDING = 1e-9
+FLOAT32_ROUNDING = 4 * 2.0**-24
+FLOAT16_ROUNDING = 4 * 2.0**-11
+FLOAT_REFUTED_FACTOR = 0.2
+
+
+def _float_value(text: str) -> tuple[float, float] | None:
+    """A printed float (or a literal arithmetic expression pytest shows unevaluated) and the relative
+    rounding of its type (float64 unless NumPy's repr names float32/float16); None when not a number."""
+    text = text.strip()
+    m = _FLOAT_EXPR.match(text)
+    if m:
+        a, b = float(m.group("a")), float(m.group("b"))
+        op = m.group("op")
+        if op == "/" and b == 0:
+            return None
+        value = a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
+        return value, FLOAT64_ROUNDING
+    m = _FLOAT_ONE.match(text)
+    if not m:
+        return None
+    wrap = m.group("wrap") or ""
+    tol = (
+        FLOAT16_ROUNDING
+        if wrap == "float16"
+        else FLOAT32_ROUNDING
+        if wrap in {"float32", "single"}
+        else FLOAT64_ROUNDING
+    )
+    return float(m.group("v")), tol
+
+
+def _split_items(text: str) -> list[str]:
+    """The items of a printed list or tuple body, split at top-level commas."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        items.append(cur)
+    return [i.strip() for i in items]
+
+
+def float_rounding_pairs(lhs: str, rhs: str) -> list[tuple[float, float]] | None:
+    """Compare the two sides of a failed equality as numbers: the pairs that differ only by floating-point
+    rounding (relative difference at most ``FLOAT64_ROUNDING``, ``FLOAT32_ROUNDING`` for a float32,
+    ``FLOAT16_ROUNDING`` for a float16, or both NaN, which never equals itself), or None when a side is not
+    numbers, the sides differ in length, or any pair differs by more than rounding (a real difference: the
+    result, not the comparison)."""
+    left, right = _split_items(lhs), _split_items(rhs)
+    if not left or len(left) != len(right):
+        return None
+    close: list[tuple[float, float]] = []
+    for a_text, b_text in zip(left, right, strict=True):
+        a, b = _float_value(a_text), _float_value(b_text)
+        if a is None or b is None:
+            return None
+        (x, x_tol), (y, y_tol) = a, b
+        if x != x and y != y:  # NaN on both sides
+            close.append((x, y))
+            continue
+        if x == y:
+            continue
+        scale = max(abs(x), abs(y))
+        tol = max(x_tol, y_tol)
+        if scale == float("inf") or abs(x - y) > tol * scale:
+            return None
+        close.append((x, y))
+    return close or None
+
+
+def _float_rounding(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
+    groups = finding.get("groups") or {}
+    lhs, rhs = groups.get("lhs") or "", groups.get("rhs") or ""
+    if not lhs or not rhs:
+        return ValidationCheck("float-rounding", "skipped", "the failed comparison's two sides were not captured")
+    pairs = float_rounding_pairs(lhs, rhs)
+    if pairs is None:
+        # the premise of the cause (two floats equal up to rounding) is refuted, not merely unsupported: the
+        # cause falls below the assertion's other homes (with the failed factor, to a tenth of its prior)
+        cause.confidence *= FLOAT_REFUTED_FACTOR
+        return ValidationCheck(
+            "float-rounding",
+            "failed",
+            f"{lhs[:60]} and {rhs[:60]} differ by more than rounding (or are not numbers): the value itself differs",
+        )
+    x, y = pairs[0]
+    if x != x:
+        detail = "NaN compared with NaN: NaN never equals itself"
+    else:
+        rel = abs(x - y) / max(abs(x), abs(y))
+        detail = f"{x!r} and {y!r} differ by a relative {rel:.1e}: floating-point rounding, compared exactly"
+    return ValidationCheck("float-rounding", "passed", detail)
+
+
 CHECKS: dict[str, CheckFn] = {
     "oom-single-allocation": _oom_single,
     "oom-growth": _oom_growth,
@@ -414,4 +526,5 @@ CHECKS: dict[str, CheckFn] = {
     "fixture-plugin": _fixture_plugin,
     "state-dict-prefix": _prefix,
     "stuck-frame": _stuck,
+    "float-rounding": _float_rounding,
 }
