@@ -77,8 +77,9 @@ LOGS = [
         "unsupported_op",
         {"operator", "config"},
     ),
-    # https://github.com/vllm-project/vllm-ascend/pull/1261: the CANN installed lacks aclmdlRICaptureBegin
-    ("vllm_ascend_capture_begin_missing_in_cann", "pta.err.resource_not_found", "runtime_error", {"environment"}),
+    # https://github.com/vllm-project/vllm-ascend/pull/1261: the CANN installed lacks aclmdlRICaptureBegin; torch_npu's
+    # own text ("Failed to find function", kpta2) reads it in place of the generic ERR00008 rule
+    ("vllm_ascend_capture_begin_missing_in_cann", "cann.pta.cann_function_missing", "runtime_error", {"environment"}),
 ]
 
 
