@@ -418,6 +418,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
+    _add_fact(facts, _checkpoint_key(facts), reasoning)
+    _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     return facts
@@ -926,6 +928,38 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
         act.append("run:distributed")  # a generic error of a multi-process run: a peer is a suspect too
     if not facts.tests_seen:
         act.append("run:no_tests")
+
+
+# a KeyError raised while the frames load a checkpoint (a ``[[frame_stage]]`` of stage checkpoint: load_state_dict,
+# torch.load, a restore): the mapping looked up is the file's content (a state dict, an optimizer's state, the
+# wrapper dict a training script saved), which another version, another model or another saving code wrote
+CHECKPOINT_KEY = "lookup:checkpoint"
+UNTESTED_ASSERT = "raiser:untested_assert"
+
+
+def _checkpoint_key(facts: Facts) -> str | None:
+    """``lookup:checkpoint``: a KeyError while a checkpoint is loaded, as the frames show it (a ``[[frame_stage]]``
+    of stage checkpoint) or the message's words say it (``stage:checkpoint``, checkpoint words). The mapping
+    looked up is the file's content, not the program's own structure."""
+    if facts.family != "lookup":
+        return None
+    stage = facts.stage == "checkpoint" or "stage:checkpoint" in facts.cued
+    return CHECKPOINT_KEY if stage else None  # an ``assert`` outside any test, not the program's (_untested_assert)
+
+
+def _untested_assert(facts: Facts) -> bool:
+    """An ``AssertionError`` where no test ran (``run:no_tests``), and no frame of the program's own code raised it
+    (only the exception line, or a library's frame). The assertion family reads a failed assert as a test's check
+    of the code under test; without a test, an ``assert`` is an invariant that the code stating it holds about its
+    own state (a developer's internal check), and the code shown stating it is not the program's: a library's.
+    An assert whose message states what values the call received (``cue:input_check``: "expects uniform dtype
+    but got …") is the library checking its caller's values instead, read as such. pytest's outcomes
+    (``Failed``) and unittest's ``self.assertX`` are tests' verdicts, and a test's frame makes ``run:tests``."""
+    if facts.family != "assertion" or (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
+        return False
+    if "run:no_tests" not in facts.active or "cue:input_check" in facts.cued:
+        return False
+    return facts.raiser in ("library", "stdlib") or (facts.raiser is None and facts.raise_frame is None)
 
 
 def _syntax_file(facts: Facts) -> str | None:
