@@ -934,7 +934,7 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
 # torch.load, a restore): the mapping looked up is the file's content (a state dict, an optimizer's state, the
 # wrapper dict a training script saved), which another version, another model or another saving code wrote
 CHECKPOINT_KEY = "lookup:checkpoint"
-UNTESTED_ASSERT = "raiser:untested_assert"
+UNTESTED_ASSERT = "raiser:untested_assert"  # an ``assert`` outside any test, not the program's (_untested_assert)
 
 
 def _checkpoint_key(facts: Facts) -> str | None:
@@ -944,7 +944,7 @@ def _checkpoint_key(facts: Facts) -> str | None:
     if facts.family != "lookup":
         return None
     stage = facts.stage == "checkpoint" or "stage:checkpoint" in facts.cued
-    return CHECKPOINT_KEY if stage else None  # an ``assert`` outside any test, not the program's (_untested_assert)
+    return CHECKPOINT_KEY if stage else None
 
 
 def _untested_assert(facts: Facts) -> bool:
