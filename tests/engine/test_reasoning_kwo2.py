@@ -3,6 +3,8 @@ logs diagnosed with the rules that explained them left out, and on output of rea
 
 - ``cue:changed_at_release``: the message names the release at which the raising library changed the behaviour the
   call relied on ("As of JAX v0.7, …", "Prior to JAX v0.5.0, …"): the calling code predates it.
+- ``cue:thread_refused``: CPython's "can't start new thread" is pthread_create refused by the operating system (a
+  task limit, a sandbox refusing the clone call): the environment or a resource, not the code that started it.
 - Who owns a frame (``frame_owner``): a path whose leading folders a paste replaced by a placeholder
   (``<path>/pkg/mod.py``) is a file, not a pseudo-file such as ``<string>`` or ``<frozen os>``; code a library
   downloaded from a model hub and imported (transformers' ``transformers_modules``, torch.hub's repositories) is
@@ -79,6 +81,8 @@ def _where(diag: Any) -> str:
     [
         # "Prior to JAX v0.5.0, this would have been treated as a batched 1-dimensional solve": dynamax's example
         ("jax/dynamax_example_jax050_solve_batched_shapes", "cue:changed_at_release", "library", "config"),
+        # an old Docker engine's seccomp profile refuses the clone3 call of a newer glibc: no thread starts
+        ("environment/docker_old_engine_cant_start_new_thread", "cue:thread_refused", "environment", "model"),
     ],
 )
 def test_train_log_fact_puts_the_home_first_without_the_rules(
@@ -92,6 +96,13 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
     assert _checks(diag, home)[f"context:{fact}"] == "passed", name
     if moved_down is not None:
         assert _checks(diag, moved_down)[f"context:{fact}"] == "failed", name
+
+
+def test_train_log_thread_refused_offers_the_environment_with_the_rules() -> None:
+    """With every rule the installed environment joins the three hypotheses (before: not among them)."""
+    diag, label = _with_rules("environment/docker_old_engine_cant_start_new_thread")
+    assert label["category"] == "environment"
+    assert "environment" in top3(diag), top3(diag)
 
 
 def test_train_log_redacted_path_is_the_programs_frame() -> None:
