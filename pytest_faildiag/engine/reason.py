@@ -48,6 +48,16 @@ _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|
 _TEST_SETUP_FILE = re.compile(r"(?:^|/)conftest\.py$")
 _TEST_SETUP_FUNC = re.compile(r"^(?:setUp\w*|tearDown\w*|setup\w*|teardown\w*|fixture\w*|_?\w*_fixture)$")
 _PATHS = re.compile(r"\S*[/\\]\S*")
+# a path whose leading folders a paste replaced by a placeholder (``<path>/pkg/mod.py``, ``<redacted>/x.py``,
+# ``<HOME>/.venv/…``) is a file path, not a pseudo-file such as ``<string>`` or ``<frozen importlib._bootstrap>``
+_REDACTED = re.compile(r"^<[\w .-]+>(?=/)")
+# code that a library downloaded from a model hub and imported at run time, not the program's: transformers'
+# ``trust_remote_code`` modules (``…/huggingface/modules/transformers_modules/<model>/modeling_x.py``, diffusers'
+# ``diffusers_modules``) and torch.hub's repositories (``…/torch/hub/<owner>_<repo>_<ref>/…``; its ``checkpoints``
+# folder holds weights, not code). The model's publisher wrote it; its package is the folder that names it
+_HUB_CODE = re.compile(
+    r"/(?:transformers|diffusers)_modules/(?P<pkg>[^/]+)/|/torch/hub/(?!checkpoints/)(?P<pkg2>[^/]+)/"
+)
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
@@ -107,8 +117,10 @@ class Facts:
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
     """("user" | "test" | "library" | "stdlib", package name). Source checkouts of well-known libraries
-    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code."""
-    f = frame.file.replace("\\", "/")
+    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code; so does a model's code
+    that a library downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by
+    the rest of it (``_REDACTED``), not as a pseudo-file."""
+    f = _REDACTED.sub("", frame.file.replace("\\", "/"), count=1)
     if f.startswith("<"):
         return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
     m = _SITE.search(f)
@@ -130,6 +142,9 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
             return "library", name
     if "/_pytest/" in f or "/pluggy/" in f:
         return "library", "pytest"
+    hub = _HUB_CODE.search(f)
+    if hub:
+        return "library", hub["pkg"] or hub["pkg2"]  # a model's code a library downloaded and imported (_HUB_CODE)
     if _TEST_FILE.search(f):
         return "test", None
     return "user", None
