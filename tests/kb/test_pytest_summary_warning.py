@@ -13,13 +13,13 @@ from tests.kb.kb_helpers import train_log_path
 WARNS = """
 import warnings
 
-def fetch(resume_download=None):
-    if resume_download is not None:
-        warnings.warn("`resume_download` is deprecated and will be removed in version 1.0.0.", FutureWarning)
+def fetch(legacy_mode=None):
+    if legacy_mode is not None:
+        warnings.warn("`legacy_mode` is deprecated and will be removed in version 3.0; pass mode= instead.", FutureWarning)
     return 1
 
 def test_fetch():
-    assert fetch(resume_download=False) == 1
+    assert fetch(legacy_mode=False) == 1
 """
 
 
