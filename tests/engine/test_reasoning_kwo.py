@@ -18,31 +18,13 @@ scan and the analysis. The reasoning alone must then name the home, said on the 
 
 from __future__ import annotations
 
-import json
 import sys
-import warnings
 from typing import Any
 
 import pytest
 
-from bench.ablate_rules import OWN, dropping
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import run_failing, top3, train_log_path
-
-
-def _without_rules(name: str) -> tuple[Any, dict]:
-    """A train log diagnosed with the rules that explained it left out (their findings dropped), and its label."""
-    log = train_log_path(name)
-    label = json.loads(log.with_suffix(".json").read_text())
-    kw = {"exit_code": label.get("exit_code"), "command": label.get("command")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        first = diagnose([str(log)], **kw)
-        rules = {c.rule for c in first.root_causes if not c.rule.startswith(OWN)}
-        with dropping(rules):
-            diag = diagnose([str(log)], **kw)
-    assert not any(c.rule in rules for c in diag.root_causes), name
-    return diag, label
+from tests.kb.kb_helpers import run_failing, top3, train_log_without_rules
 
 
 def _checks(diag: Any, category: str) -> dict[str, str]:
@@ -111,7 +93,7 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
 ) -> None:
     """Before these facts each log's home was second, third or not among the three (bench/confusion.py
     --without-rules); now it leads, the fact a passed check on it and a failed one on the home it moved down."""
-    diag, label = _without_rules(name)
+    diag, label = train_log_without_rules(name)
     assert label["category"] == home
     assert top3(diag)[0] == home, (name, top3(diag))
     assert _checks(diag, home)[f"context:{fact}"] == "passed", name
@@ -129,7 +111,7 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
 def test_train_log_nccl_cuda_failure_offers_the_device_runtime(name: str) -> None:
     """NCCL's own "Cuda failure 'invalid argument'" under a communicator's set-up: the device runtime joins the
     three hypotheses (before: not among them), beside the collective layer the NCCL error lines put first."""
-    diag, label = _without_rules(name)
+    diag, label = train_log_without_rules(name)
     assert label["category"] == "backend"
     assert "backend" in top3(diag), top3(diag)
     assert _checks(diag, "backend")["context:type:backend"] == "passed"
@@ -138,7 +120,7 @@ def test_train_log_nccl_cuda_failure_offers_the_device_runtime(name: str) -> Non
 def test_train_log_unknown_keyword_not_read_for_positional_count_errors() -> None:
     """ "missing 1 required positional argument" is as often a call written wrongly as a changed signature: the
     keyword fact does not hold there (equinox's filter_grad called with its argument as a keyword: the program's)."""
-    diag, _label = _without_rules("jax/jax_equinox_filter_grad_first_arg_passed_as_keyword_typeerror")
+    diag, _label = train_log_without_rules("jax/jax_equinox_filter_grad_first_arg_passed_as_keyword_typeerror")
     assert "cue:unknown_keyword" not in _facts(diag)
 
 

@@ -23,28 +23,12 @@ from typing import Any
 
 import pytest
 
-from bench.ablate_rules import OWN, dropping
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.reason import frame_owner
 from pytest_faildiag.parse.scan import Frame
-from tests.kb.kb_helpers import run_failing, top3, train_log_path
+from tests.kb.kb_helpers import run_failing, top3, train_log_path, train_log_without_rules
 
 LIBRARIES = frozenset({"torch", "transformers", "jax"})
-
-
-def _without_rules(name: str) -> tuple[Any, dict]:
-    """A train log diagnosed with the rules that explained it left out (their findings dropped), and its label."""
-    log = train_log_path(name)
-    label = json.loads(log.with_suffix(".json").read_text())
-    kw = {"exit_code": label.get("exit_code"), "command": label.get("command")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        first = diagnose([str(log)], **kw)
-        rules = {c.rule for c in first.root_causes if not c.rule.startswith(OWN)}
-        with dropping(rules):
-            diag = diagnose([str(log)], **kw)
-    assert not any(c.rule in rules for c in diag.root_causes), name
-    return diag, label
 
 
 def _with_rules(name: str) -> tuple[Any, dict]:
@@ -90,7 +74,7 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
 ) -> None:
     """Before these facts each log's home was second or third (bench/confusion.py --without-rules); now it leads,
     the fact a passed check on it and a failed one on the home it moved down."""
-    diag, label = _without_rules(name)
+    diag, label = train_log_without_rules(name)
     assert label["category"] == home
     assert top3(diag)[0] == home, (name, top3(diag))
     assert _checks(diag, home)[f"context:{fact}"] == "passed", name
@@ -110,7 +94,7 @@ def test_train_log_redacted_path_is_the_programs_frame() -> None:
     as a pseudo-file of the standard library (only libraries on the stack: a library first); it is the program's
     own module, whose KeyError is its own code's (the label's model), with the rules and without them."""
     name = "pytest_python/py_g8_waveplus_bridge_keyerror_retries_default_config_not_applied"
-    for diag, label in (_without_rules(name), _with_rules(name)):
+    for diag, label in (train_log_without_rules(name), _with_rules(name)):
         assert label["category"] == "model"
         assert top3(diag)[0] == "model", top3(diag)
         assert "raiser:user" in _facts(diag)
@@ -121,7 +105,7 @@ def test_train_log_hub_model_code_is_not_the_program() -> None:
     """InternVL's chat model runs from transformers' ``transformers_modules`` (trust_remote_code): the code that
     put the tensors on two devices is the model publisher's and transformers' generation loop, not the program's;
     without the rules the library leads (before: the program's code)."""
-    diag, label = _without_rules("pytorch/internvl_chat_device_map_generate_tensors_on_two_devices")
+    diag, label = train_log_without_rules("pytorch/internvl_chat_device_map_generate_tensors_on_two_devices")
     assert label["category"] == "library"
     assert top3(diag)[0] == "library", top3(diag)
 

@@ -105,3 +105,21 @@ def run_jax_on_cpu(tmp_path: Path, code: str) -> Diagnosis:
     )
     assert proc.returncode != 0
     return diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
+
+
+def train_log_without_rules(name: str) -> tuple[Diagnosis, dict]:
+    """A train log diagnosed with the rules that explained it left out (their findings dropped, as
+    ``bench/ablate_rules.py`` does: a failure no rule knows), and its label."""
+    from bench.ablate_rules import OWN, dropping
+
+    log = train_log_path(name)
+    label = json.loads(log.with_suffix(".json").read_text())
+    kw = {"exit_code": label.get("exit_code"), "command": label.get("command")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = diagnose([str(log)], **kw)
+        rules = {c.rule for c in first.root_causes if not c.rule.startswith(OWN)}
+        with dropping(rules):
+            diag = diagnose([str(log)], **kw)
+    assert not any(c.rule in rules for c in diag.root_causes), name
+    return diag, label
