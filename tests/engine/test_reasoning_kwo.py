@@ -19,23 +19,18 @@ scan and the analysis. The reasoning alone must then name the home, said on the 
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import run_failing, top3, train_log_without_rules
-
-
-def _checks(diag: Any, category: str) -> dict[str, str]:
-    cause = next(c for c in diag.root_causes if c.category == category)
-    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
-
-
-def _facts(diag: Any) -> set[str]:
-    return {
-        v.name.split(":", 1)[1] for c in diag.root_causes for v in c.validation_checks if v.name.startswith("context:")
-    }
+from tests.kb.kb_helpers import (
+    context_checks,
+    context_facts,
+    fake_site_library,
+    run_failing,
+    top3,
+    train_log_without_rules,
+)
 
 
 @pytest.mark.parametrize(
@@ -96,9 +91,9 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
     diag, label = train_log_without_rules(name)
     assert label["category"] == home
     assert top3(diag)[0] == home, (name, top3(diag))
-    assert _checks(diag, home)[f"context:{fact}"] == "passed", name
+    assert context_checks(diag, home)[f"context:{fact}"] == "passed", name
     if moved_down is not None:
-        assert _checks(diag, moved_down)[f"context:{fact}"] == "failed", name
+        assert context_checks(diag, moved_down)[f"context:{fact}"] == "failed", name
 
 
 @pytest.mark.parametrize(
@@ -114,14 +109,14 @@ def test_train_log_nccl_cuda_failure_offers_the_device_runtime(name: str) -> Non
     diag, label = train_log_without_rules(name)
     assert label["category"] == "backend"
     assert "backend" in top3(diag), top3(diag)
-    assert _checks(diag, "backend")["context:type:backend"] == "passed"
+    assert context_checks(diag, "backend")["context:type:backend"] == "passed"
 
 
 def test_train_log_unknown_keyword_not_read_for_positional_count_errors() -> None:
     """ "missing 1 required positional argument" is as often a call written wrongly as a changed signature: the
     keyword fact does not hold there (equinox's filter_grad called with its argument as a keyword: the program's)."""
     diag, _label = train_log_without_rules("jax/jax_equinox_filter_grad_first_arg_passed_as_keyword_typeerror")
-    assert "cue:unknown_keyword" not in _facts(diag)
+    assert "cue:unknown_keyword" not in context_facts(diag)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -132,45 +127,37 @@ def test_train_log_unknown_keyword_not_read_for_positional_count_errors() -> Non
 def test_real_unexpected_keyword_lifts_the_installed_versions(tmp_path) -> None:
     diag, err = run_failing(tmp_path, "import json\njson.dumps({}, indnt=2)\n")
     assert "got an unexpected keyword argument 'indnt'" in err
-    assert _checks(diag, "environment")["context:cue:unknown_keyword"] == "passed"
-    assert _checks(diag, "model")["context:cue:unknown_keyword"] == "failed"
+    assert context_checks(diag, "environment")["context:cue:unknown_keyword"] == "passed"
+    assert context_checks(diag, "model")["context:cue:unknown_keyword"] == "failed"
 
 
 def test_real_positional_count_error_is_not_an_unknown_keyword(tmp_path) -> None:
     diag, err = run_failing(tmp_path, "def f(a):\n    return a\nf(1, 2)\n")
     assert "takes 1 positional argument but 2 were given" in err
-    assert "cue:unknown_keyword" not in _facts(diag)
+    assert "cue:unknown_keyword" not in context_facts(diag)
 
 
 _LIBRARY = "def check(x):\n    assert x > 0\n    return x\n"
 
 
-def _fake_library(tmp_path) -> str:
-    """A package under a ``site-packages`` folder (a library, as frame_owner reads paths), imported by path."""
-    site = tmp_path / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    (site / "fakelib").mkdir(parents=True)
-    (site / "fakelib" / "__init__.py").write_text(_LIBRARY)
-    return str(site)
-
-
 def test_real_library_assert_without_a_test_is_the_library(tmp_path) -> None:
-    site = _fake_library(tmp_path)
+    site = fake_site_library(tmp_path, _LIBRARY)
     diag, err = run_failing(tmp_path, f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\nfakelib.check(-1)\n")
     assert "AssertionError" in err
     # pytest.assertion (any AssertionError) still names the code under test first, softened by the fact; the
     # library comes right after it
     assert top3(diag)[:2] == ["model", "library"], top3(diag)
-    assert _checks(diag, "library")["context:raiser:untested_assert"] == "passed"
-    assert _checks(diag, "model")["context:raiser:untested_assert"] == "failed"
+    assert context_checks(diag, "library")["context:raiser:untested_assert"] == "passed"
+    assert context_checks(diag, "model")["context:raiser:untested_assert"] == "failed"
 
 
 def test_real_program_assert_is_not_an_untested_library_assert(tmp_path) -> None:
     diag, _err = run_failing(tmp_path, "x = -1\nassert x > 0\n")
-    assert "raiser:untested_assert" not in _facts(diag)
+    assert "raiser:untested_assert" not in context_facts(diag)
 
 
 def test_real_library_assert_under_a_test_is_not_untested(tmp_path) -> None:
-    site = _fake_library(tmp_path)
+    site = fake_site_library(tmp_path, _LIBRARY)
     (tmp_path / "test_it.py").write_text(
         f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\n\ndef test_it():\n    fakelib.check(-1)\n"
     )
@@ -185,7 +172,7 @@ def test_real_library_assert_under_a_test_is_not_untested(tmp_path) -> None:
     )
     assert p.returncode == 1, p.stdout + p.stderr
     diag = diagnose(texts={"stdout": p.stdout}, exit_code=p.returncode)
-    assert "raiser:untested_assert" not in _facts(diag)
+    assert "raiser:untested_assert" not in context_facts(diag)
 
 
 def test_real_optimizer_state_without_param_groups_is_the_checkpoint(tmp_path) -> None:
@@ -198,9 +185,9 @@ def test_real_optimizer_state_without_param_groups_is_the_checkpoint(tmp_path) -
     )
     assert "KeyError: 'param_groups'" in err
     assert top3(diag)[0] == "checkpoint", top3(diag)
-    assert _checks(diag, "checkpoint")["context:lookup:checkpoint"] == "passed"
+    assert context_checks(diag, "checkpoint")["context:lookup:checkpoint"] == "passed"
 
 
 def test_real_plain_key_error_is_not_a_checkpoint(tmp_path) -> None:
     diag, _err = run_failing(tmp_path, "settings = {'lr': 0.1}\nprint(settings['batch_size'])\n")
-    assert "lookup:checkpoint" not in _facts(diag)
+    assert "lookup:checkpoint" not in context_facts(diag)

@@ -17,7 +17,6 @@ the findings of the rules whose causes that diagnosis listed dropped between the
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from typing import Any
 
@@ -26,7 +25,15 @@ import pytest
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.reason import frame_owner
 from pytest_faildiag.parse.scan import Frame
-from tests.kb.kb_helpers import run_failing, top3, train_log_path, train_log_without_rules
+from tests.kb.kb_helpers import (
+    context_checks,
+    context_facts,
+    fake_site_library,
+    run_failing,
+    top3,
+    train_log_path,
+    train_log_without_rules,
+)
 
 LIBRARIES = frozenset({"torch", "transformers", "jax"})
 
@@ -37,17 +44,6 @@ def _with_rules(name: str) -> tuple[Any, dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
-
-
-def _checks(diag: Any, category: str) -> dict[str, str]:
-    cause = next(c for c in diag.root_causes if c.category == category)
-    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
-
-
-def _facts(diag: Any) -> set[str]:
-    return {
-        v.name.split(":", 1)[1] for c in diag.root_causes for v in c.validation_checks if v.name.startswith("context:")
-    }
 
 
 def _where(diag: Any) -> str:
@@ -77,9 +73,9 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
     diag, label = train_log_without_rules(name)
     assert label["category"] == home
     assert top3(diag)[0] == home, (name, top3(diag))
-    assert _checks(diag, home)[f"context:{fact}"] == "passed", name
+    assert context_checks(diag, home)[f"context:{fact}"] == "passed", name
     if moved_down is not None:
-        assert _checks(diag, moved_down)[f"context:{fact}"] == "failed", name
+        assert context_checks(diag, moved_down)[f"context:{fact}"] == "failed", name
 
 
 def test_train_log_thread_refused_offers_the_environment_with_the_rules() -> None:
@@ -97,8 +93,8 @@ def test_train_log_redacted_path_is_the_programs_frame() -> None:
     for diag, label in (train_log_without_rules(name), _with_rules(name)):
         assert label["category"] == "model"
         assert top3(diag)[0] == "model", top3(diag)
-        assert "raiser:user" in _facts(diag)
-        assert "raiser:library_only" not in _facts(diag)
+        assert "raiser:user" in context_facts(diag)
+        assert "raiser:library_only" not in context_facts(diag)
 
 
 def test_train_log_hub_model_code_is_not_the_program() -> None:
@@ -141,33 +137,25 @@ def test_frame_owner(path: str, owner: tuple[str, str | None]) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _fake_library(tmp_path, body: str) -> str:
-    """A package under a ``site-packages`` folder (a library, as frame_owner reads paths), imported by path."""
-    site = tmp_path / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    (site / "fakelib").mkdir(parents=True)
-    (site / "fakelib" / "__init__.py").write_text(body)
-    return str(site)
-
-
 def test_real_behaviour_changed_at_a_release(tmp_path) -> None:
     body = (
         "def solve(a, b):\n"
         "    raise ValueError('Invalid shapes for solve. Prior to fakelib v0.5.0, this would have been treated as a "
         "batched solve.')\n"
     )
-    site = _fake_library(tmp_path, body)
+    site = fake_site_library(tmp_path, body)
     diag, err = run_failing(
         tmp_path, f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\nfakelib.solve(1, 2)\n"
     )
     assert "Prior to fakelib v0.5.0," in err
-    assert _checks(diag, "library")["context:cue:changed_at_release"] == "passed"
-    assert _checks(diag, "config")["context:cue:changed_at_release"] == "failed"
+    assert context_checks(diag, "library")["context:cue:changed_at_release"] == "passed"
+    assert context_checks(diag, "config")["context:cue:changed_at_release"] == "failed"
 
 
 def test_real_version_without_a_change_is_not_read(tmp_path) -> None:
     diag, err = run_failing(tmp_path, "raise ValueError('expected version 0.5.0, got 0.4.0')\n")
     assert "expected version" in err
-    assert "cue:changed_at_release" not in _facts(diag)
+    assert "cue:changed_at_release" not in context_facts(diag)
 
 
 def test_real_redacted_paste_keeps_the_programs_frame(tmp_path) -> None:
@@ -177,6 +165,6 @@ def test_real_redacted_paste_keeps_the_programs_frame(tmp_path) -> None:
     pasted = err.replace(str(tmp_path.resolve()), "<path>").replace(str(tmp_path), "<path>")
     assert 'File "<path>/bridge.py"' in pasted, pasted
     diag = diagnose(texts={"stderr": pasted}, exit_code=1)
-    assert "raiser:user" in _facts(diag)
-    assert "raiser:library_only" not in _facts(diag)
+    assert "raiser:user" in context_facts(diag)
+    assert "raiser:library_only" not in context_facts(diag)
     assert "program's own code at <path>/bridge.py" in _where(diag)

@@ -123,3 +123,26 @@ def train_log_without_rules(name: str) -> tuple[Diagnosis, dict]:
             diag = diagnose([str(log)], **kw)
     assert not any(c.rule in rules for c in diag.root_causes), name
     return diag, label
+
+
+def context_checks(diag: Diagnosis, category: str) -> dict[str, str]:
+    """The ``context:<fact>`` checks on a category's best cause and their statuses (passed: the fact lifted
+    it, failed: the fact lowered it)."""
+    cause = next(c for c in diag.root_causes if c.category == category)
+    return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
+
+
+def context_facts(diag: Diagnosis) -> set[str]:
+    """Every reasoning fact that weighed on some cause of the diagnosis."""
+    return {
+        v.name.split(":", 1)[1] for c in diag.root_causes for v in c.validation_checks if v.name.startswith("context:")
+    }
+
+
+def fake_site_library(tmp_path: Path, body: str) -> str:
+    """A package ``fakelib`` (``body`` as its ``__init__``) under a ``site-packages`` folder, which is how the
+    reasoning tells a library's frames from the program's; returns the folder to put on ``sys.path``."""
+    site = tmp_path / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site / "fakelib").mkdir(parents=True)
+    (site / "fakelib" / "__init__.py").write_text(body)
+    return str(site)
