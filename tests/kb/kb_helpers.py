@@ -146,3 +146,14 @@ def fake_site_library(tmp_path: Path, body: str) -> str:
     (site / "fakelib").mkdir(parents=True)
     (site / "fakelib" / "__init__.py").write_text(body)
     return str(site)
+
+
+def check_text_alone(data: Path, label: dict) -> Diagnosis:
+    """The labelled log handed over as its text alone (no exit status, as a JSONL scorer does): the signature
+    must still carry it, its type, its rule and its home among the first three."""
+    diag = diagnose([str(data / label["log"])])
+    cats = [c.category for c in diag.root_causes]
+    assert diag.profile.type == label["type"], (diag.profile.type, cats)
+    assert fired(diag, label["rule"]), [c.rule for c in diag.root_causes]
+    assert label["category"] in cats[:3], cats
+    return diag

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import loaded_rule_ids
-from tests.kb.kb_helpers import check_labelled_log, ids_in_other_packs
+from tests.kb.kb_helpers import check_labelled_log, check_text_alone, ids_in_other_packs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "hf_messages"
 PACK = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / "47-hf-dynamo-catalogue.toml"
@@ -56,7 +56,7 @@ def test_it_puts_the_message_where_the_library_says_it_belongs(label):
 
 @pytest.mark.parametrize("label", LABELS, ids=lambda lab: lab["log"][:-4])
 def test_it_reads_the_log_from_its_text_alone(label):
-    diag = diagnose([str(DATA / label["log"])])
+    diag = check_text_alone(DATA, label)
     assert diag.root_causes[0].category == label["category"]
 
 
