@@ -31,18 +31,6 @@ _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 _STDLIB = re.compile(
     r"/lib(?:64)?/python\d(?:\.\d+)?/(?!site-packages|dist-packages)|(?i:/python\d+/lib/)(?!site-packages)"
 )
-# the folder of a library's source checkout is its repository's name, which for some differs from the package's
-# (github.com/pytorch/pytorch holds ``torch/``, pytorch/vision ``torchvision/``, scikit-learn ``sklearn/``,
-# Dao-AILab/flash-attention ``flash_attn/``, open-mmlab/mmdetection ``mmdet/``): ``/opt/pytorch/pytorch/torch/…``
-# is torch's own code, not the program's
-_REPOSITORIES = {
-    "torch": ("pytorch",),
-    "torchvision": ("vision",),
-    "torchaudio": ("audio",),
-    "sklearn": ("scikit-learn",),
-    "flash_attn": ("flash-attention",),
-    "mmdet": ("mmdetection",),
-}
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest|tests?)\.py$|(?:^|/)tests?/")
 # the tests' set-up code: a conftest (fixtures, hooks) or a fixture/set-up function of a test module
 _TEST_SETUP_FILE = re.compile(r"(?:^|/)conftest\.py$")
@@ -137,7 +125,7 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
             prev == name
             or prev == "src"
             or prev.startswith((name + "-", name + "_"))
-            or prev in _REPOSITORIES.get(name, ())
+            or f"{prev}/{name}" in libraries  # a checkout under its repository's name ([library] checkouts)
         ):
             return "library", name
     if "/_pytest/" in f or "/pluggy/" in f:

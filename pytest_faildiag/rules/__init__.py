@@ -629,8 +629,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
             raise RuleError("calibration points must lie in [0, 1]")
         out.calibration = pts
     lib = data.get("library", {})
-    if lib.get("frameworks"):
-        out.libraries = out.libraries | frozenset(str(x) for x in lib["frameworks"])
+    for key in ("frameworks", "checkouts"):  # package names, and "repository/package" folder pairs
+        out.libraries = out.libraries | frozenset(str(x) for x in lib.get(key, []))
     for pkg, stack in data.get("stack_packages", {}).items():
         if stack not in STACKS:
             raise RuleError(f"stack_packages: unknown stack {stack!r} for {pkg!r}")
