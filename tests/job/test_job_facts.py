@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
+
+import torch.distributed.elastic.rendezvous.c10d_rendezvous_backend as backend
 
 from pytest_faildiag.job.node import expand_hostlist, launcher_facts, safe_name
+from pytest_faildiag.job.ranks import is_symptom
 from pytest_faildiag.job.timeparse import parse_line_time
 
 
@@ -53,3 +58,15 @@ def test_log_times_become_epoch_seconds_on_the_host_that_wrote_them():
     assert parse_line_time("2026-01-01T00:00:00.000000+00:00 kernel: x", ref) == 1767225600.0
     assert parse_line_time("time      : 2026-01-01_00:00:29", ref) == ref - 1
     assert parse_line_time("no time here", ref) is None
+
+
+def test_a_rendezvous_store_gone_is_a_symptom_in_a_job_whose_peer_failed():
+    """torchelastic's agent raises RendezvousConnectionError when the store, held by another node's agent that
+    exited after its worker failed, is gone: whichever agent held the store decides which node prints it, so
+    the merge must read it as the peer's cascade (seen on a fresh machine in test_job_torchrun)."""
+    source = Path(backend.__file__).read_text()
+    message = re.search(r'"(The connection to the C10d store has failed[^"]*)"', source)
+    assert message, "torch's c10d rendezvous backend wording moved"
+    raised = f"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: {message.group(1)}"
+    assert is_symptom(raised)
+    assert not is_symptom("ValueError: bad batch shape")
