@@ -7,7 +7,7 @@ the JSON Schema that tests validate every emitted report against.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 SCHEMA_ID = "faildiag.report/1"
@@ -68,9 +68,12 @@ class ValidationCheck:
     name: str
     status: CheckStatus
     detail: str
+    # a failed check that refutes the cause's premise (not merely fails to support it) moves it further; how
+    # far is the validator's business, so this stays out of report.json (the contract's three fields)
+    refutes: bool = field(default=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"name": self.name, "status": self.status, "detail": self.detail}
 
     @classmethod
     def from_dict(cls, d: Any) -> ValidationCheck:

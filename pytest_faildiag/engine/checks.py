@@ -407,7 +407,6 @@ _FLOAT_EXPR = re.compile(rf"^\(\s*(?P<a>{_FLOAT_LIT})\s*(?P<op>[-+*/])\s*(?P<b>{
 FLOAT64_ROUNDING = 1e-9
 FLOAT32_ROUNDING = 4 * 2.0**-24
 FLOAT16_ROUNDING = 4 * 2.0**-11
-FLOAT_REFUTED_FACTOR = 0.2
 
 
 def _float_value(text: str) -> tuple[float, float] | None:
@@ -490,12 +489,12 @@ def _float_rounding(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     pairs = float_rounding_pairs(lhs, rhs)
     if pairs is None:
         # the premise of the cause (two floats equal up to rounding) is refuted, not merely unsupported: the
-        # cause falls below the assertion's other homes (with the failed factor, to a tenth of its prior)
-        cause.confidence *= FLOAT_REFUTED_FACTOR
+        # validator drops the cause below the assertion's other homes
         return ValidationCheck(
             "float-rounding",
             "failed",
             f"{lhs[:60]} and {rhs[:60]} differ by more than rounding (or are not numbers): the value itself differs",
+            refutes=True,
         )
     x, y = pairs[0]
     if x != x:

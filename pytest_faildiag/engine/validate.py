@@ -40,6 +40,9 @@ CheckFn = Callable[[CheckContext, RootCause, dict[str, Any]], "ValidationCheck |
 # How much a check result moves a cause's confidence.
 PASSED_FACTOR = 1.15
 FAILED_FACTOR = 0.55
+# a failed check whose result refutes the premise of the cause (``ValidationCheck.refutes``): the cause falls
+# to about a tenth of its prior, below the symptom's other homes
+REFUTED_FACTOR = 0.11
 
 
 def run_checks(ctx: CheckContext, cause: RootCause, names: list[str], finding: dict[str, Any]) -> None:
@@ -59,4 +62,4 @@ def run_checks(ctx: CheckContext, cause: RootCause, names: list[str], finding: d
         if result.status == "passed":
             cause.confidence = min(0.99, cause.confidence * PASSED_FACTOR)
         elif result.status == "failed":
-            cause.confidence = cause.confidence * FAILED_FACTOR
+            cause.confidence = cause.confidence * (REFUTED_FACTOR if result.refutes else FAILED_FACTOR)

@@ -312,3 +312,27 @@ def test_an_expectation_pytest_approx_cannot_use_is_the_tests_code(pytester, exp
     diag, cats, _rules = _diagnose(pytester.runpytest("-p", "no:faildiag"))
     assert diag.root_causes[0].rule == "pytest.approx_misuse"
     assert cats[0] == "test_code"
+
+
+def test_a_refuting_check_moves_its_cause_further_than_a_failed_one_and_stays_out_of_the_report():
+    """The validator owns how far a check moves a cause: a refuted premise (``refutes``) drops it to about a
+    tenth, an unsupported one to the failed factor; report.json keeps the contract's three fields."""
+    from pytest_faildiag.engine.validate import FAILED_FACTOR, REFUTED_FACTOR, CheckContext, run_checks
+    from pytest_faildiag.model import RootCause, ValidationCheck
+
+    def refuting(_ctx, _cause, _finding):
+        return ValidationCheck("premise", "failed", "the premise does not hold", refutes=True)
+
+    def failing(_ctx, _cause, _finding):
+        return ValidationCheck("support", "failed", "no support")
+
+    ctx = CheckContext(scan=None, profile=None, checks={"premise": refuting, "support": failing})
+    refuted = RootCause("r", "test_code", 0.5, "s")
+    unsupported = RootCause("u", "test_code", 0.5, "s")
+    run_checks(ctx, refuted, ["premise"], {})
+    run_checks(ctx, unsupported, ["support"], {})
+    assert refuted.confidence == pytest.approx(0.5 * REFUTED_FACTOR)
+    assert unsupported.confidence == pytest.approx(0.5 * FAILED_FACTOR)
+    assert refuted.to_dict()["validation_checks"] == [
+        {"name": "premise", "status": "failed", "detail": "the premise does not hold"}
+    ]
