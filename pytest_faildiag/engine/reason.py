@@ -110,9 +110,10 @@ class Facts:
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
     """("user" | "test" | "library" | "stdlib", package name). Source checkouts of well-known libraries
-    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code; so do an unpacked release of any package (``graphcast-0.1/graphcast/…``:
-    ``_RELEASE_FOLDER``) and a model's code that a library downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by
-    the rest of it (``_REDACTED``), not as a pseudo-file."""
+    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code; so do an unpacked
+    release of any package (``graphcast-0.1/graphcast/…``: ``_RELEASE_FOLDER``) and a model's code that a library
+    downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by the rest of it
+    (``_REDACTED``), not as a pseudo-file."""
     f = _REDACTED.sub("", frame.file.replace("\\", "/"), count=1)
     if f.startswith("<"):
         return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
@@ -134,10 +135,7 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
         ):
             return "library", name
         if _RELEASE_FOLDER.fullmatch(prev) and prev[: len(name) + 1].lower() == name.lower() + "-":
-            return (
-                "library",
-                name,
-            )  # an unpacked release of that package (``graphcast-0.1/graphcast/``: _RELEASE_FOLDER)
+            return "library", name  # an unpacked release of that package (``graphcast-0.1/graphcast/``)
     if "/_pytest/" in f or "/pluggy/" in f:
         return "library", "pytest"
     hub = _HUB_CODE.search(f)
