@@ -46,6 +46,11 @@ _REDACTED = re.compile(r"^<[\w .-]+>(?=/)")
 _HUB_CODE = re.compile(
     r"/(?:transformers|diffusers)_modules/(?P<pkg>[^/]+)/|/torch/hub/(?!checkpoints/)(?P<pkg2>[^/]+)/"
 )
+# the folder an unpacked release archive of a package creates, holding the package's own folder: an sdist
+# (``name-1.2.tar.gz`` unpacks to ``name-1.2/``) or a repository's archive from its host (GitHub's ``repo-1.2.zip``
+# of tag ``v1.2``, ``repo-main.zip`` of a branch, unpack to ``repo-1.2/``, ``repo-main/``). ``graphcast-0.1/graphcast/``
+# is that package's released code, read as a library as its install would be, not the program's own
+_RELEASE_FOLDER = re.compile(r"[\w.]+-(?:v?\d+(?:\.\d+)*(?:[.-]?(?:a|b|rc|post|dev)\d*)?|main|master)")
 _USER_PSEUDO = ("<string>", "<stdin>", "<ipython-input", "<cell", "<module>")
 # a factor outside these bounds would let one weak word decide the ranking alone
 MIN_FACTOR, MAX_FACTOR = 0.3, 4.0
@@ -105,9 +110,10 @@ class Facts:
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
     """("user" | "test" | "library" | "stdlib", package name). Source checkouts of well-known libraries
-    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code; so does a model's code
-    that a library downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by
-    the rest of it (``_REDACTED``), not as a pseudo-file."""
+    (``vllm/vllm/…``, ``src/transformers/…``) count as the library, not as the user's code; so do an unpacked
+    release of any package (``graphcast-0.1/graphcast/…``: ``_RELEASE_FOLDER``) and a model's code that a library
+    downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by the rest of it
+    (``_REDACTED``), not as a pseudo-file."""
     f = _REDACTED.sub("", frame.file.replace("\\", "/"), count=1)
     if f.startswith("<"):
         return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
@@ -128,6 +134,8 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
             or f"{prev}/{name}" in libraries  # a checkout under its repository's name ([library] checkouts)
         ):
             return "library", name
+        if _RELEASE_FOLDER.fullmatch(prev) and prev[: len(name) + 1].lower() == name.lower() + "-":
+            return "library", name  # an unpacked release of that package (``graphcast-0.1/graphcast/``)
     if "/_pytest/" in f or "/pluggy/" in f:
         return "library", "pytest"
     hub = _HUB_CODE.search(f)
@@ -402,6 +410,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning, script=tb is not None and _run_as_script(frames))
+    _trace_origin(facts, scan, reasoning)
     if tb is None and facts.exc_type and facts.raiser == "user":
         # pytest's report of a failed test: only a test runs the program's code here (its long format
         # does not always print the test's own entry as a frame)
@@ -579,6 +588,36 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning, script: boo
     if own and owners[own[-1]][0] == "user":
         # application code a test called: a test's frame sits above the program's frame that raised
         facts.called_from_test = any(k == "test" for k, _ in owners[: own[-1]])
+
+
+TRACE_ORIGIN = "reason.jax_trace_origin"  # the hint rule that keeps JAX's "from line <file>:<line> (<fn>)" lines
+
+
+def _trace_origin(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """Whose code made the traced value that JAX refused, when no frame outside JAX and NumPy shows it: the
+    locations JAX prints under "This value became a tracer due to JAX operations on these lines" (each equation's
+    source line, the innermost frame outside JAX that ``source_info_util`` recorded; ``05-reasoning.toml``,
+    ``reason.jax_trace_origin``). When every such line is a library's code (outside JAX and NumPy), that library
+    computed the value and used it: it is the raiser, read as ``_owners`` reads a shown frame
+    (``raiser:trace_library``). Lines of the program's own code, or none, leave the raiser unseen."""
+    if facts.family != TRACE_FAMILY or facts.raiser is not None:
+        return
+    if (facts.exc_type or "").rsplit(".", 1)[-1] in _TRACER_LEAKS:
+        return
+    origins = [
+        Frame(f.groups["path"], int(f.groups.get("line") or 0), f.groups.get("fn") or "")
+        for f in scan.findings
+        if f.rule.id == TRACE_ORIGIN and f.groups.get("path")
+    ]
+    kept = [
+        (fr, owner)
+        for fr in origins
+        if (owner := frame_owner(fr, reasoning.libraries))[0] != "stdlib"
+        and _package(owner[1] or "") not in _TRACE_CONDUIT
+    ]
+    if not kept or any(kind != "library" or not pkg for _fr, (kind, pkg) in kept):
+        return
+    facts.raise_frame, (facts.raiser, facts.library) = kept[0][0], kept[0][1]
 
 
 # JAX installs a module ``__getattr__`` made by ``jax._src.deprecations.deprecation_getattr``: a function named

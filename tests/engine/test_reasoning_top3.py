@@ -122,7 +122,9 @@ def test_three_distinct_hypotheses_show_even_when_the_family_names_two():
     diag, label = _train_log("jax/graphcast_xarray_jax_tracer_array_conversion")
     cats = _cats(diag)
     assert len(set(cats)) == 3
-    assert cats[:2] == ["model", "library"] and label["category"] in cats
+    # the two the family names lead, in either order (JAX's note on where the traced value came from names
+    # graphcast's release here, so the library leads: kwo3's _trace_origin)
+    assert set(cats[:2]) == {"model", "library"} and label["category"] in cats
     third = diag.root_causes[2]
     assert third.rule == "differential:trace" and third.confidence < diag.root_causes[1].confidence
 
