@@ -120,7 +120,7 @@ def build_causes(
     for c in causes.values():
         c.evidence = c.evidence[: MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))
-    keep = kept_homes(facts, ruleset)  # a rule that knows the message lists its own homes
+    keep = kept_homes(facts, ruleset)  # in place of a differential guess only: a rule's homes keep their places
     lifts = category_lifts(facts, [c.category for c in ranked]) if keep else None
     out = _thin_evidence_penalty(diversify(ranked, keep=keep, lifts=lifts)[:MAX_CAUSES])
     for c in out:

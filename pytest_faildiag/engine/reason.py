@@ -1187,11 +1187,10 @@ def program_unshown(facts: Facts) -> bool:
 
 
 def kept_homes(facts: Facts, rs: RuleSet) -> list[str]:
-    """The categories that hold a place among the first ``WIDTH`` hypotheses of a failure that no rule
-    explains: the ``UNSHOWN_POOL`` entry's, when no frame of the program is shown (``program_unshown``), and
-    those of a ``kept:<fact>`` entry whose fact holds (``owner_kept``). A rule that knows the message lists
-    the homes its catalogue gives it; the kept home is the reasoning's own, for the failures only the frames
-    and the words speak for (the caller passes ``primary``)."""
+    """The categories that hold a place among the first ``WIDTH`` hypotheses: the ``UNSHOWN_POOL`` entry's,
+    when no frame of the program is shown (``program_unshown``), and those of a ``kept:<fact>`` entry whose
+    fact holds (``owner_kept``). A kept home takes the place of a differential guess only (``diversify``): the
+    homes a rule that knows the message lists keep theirs."""
     out: list[str] = []
     pool = rs.reasoning.symptoms.get(UNSHOWN_POOL)
     if pool is not None and program_unshown(facts):
@@ -1283,7 +1282,9 @@ def diversify(
     out, and it is more often the home than such a guess. A hypothesis the evidence points at keeps its place,
     and so does every hypothesis above the weakest: a guess whose prior outranks a hypothesis the evidence
     lifted is a stronger guess than the kept home (a pytest run lifts the tests' code a little; the installed
-    versions' prior can still stand above it)."""
+    versions' prior can still stand above it). With ``lifts`` (``category_lifts``) a hypothesis counts as pointed
+    at only when the facts lift it by ``POINTED_LIFT`` or more, and a rule's own cause always does
+    (``_pointed_at``)."""
     head: list[RootCause] = []
     seen: set[str] = set()
     for c in ranked:
