@@ -17,7 +17,7 @@ from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, Frame, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
-from .reason import Facts, apply_context, calibrate, differential, diversify, kept_homes
+from .reason import Facts, apply_context, calibrate, category_lifts, differential, diversify, kept_homes
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -120,8 +120,9 @@ def build_causes(
     for c in causes.values():
         c.evidence = c.evidence[: MAX_EVIDENCE + 2]
     ranked = sorted(causes.values(), key=lambda c: (-round(c.confidence, 3), _kind_rank(c)))
-    keep = kept_homes(facts, ruleset) if primary else []  # a rule that knows the message lists its own homes
-    out = _thin_evidence_penalty(diversify(ranked, keep=keep)[:MAX_CAUSES])
+    keep = kept_homes(facts, ruleset)  # in place of a differential guess only: a rule's homes keep their places
+    lifts = category_lifts(facts, [c.category for c in ranked]) if keep else None
+    out = _thin_evidence_penalty(diversify(ranked, keep=keep, lifts=lifts)[:MAX_CAUSES])
     for c in out:
         c.confidence = round(calibrate(c.confidence, ruleset.reasoning.calibration), 4)
     return out

@@ -63,7 +63,9 @@ GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more spe
 # the [[symptom]] (not a family) whose homes hold a place among the first WIDTH hypotheses when no frame of the
 # program or its tests is shown: evidence that never shows the program's code cannot rule out the libraries'
 UNSHOWN_POOL = "program_unshown"
+KEPT_PREFIX = "kept:"  # [[symptom]] entries ``kept:<fact>``: homes that hold a place when the fact holds (owner_kept)
 WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
+POINTED_LIFT = 1.3  # a net lift below this leaves a hypothesis a guess of its prior (_pointed_at)
 MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
@@ -1143,7 +1145,7 @@ def differential(
         return []
     title, causes = rs.reasoning.symptoms[family]
     causes = _with_lifted(_with_owner(causes, facts, rs), facts, rs)
-    causes = _completed(_with_kept(causes, facts, rs) if primary else causes, present, rs)
+    causes = _completed(_with_kept(causes, facts, rs), present, rs)
     weighted = []
     for sc in causes:
         f, moved = _factor(sc.category, facts.contexts)
@@ -1224,23 +1226,53 @@ def program_unshown(facts: Facts) -> bool:
 
 
 def kept_homes(facts: Facts, rs: RuleSet) -> list[str]:
-    """The categories that hold a place among the first ``WIDTH`` hypotheses of a failure that no rule
-    explains: the ``UNSHOWN_POOL`` entry's, when no frame of the program is shown (``program_unshown``). A
-    rule that knows the message lists the homes its catalogue gives it; the kept home is the reasoning's
-    own, for the failures only the frames and the words speak for (the caller passes ``primary``)."""
+    """The categories that hold a place among the first ``WIDTH`` hypotheses: the ``UNSHOWN_POOL`` entry's,
+    when no frame of the program is shown (``program_unshown``), and those of a ``kept:<fact>`` entry whose
+    fact holds (``owner_kept``). A kept home takes the place of a differential guess only (``diversify``): the
+    homes a rule that knows the message lists keep theirs."""
+    out: list[str] = []
     pool = rs.reasoning.symptoms.get(UNSHOWN_POOL)
-    if pool is None or not program_unshown(facts):
-        return []
-    return [sc.category for sc in pool[1]]
+    if pool is not None and program_unshown(facts):
+        out.extend(sc.category for sc in pool[1])
+    for _fact, causes in owner_kept(facts, rs):
+        out.extend(sc.category for sc in causes if sc.category not in out)
+    return out
+
+
+def owner_kept(facts: Facts, rs: RuleSet) -> list[tuple[str, list[Any]]]:
+    """The ``kept:<fact>`` entries (``[[symptom]]`` tables that are not families) whose fact holds: who raised
+    decides which code the three hypotheses cover. The program's own frame raising leaves the library it was
+    calling a home (its objects, its results and its release reach the program's code), and a library's entry
+    check raising (``raiser:library_entry``) leaves that library's own check one: the code that raised, or
+    the code it was handed by, is always a hypothesis. Not in a test run: there the tests' code is the other
+    owner on the stack (a test called the code that raised), and it keeps its own place."""
+    out: list[tuple[str, list[Any]]] = []
+    if facts.tests_seen:
+        return out
+    for fact in facts.active:
+        entry = rs.reasoning.symptoms.get(KEPT_PREFIX + fact)
+        if entry is not None:
+            out.append((fact, list(entry[1])))
+    return out
 
 
 def _with_kept(causes: list[Any], facts: Facts, rs: RuleSet) -> list[Any]:
-    """A kept home (``kept_homes``) that the family does not list joins it with the ``UNSHOWN_POOL`` entry's
-    prior, weighed by the facts like any other, so that ``diversify`` can give it its place."""
+    """A kept home (``kept_homes``) that the family does not list joins it with its entry's prior (the
+    ``UNSHOWN_POOL`` entry's, or the ``kept:<fact>`` entry's), weighed by the facts like any other, so that
+    ``diversify`` can give it its place."""
     if not kept_homes(facts, rs):
         return causes
     listed = {sc.category for sc in causes}
-    extra = [sc for sc in rs.reasoning.symptoms[UNSHOWN_POOL][1] if sc.category not in listed]
+    pools: list[Any] = []
+    if program_unshown(facts) and UNSHOWN_POOL in rs.reasoning.symptoms:
+        pools.extend(rs.reasoning.symptoms[UNSHOWN_POOL][1])
+    for _fact, kept in owner_kept(facts, rs):
+        pools.extend(kept)
+    extra = []
+    for sc in pools:
+        if sc.category not in listed:
+            extra.append(sc)
+            listed.add(sc.category)
     return list(causes) + extra if extra else causes
 
 
@@ -1275,7 +1307,12 @@ def _point(facts: Facts, analysis: Analysis) -> Evidence | None:
     return None
 
 
-def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tuple[str, ...] = ()) -> list[RootCause]:
+def diversify(
+    ranked: list[RootCause],
+    width: int = WIDTH,
+    keep: list[str] | tuple[str, ...] = (),
+    lifts: dict[str, float] | None = None,
+) -> list[RootCause]:
     """Distinct hypotheses first: the best cause of each category, in order, until ``width`` categories
     are shown; then the rest in their order. Three variants of one category tell the user nothing new.
     A category of ``keep`` (``kept_homes``) that did not make the first ``width`` takes the place of the
@@ -1284,7 +1321,9 @@ def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tup
     out, and it is more often the home than such a guess. A hypothesis the evidence points at keeps its place,
     and so does every hypothesis above the weakest: a guess whose prior outranks a hypothesis the evidence
     lifted is a stronger guess than the kept home (a pytest run lifts the tests' code a little; the installed
-    versions' prior can still stand above it)."""
+    versions' prior can still stand above it). With ``lifts`` (``category_lifts``) a hypothesis counts as pointed
+    at only when the facts lift it by ``POINTED_LIFT`` or more, and a rule's own cause always does
+    (``_pointed_at``)."""
     head: list[RootCause] = []
     seen: set[str] = set()
     for c in ranked:
@@ -1301,7 +1340,7 @@ def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tup
             head.append(best)
         else:
             guess = head[-1]  # the weakest shown (a stronger guess above one the evidence points at stays)
-            if len(head) < 2 or guess.category in keep or _pointed_at(guess):
+            if len(head) < 2 or guess.category in keep or _pointed_at(guess, lifts):
                 continue
             best.confidence = max(best.confidence, guess.confidence)
             head[-1] = best
@@ -1314,9 +1353,22 @@ def diversify(ranked: list[RootCause], width: int = WIDTH, keep: list[str] | tup
     return head + rest
 
 
-def _pointed_at(cause: RootCause) -> bool:
-    """Whether a fact of the evidence lifted this hypothesis (a ``context:`` check that passed)."""
-    return any(v.name.startswith("context:") and v.status == "passed" for v in cause.validation_checks)
+def _pointed_at(cause: RootCause, lifts: dict[str, float] | None = None) -> bool:
+    """Whether a fact of the evidence lifted this hypothesis (a ``context:`` check that passed). With
+    ``lifts`` (each category's net factor from the facts, ``category_lifts``), only a lift of at least
+    ``POINTED_LIFT`` counts: a hypothesis that who-raised lifted a little (the program's frame lifts its
+    configuration by 1.2, its data by 1.1) is still a guess of its family's prior."""
+    if not (cause.rule or "").startswith(("differential:", "fallback")):
+        return True  # a rule that knows the message listed this home
+    passed = any(v.name.startswith("context:") and v.status == "passed" for v in cause.validation_checks)
+    if lifts is None or not passed:
+        return passed
+    return lifts.get(cause.category, 1.0) >= POINTED_LIFT
+
+
+def category_lifts(facts: Facts, categories: list[str]) -> dict[str, float]:
+    """Each category's net factor from the facts that hold (the product of their factors, bounded)."""
+    return {cat: _factor(cat, facts.contexts)[0] for cat in set(categories)}
 
 
 def calibrate(confidence: float, points: list[tuple[float, float]]) -> float:
