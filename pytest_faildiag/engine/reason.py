@@ -107,6 +107,7 @@ class Facts:
     lead: str = ""  # the first error lines of the log: the head of a cascade names its cause
     tests_seen: bool = False  # a test's frame or a test runner's report is in the evidence
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
+    library_on_stack: bool = False  # a library's frame is on the failing stack (a caller or the code it called)
     native_tail: bool = False  # the run's last line came from a library's compiled code (_native_tail)
 
 
@@ -573,6 +574,7 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning, script: boo
             return
         frames, owners = frames[:keep], owners[:keep]
     facts.raise_frame = frames[-1]
+    facts.library_on_stack = any(k == "library" for k, _ in owners)
     kind, pkg = owners[-1]
     own = [i for i, (k, _) in enumerate(owners) if k in ("user", "test")]
     if own:
@@ -1245,11 +1247,15 @@ def owner_kept(facts: Facts, rs: RuleSet) -> list[tuple[str, list[Any]]]:
     calling a home (its objects, its results and its release reach the program's code), and a library's entry
     check raising (``raiser:library_entry``) leaves that library's own check one: the code that raised, or
     the code it was handed by, is always a hypothesis. Not in a test run: there the tests' code is the other
-    owner on the stack (a test called the code that raised), and it keeps its own place."""
+    owner on the stack (a test called the code that raised), and it keeps its own place. Nor when no library's
+    frame is on the failing stack: a program that uses no library (its own list indexed out of range) has no
+    library to offer."""
     out: list[tuple[str, list[Any]]] = []
     if facts.tests_seen:
         return out
     for fact in facts.active:
+        if fact == "raiser:user" and not facts.library_on_stack:
+            continue
         entry = rs.reasoning.symptoms.get(KEPT_PREFIX + fact)
         if entry is not None:
             out.append((fact, list(entry[1])))
