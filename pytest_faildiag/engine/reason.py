@@ -434,6 +434,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
+    _add_fact(facts, _spawn_missing(facts), reasoning)
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
@@ -983,6 +984,26 @@ CHECKPOINT_KEY = "lookup:checkpoint"
 UNTESTED_ASSERT = "raiser:untested_assert"  # an ``assert`` outside any test, not the program's (_untested_assert)
 
 
+# subprocess starts another program by its name or path: a FileNotFoundError raised in its own frame that executes
+# the child (``_execute_child``, POSIX and Windows; ``[Errno 2] No such file or directory: 'ffmpeg'``, ``[WinError
+# 2] The system cannot find the file specified``) is the program to run that was not found (Python's subprocess
+# docs: an OSError "if the program to execute is not found"), not a file the code opened: a tool that is not
+# installed or not on PATH, or a configured path to it that is wrong
+_SPAWN_FRAME = re.compile(r"(?:^|/)subprocess\.py$")
+SPAWN_MISSING = "spawn:missing_program"
+
+
+def _spawn_missing(facts: Facts) -> str | None:
+    """``spawn:missing_program``: the missing file is the program subprocess was asked to start (the raise frame
+    is subprocess's ``_execute_child``; pytest's long report names no function at the raising location, and
+    subprocess's own code opens no file of its caller's). A working directory (``cwd=``) that does not exist fails
+    there too, named in the message as a folder: the rarer reading, left to the configuration's second place."""
+    fr = facts.raise_frame
+    if facts.family != "missing_file" or fr is None or fr.func not in ("_execute_child", ""):
+        return None
+    return SPAWN_MISSING if _SPAWN_FRAME.search(fr.file.replace("\\", "/")) else None
+
+
 def _checkpoint_key(facts: Facts) -> str | None:
     """``lookup:checkpoint``: a KeyError while a checkpoint is loaded, as the frames show it (a ``[[frame_stage]]``
     of stage checkpoint) or the message's words say it (``stage:checkpoint``, checkpoint words). The mapping
@@ -1246,14 +1267,15 @@ def owner_kept(facts: Facts, rs: RuleSet) -> list[tuple[str, list[Any]]]:
     decides which code the three hypotheses cover. The program's own frame raising leaves the library it was
     calling a home (its objects, its results and its release reach the program's code), and a library's entry
     check raising (``raiser:library_entry``) leaves that library's own check one: the code that raised, or
-    the code it was handed by, is always a hypothesis. Not in a test run: there the tests' code is the other
-    owner on the stack (a test called the code that raised), and it keeps its own place. Nor when no library's
-    frame is on the failing stack: a program that uses no library (its own list indexed out of range) has no
-    library to offer."""
+    the code it was handed by, is always a hypothesis. Who raised keeps nothing in a test run: there the tests'
+    code is the other owner on the stack (a test called the code that raised), and it keeps its own place. Nor
+    when no library's frame is on the failing stack: a program that uses no library (its own list indexed out of
+    range) has no library to offer. A fact about what failed (``spawn:missing_program``: the missing file is a
+    program to start) keeps its home in a test run too."""
     out: list[tuple[str, list[Any]]] = []
-    if facts.tests_seen:
-        return out
     for fact in facts.active:
+        if fact.startswith("raiser:") and facts.tests_seen:
+            continue
         if fact == "raiser:user" and not facts.library_on_stack:
             continue
         entry = rs.reasoning.symptoms.get(KEPT_PREFIX + fact)
