@@ -72,12 +72,15 @@ _SYNTAX_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+\.py|<[^"]+>)", line (?P<li
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\s(]+)')
 # IPython/Jupyter print their own traceback: a header ``ExcType   Traceback (most recent call last)``, frames
 # as ``File ~/x.py:12, in Class.f(a)`` and ``Cell In[3], line 2`` (IPython 8) or ``~/x.py in f(a)`` and
-# ``<ipython-input-4-…> in <module>`` (IPython 7, the line then marked ``---> 12`` among the numbered code)
+# ``<ipython-input-4-…> in <module>`` (IPython 7, the line then marked ``---> 12`` among the numbered code; a
+# module-level frame names ``<module>`` without parentheses). Google Colab's rendered traceback, copied from the
+# page into an issue, wraps each file in a link (``[/usr/…/utils.py](https://localhost:8080/#) in f(a)``) and
+# names a cell's frame ``<cell line: 12>()``
 _IPY_HEADER = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)")
 _IPY_FRAME = re.compile(
     r"^(?:File (?P<file>[^\s\"].*?):(?P<line>\d+), in (?P<func>[^\s(]+)"
     r"|Cell In ?\[(?P<cell>\d*)\], line (?P<cline>\d+)"
-    r"|(?P<file7>(?:[~/<]|[A-Za-z]:\\)\S*) in (?P<func7>[^\s(]+)\()"
+    r"|\[?(?P<file7>(?:[~/<]|[A-Za-z]:\\)[^\s\[\]]*)\]?(?:\(\w+://[^)\s]*\))? in (?P<func7><[^>\n]*>|[^\s(]+)(?:\(|\s*$))"
 )
 _IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<n>\d+)(?:\s(?P<code>.*))?$")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")

@@ -299,3 +299,25 @@ def test_past_the_reading_budget_a_huge_log_jumps_to_its_tail(tmp_path):
         scan_stream(f, "train.log", load_ruleset(), whole)  # no deadline: every line is read
     assert whole.sources["train.log"].skipped_bytes == 0
     assert any("illegal memory access" in f.text for f in whole.findings)
+
+
+@pytest.mark.parametrize(
+    ("name", "exc", "raiser_file"),
+    [
+        # IPython 7: the cell's module-level frame is ``<ipython-input-12-…> in <module>``, no parentheses
+        ("pytest_python/tflite_toco_converter_error_keras_lstm_tf20", "ConverterError", "lite/python/convert.py"),
+        # Google Colab's page copied into an issue: ``[/usr/…/utils.py](https://localhost:8080/#) in f(a)``
+        ("pytorch/unsloth_fast_linear_forward_lora_size_mismatch", "RuntimeError", "unsloth/kernels/utils.py"),
+        ("pytest_python/keras3_sequential_rejects_hub_keraslayer_tutorial", "ValueError", "models/sequential.py"),
+    ],
+)
+def test_ipython7_and_colab_tracebacks_keep_their_frames(name: str, exc: str, raiser_file: str):
+    """Notebook tracebacks as threads post them: the frames are read (the innermost is the library's file that
+    raised) and the exception line closes the traceback; before, a module-level or linked frame line was taken
+    for the exception and the real one was left bare, with no frame."""
+    res = _scan(_train_log(name).read_text())
+    tb = next(t for t in res.tracebacks if t.ipython)
+    assert tb.exc_type == exc
+    assert tb.frames[-1].file.replace("\\", "/").endswith(raiser_file), tb.frames
+    assert tb.frames[0].func in ("<module>", "<cell line: 12>", "<cell line: 2>"), tb.frames[0]
+    assert not any(t.bare and t.exc_type == exc for t in res.tracebacks)
