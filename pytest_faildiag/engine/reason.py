@@ -73,6 +73,7 @@ TAIL_READ = 8  # the last lines of each log read as its message when nothing in 
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
 LIBRARY_GAP = "raiser:library_gap"  # a library's own code raised NotImplementedError for a feature (_library_gap)
+LIBRARY_OP = "raiser:library_op"  # a compiled operation refused what a library's own line handed it (_library_op)
 # the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
 # raised where nothing could catch it): the reported exception is the failure, read in its place
 REPORTER_FAMILY = "unraisable"
@@ -432,6 +433,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
+    _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
@@ -894,6 +896,35 @@ def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str
     if not message or _NOT_A_FEATURE.search(_PATHS.sub(" ", message)):
         return None
     return LIBRARY_GAP
+
+
+# the frameworks whose compiled operations check their operands (PyTorch's TORCH_CHECK: a c10::Error reaches Python as
+# a RuntimeError raised on the Python line that called the operator): a line of their own Python wrappers passes on
+# what its caller gave it, so only a line of another library's code is read as the one that computed the operands
+_OP_FRAMEWORKS = frozenset(
+    {"torch", "torchvision", "torchaudio", "torch_npu", "jax", "jaxlib", "tensorflow", "mindspore", "numpy", "cupy"}
+)
+_RAISE_STATEMENT = re.compile(r"^\s*(?:raise|assert)\b")
+
+
+def _library_op(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:library_op``: a RuntimeError whose innermost frame is a line of a library's own code (not a
+    framework's, not the standard library's) that is not a ``raise`` or an ``assert``. Nothing in Python raised it
+    below that line: a compiled operation it called (``torch.mv``, an in-place ``arange(out=…)``, a broadcasting
+    product) refused its operands, and the operands are what that library's line computed: its shapes, dtypes,
+    devices and in-place updates. The library's code (or its fit with the framework's release) is the home; the
+    program handed the library its inputs, not these operands."""
+    if facts.raiser != "library" or not facts.library or not frames:
+        return None
+    if (facts.exc_type or "").rsplit(".", 1)[-1] != "RuntimeError":
+        return None
+    kind, pkg = frame_owner(frames[-1], reasoning.libraries)
+    if kind != "library" or not pkg or _package(pkg) in _OP_FRAMEWORKS:
+        return None
+    code = frames[-1].code.strip()
+    if not code or _RAISE_STATEMENT.match(code):
+        return None
+    return LIBRARY_OP
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
