@@ -16,8 +16,6 @@ the findings of the rules whose causes that diagnosis listed dropped between the
 
 from __future__ import annotations
 
-import json
-import warnings
 from typing import Any
 
 import pytest
@@ -31,19 +29,11 @@ from tests.kb.kb_helpers import (
     fake_site_library,
     run_failing,
     top3,
-    train_log_path,
+    train_log_with_rules,
     train_log_without_rules,
 )
 
 LIBRARIES = frozenset({"torch", "transformers", "jax"})
-
-
-def _with_rules(name: str) -> tuple[Any, dict]:
-    log = train_log_path(name)
-    label = json.loads(log.with_suffix(".json").read_text())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
 
 
 def _where(diag: Any) -> str:
@@ -80,7 +70,7 @@ def test_train_log_fact_puts_the_home_first_without_the_rules(
 
 def test_train_log_thread_refused_offers_the_environment_with_the_rules() -> None:
     """With every rule the installed environment joins the three hypotheses (before: not among them)."""
-    diag, label = _with_rules("environment/docker_old_engine_cant_start_new_thread")
+    diag, label = train_log_with_rules("environment/docker_old_engine_cant_start_new_thread")
     assert label["category"] == "environment"
     assert "environment" in top3(diag), top3(diag)
 
@@ -90,7 +80,7 @@ def test_train_log_redacted_path_is_the_programs_frame() -> None:
     as a pseudo-file of the standard library (only libraries on the stack: a library first); it is the program's
     own module, whose KeyError is its own code's (the label's model), with the rules and without them."""
     name = "pytest_python/py_g8_waveplus_bridge_keyerror_retries_default_config_not_applied"
-    for diag, label in (train_log_without_rules(name), _with_rules(name)):
+    for diag, label in (train_log_without_rules(name), train_log_with_rules(name)):
         assert label["category"] == "model"
         assert top3(diag)[0] == "model", top3(diag)
         assert "raiser:user" in context_facts(diag)

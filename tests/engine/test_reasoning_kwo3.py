@@ -14,8 +14,6 @@ the findings of the rules whose causes that diagnosis listed dropped between the
 
 from __future__ import annotations
 
-import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +27,11 @@ from tests.kb.kb_helpers import (
     context_facts,
     run_failing,
     top3,
-    train_log_path,
+    train_log_with_rules,
     train_log_without_rules,
 )
 
 LIBRARIES = frozenset({"torch", "jax", "datasets"})
-
-
-def _with_rules(name: str) -> tuple[Any, dict]:
-    log = train_log_path(name)
-    label = json.loads(log.with_suffix(".json").read_text())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
 
 
 def _where(diag: Any) -> str:
@@ -79,7 +69,7 @@ def test_train_log_trace_origin_in_a_library_puts_the_library_first_without_the_
 
 def test_train_log_trace_origin_with_the_rules() -> None:
     """With every rule graphcast's release leads too (before: the program's code, the tracer rules' first home)."""
-    diag, label = _with_rules("jax/graphcast_xarray_jax_tracer_array_conversion")
+    diag, label = train_log_with_rules("jax/graphcast_xarray_jax_tracer_array_conversion")
     assert label["category"] == "library"
     assert top3(diag)[0] == "library", top3(diag)
 

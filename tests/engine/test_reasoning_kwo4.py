@@ -16,25 +16,17 @@ whose causes that diagnosis listed dropped (``--without-rules``). Real runs use 
 
 from __future__ import annotations
 
-import json
-import warnings
-from typing import Any
-
 import pytest
 
-from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.reason import POINTED_LIFT, diversify
 from pytest_faildiag.model import RootCause, ValidationCheck
-from tests.kb.kb_helpers import context_facts, run_failing, top3, train_log_path, train_log_without_rules
-
-
-def _with_rules(name: str) -> tuple[Any, dict]:
-    log = train_log_path(name)
-    label = json.loads(log.with_suffix(".json").read_text())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
-
+from tests.kb.kb_helpers import (
+    context_facts,
+    run_failing,
+    top3,
+    train_log_with_rules,
+    train_log_without_rules,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # train logs
@@ -71,7 +63,7 @@ def test_train_log_the_library_keeps_a_place_without_the_rules(name: str, fact: 
     ],
 )
 def test_train_log_the_library_keeps_a_place_with_the_rules(name: str) -> None:
-    diag, label = _with_rules(name)
+    diag, label = train_log_with_rules(name)
     assert label["category"] == "library"
     assert "library" in top3(diag), top3(diag)
 
@@ -80,7 +72,7 @@ def test_train_log_a_rules_home_is_never_displaced() -> None:
     """D-FINE's hard-coded device: no frame of the program is shown (the library is a kept home), and the rules
     list the configuration, the connection and the program's code. The kept library takes the place of a
     differential guess only, so the rules' three stay (the program's code, the home, among them)."""
-    diag, label = _with_rules("distributed/dfine_duplicate_gpu_hardcoded_device")
+    diag, label = train_log_with_rules("distributed/dfine_duplicate_gpu_hardcoded_device")
     assert label["category"] == "model"
     assert "raiser:unseen" in context_facts(diag)
     assert top3(diag) == ["config", "communication", "model"], top3(diag)

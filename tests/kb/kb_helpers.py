@@ -107,6 +107,16 @@ def run_jax_on_cpu(tmp_path: Path, code: str) -> Diagnosis:
     return diagnose(texts={"stderr": proc.stderr}, exit_code=proc.returncode)
 
 
+def train_log_with_rules(name: str) -> tuple[Diagnosis, dict]:
+    """A train log diagnosed as ``bench/accuracy.py`` does (every rule, its label's exit status and command),
+    and its label."""
+    log = train_log_path(name)
+    label = json.loads(log.with_suffix(".json").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
+
+
 def train_log_without_rules(name: str) -> tuple[Diagnosis, dict]:
     """A train log diagnosed with the rules that explained it left out (their findings dropped, as
     ``bench/ablate_rules.py`` does: a failure no rule knows), and its label."""
