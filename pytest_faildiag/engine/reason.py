@@ -606,8 +606,10 @@ def _trace_origin(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     source line, the innermost frame outside JAX that ``source_info_util`` recorded; ``05-reasoning.toml``,
     ``reason.jax_trace_origin``). When every such line is a library's code (outside JAX and NumPy), that library
     computed the value and used it: it is the raiser, read as ``_owners`` reads a shown frame
-    (``raiser:trace_library``). Lines of the program's own code, or none, leave the raiser unseen."""
-    if facts.family != TRACE_FAMILY or facts.raiser is not None:
+    (``raiser:trace_library``). Lines of the program's own code, or none, leave the raiser unseen. Frames of a
+    traceback the log cut before its exception line (``facts.cut``: a notebook's chained traceback cut after its
+    cell's frame) do not reach the raise either: JAX's lines are read over them."""
+    if facts.family != TRACE_FAMILY or (facts.raiser is not None and not facts.cut):
         return
     if (facts.exc_type or "").rsplit(".", 1)[-1] in _TRACER_LEAKS:
         return
