@@ -10,7 +10,9 @@ capped list of findings per rule, a capped memory series).
 
 from __future__ import annotations
 
+import html
 import io
+import keyword
 import os
 import re
 import time
@@ -75,14 +77,40 @@ _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<
 # ``<ipython-input-4-…> in <module>`` (IPython 7, the line then marked ``---> 12`` among the numbered code; a
 # module-level frame names ``<module>`` without parentheses). Google Colab's rendered traceback, copied from the
 # page into an issue, wraps each file in a link (``[/usr/…/utils.py](https://localhost:8080/#) in f(a)``) and
-# names a cell's frame ``<cell line: 12>()``
-_IPY_HEADER = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)")
+# names a cell's frame ``<cell line: 12>()``. IPython 8 prints a module-level frame as ``File ~/x.py:237`` (no
+# ``, in <module>``). VS Code's notebooks render the locations as Markdown links (``Cell In[1], [line 7](vscode-
+# notebook-cell:…)``, ``----> [7](…) import x``): a copy keeps the link syntax, which ``_MD_LINK`` reduces to the
+# text shown, wherever in a frame line it is. The header names the exception's class (right-aligned to
+# IPython's width); pytest's report marks its exception lines with ``E`` and spaces, never a class.
+_IPY_HEADER = re.compile(r"(?<![\w.])(?!E\s)[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)")
 _IPY_FRAME = re.compile(
-    r"^(?:File (?P<file>[^\s\"].*?):(?P<line>\d+), in (?P<func>[^\s(]+)"
+    r"^(?:File (?P<file>[^\s\"].*?):(?P<line>\d+)(?:, in (?P<func>[^\s(]+)|\s*$)"
     r"|Cell In ?\[(?P<cell>\d*)\], line (?P<cline>\d+)"
     r"|\[?(?P<file7>(?:[~/<]|[A-Za-z]:\\)[^\s\[\]]*)\]?(?:\(\w+://[^)\s]*\))? in (?P<func7><[^>\n]*>|[^\s(]+)(?:\(|\s*$))"
 )
 _IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<n>\d+)(?:\s(?P<code>.*))?$")
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\s]*\)")
+# A part of a traceback left out, on a line of its own: by whoever pasted it (``...``, ``[...]``, ``…``,
+# ``<snip>``), by IPython (``[... skipping hidden 15 frame]``, frames marked ``__tracebackhide__``) or by
+# faulthandler (``  ...``: a dump cut at its 100 frames; ``  <no Python frame>``). The traceback goes on after it.
+_ELISION = re.compile(
+    r"^(?:\.{3,}|…+|\[\s*(?:\.{3}|…)[^\]]*\]|\(\s*(?:\.{3}|…)[^)]*\)|<\s*snip(?:ped)?\s*>|\[\s*snip(?:ped)?\s*\]"
+    r"|<no Python frame>)$",
+    re.IGNORECASE,
+)
+# a frame line wrapped at a terminal's or a forum's width: the rest of its function name alone on the next line
+_WRAPPED_TAIL = re.compile(r"^[\w.<>]+$")
+WRAP_WIDTH = 40
+# faulthandler's report of a fatal signal (``Fatal Python error: Segmentation fault``) and Python's own fatal
+# errors print every thread's stack; the thread that died is the one named ``Current thread 0x… (most recent
+# call first):``: its innermost frame is the Python code that was running when the process crashed
+_FATAL = "Fatal Python error: "
+# GitHub Actions prints a workflow command's annotation before the line's text in its raw log: ``##[error]``,
+# ``##[warning]``, ``##[group]`` …
+_GHA_COMMAND = re.compile(r"##\[[a-z]+\]")
+# A page's HTML escapes ``<``, ``>``, ``"``, ``'`` and ``&`` in its text: a log copied from the page's source (a CI
+# server's or a notebook's HTML) keeps the entities (``File &quot;x.py&quot;, line 3, in &lt;module&gt;``)
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
@@ -91,12 +119,17 @@ _EXC_LINE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
 )
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
+_PYTEST_E_SQUEEZED = re.compile(r"^E\s+(?P<text>.*)$")
 # a line that may be an exception of a class named otherwise (``Boom: msg``, a bare ``Boom``): classes are
 # CapWords, code lines below a frame are not of this shape (``x: int = 1`` is lower case)
 _CLASS_LINE = re.compile(r"^[A-Z]\w*(?::\s|:?$)")
+# any dotted name alone or before ``: `` (``socket.timeout: timed out``: an exception class may be lower case)
+_NAME_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
 _PYTEST_E_BEHIND = re.compile(r"[\s:>\]|]E {3}(?P<text>.*)$")  # behind a launcher's, a CI log's or a paste's prefix
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
 _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
+# pytest's ``--tb=line`` report: one line per failure, the raise site and the exception's first line
+_PYTEST_LINE_SITE = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>)(?P<rest>[A-Za-z_][\w.]*: .*)$")
 _PYTEST_LOC_BEHIND = re.compile(
     r"[\s>\]|]:?(?P<file>[\w/.\-\\]+(?::\\)?[\w/.\-\\]*\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$"
 )
@@ -195,7 +228,9 @@ class Traceback:
     headless: bool = False  # frames printed without the "Traceback (most recent call last):" line
     margin: int = 0  # the traceback's own indentation (a paste indented as a whole): its exception line sits there
     after_frame: bool = False  # the last line read was a frame: the next is its code or the exception
+    after_code: bool = False  # the last line read was a frame's code: the next is a frame, the exception or its rest
     ipython: bool = False  # IPython's format (``_IPY_FRAME``)
+    elided: bool = False  # a paste left lines out after the last frame read: the code below is not that frame's
 
     @property
     def user_frame(self) -> Frame | None:
@@ -282,6 +317,13 @@ class _Scanner:
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
+        self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
+        self.frame_width = 0  # the length of the last frame line read (``_WRAPPED_TAIL``)
+        self.fatal = False  # a fatal error was reported: the next "Current thread" dump is the crashed thread's
+        self.crashed: Traceback | None = None  # the crashed thread's stack, as a traceback (``_FATAL``)
+        # a traceback whose exception's message ends with ":" (``backend='inductor' raised:``), by rank: the
+        # exception line printed right after it is the one it wraps (line number, traceback)
+        self.wrapping: dict[str | None, tuple[int, Traceback]] = {}
         # the least indentation of the lines read (a paste indented as a whole has its exception lines there)
         self.floor = MAX_LINE
 
@@ -302,6 +344,8 @@ class _Scanner:
             while body[:1] == "[" and (m := _RANK_PREFIX.match(body)) is not None:  # "[default1]:[rank1]: …"
                 body = body[m.end() :]
         body = self._strip_prefix(body)
+        if body[:3] == "##[" and (gm := _GHA_COMMAND.match(body)) is not None:
+            body = body[gm.end() :]  # GitHub Actions' log marks an annotated line (``##[error]RuntimeError: …``)
         while body.startswith("> ") and body[2:3] not in ("", " ", "\t"):
             body = body[2:]  # a Markdown quote ("> RuntimeError: ..."); pytest's own "> " marks code with indent
         # source code shown by a traceback frame or by pytest ("> " lines) is not an error message,
@@ -371,20 +415,35 @@ class _Scanner:
             fm = _FRAME.match(body)
             if fm:
                 if len(self.dump.frames) < MAX_FRAMES:
-                    self.dump.frames.append(Frame(fm["file"], int(fm["line"]), fm["func"]))
+                    frame = Frame(fm["file"], int(fm["line"]), fm["func"])
+                    self.dump.frames.append(frame)
+                    if self.crashed is not None:  # the crashed thread's frames, outermost first as a traceback's
+                        self.crashed.frames.insert(0, frame)
                 return
             if stripped and body.startswith("    ") and self.dump.frames and not self.dump.innermost_first:
                 self.dump.frames[-1].code = stripped[:300]
                 return
+            if _elided(stripped):
+                return
             self.dump = None
+        self.crashed = None
+        if _FATAL in body:
+            self.fatal = True
         if headers and ("~~~ Stack of " in body or "(most recent call first)" in body):
             thread = stripped.strip("~ ").replace("Stack of ", "").replace(" (most recent call first):", "").rstrip(":")
             self.dump = StackDump(
                 self.source, number, thread, innermost_first="most recent call first" in body, rank=rank
             )
             self._keep(self.res.dumps, self.dump)
+            if self.fatal and thread.startswith("Current thread"):
+                # the thread a fatal error stopped: its stack is where the process crashed, read as a
+                # traceback cut before any exception (no exception was raised)
+                self.fatal = False
+                self.crashed = Traceback(self.source, number, rank=rank, seq=self._seq(), headless=True)
+                self._keep_tb(self.crashed)
             return
         if headers and "Traceback (most recent call last)" in body:
+            ipy = _IPY_HEADER.match(body.lstrip())
             opened = Traceback(
                 self.source,
                 number,
@@ -392,10 +451,18 @@ class _Scanner:
                 chained=self.pending_chain.pop(rank, False),
                 seq=self._seq(),
                 margin=0 if "+ Exception Group" in body else _indent(body),
-                ipython=_IPY_HEADER.match(body.lstrip()) is not None,
+                ipython=ipy is not None,
             )
+            if ipy is not None:
+                # IPython's header names the exception's class: a traceback cut before its exception line
+                # still says what was raised (the exception line, when it comes, replaces it)
+                opened.exc_type = ipy.group().split(None, 1)[0]
+                opened.exc_line = number
             self.open_tb[rank] = opened
             self._keep_tb(opened)
+            rest = body[body.find("last)") + 5 :].lstrip(": ")
+            if rest.startswith("File "):  # the first frame glued to the header (a paste that lost a line break)
+                opened.after_frame = self._frame(opened, rest)
             return
         if headers and (_CHAIN[0] in body or _CHAIN[1] in body):
             if self.jax_note.pop(rank, False):
@@ -411,7 +478,9 @@ class _Scanner:
                 if bare:
                     self._bare_exception(number, *bare, rank)
                     return
-            if stripped[:5] == "File " and _IPY_FRAME.match(stripped):  # IPython's frames, without the header
+            if stripped[:5] == "File " and (im := _IPY_FRAME.match(_unlinked(stripped))) and im["func"]:
+                # IPython's frames, without the header (one that names its function: ``File x:12`` alone may
+                # be any program's words)
                 tb = self._open_headless(number, rank, margin=_indent(body), ipython=True)
                 self._ipython_line(tb, body)
                 return
@@ -420,11 +489,14 @@ class _Scanner:
             if 'File "' in body and (_PY_FRAME.match(body) or _SYNTAX_FRAME.match(body)):
                 # Python indents a frame by two; a frame pasted without them sits at the log's margin
                 margin = max(_indent(body) - 2, min(self.floor, _indent(body)))
-                self._frame(self._open_headless(number, rank, margin=margin), body)
+                tb = self._open_headless(number, rank, margin=margin)
+                tb.after_frame = self._frame(tb, body)
                 return
             pm = _PYTEST_E.match(body) if body[:4] == "E   " else None
             if pm is None and "E   " in body:
                 pm = _PYTEST_E_BEHIND.search(body)
+            if pm is None and body[:2] == "E " and exception_line(body[2:].lstrip()):
+                pm = _PYTEST_E_SQUEEZED.match(body)  # pytest's ``E   `` with its spaces squeezed by a paste
             if pm:
                 self.res.pytest_errors.append((self.source, number, pm["text"][:500]))
                 del self.res.pytest_errors[:-200]
@@ -433,6 +505,16 @@ class _Scanner:
             has_py = py_at >= 0
             # ``_PYTEST_LOC``'s path holds no space: its ``.py:`` comes before the line's first one
             lm = _PYTEST_LOC.match(stripped) if has_py and not 0 <= stripped.find(" ", 0, py_at) else None
+            line_exc: tuple[str, str] | None = None
+            if lm is None and has_py and not 0 <= stripped.find(" ", 0, py_at):
+                # ``--tb=line``: ``path.py:N: ExcType: message`` (a warning's ``path.py:N: UserWarning: msg`` is
+                # the warnings module's format: not a raise site)
+                # right after its ``E   `` line (a logger's ``file.py:N: Error: msg`` is no raise site)
+                follows_e = bool(self.res.pytest_errors) and self.res.pytest_errors[-1][1] == number - 1
+                lm = _PYTEST_LINE_SITE.match(stripped) if follows_e else None
+                line_exc = exception_line(lm["rest"]) if lm is not None else None
+                if line_exc is None:
+                    lm = None
             if lm is None and has_py:
                 # behind a prefix; only a line that ends as pytest's entries do (``: in f``, ``: ExcType``;
                 # a warning's ``path.py:N: UserWarning: message`` does not) is searched
@@ -440,7 +522,7 @@ class _Scanner:
                 if " " not in tail or tail[:3] == "in ":
                     lm = _PYTEST_LOC_BEHIND.search(stripped)
             if lm:
-                kind = lm["type"]
+                kind = lm["type"] or (line_exc[0] if line_exc else "")
                 site = Frame(lm["file"], int(lm["line"]), kind[3:] if kind.startswith("in ") else "")
                 self._keep(
                     self.res.pytest_locations,
@@ -457,22 +539,61 @@ class _Scanner:
             return
         if tb.ipython and self._ipython_line(tb, body):
             return
+        held, self.held = self.held, None
+        if held is not None:
+            joined = _unwrapped(held, stripped)
+            if joined is not None:
+                body, stripped = joined, joined.strip()
+                if not _FRAME.match(body) and not _SYNTAX_FRAME.match(body):
+                    self.held = body  # wrapped more than once
+                    return
+        elif stripped[:4] == "File" and _FRAME_START.match(body) and not _SYNTAX_FRAME.match(body):
+            # a frame line cut by a hard wrap (a terminal's or a forum's width, ``fold``): its rest is the next line
+            self.held = body
+            return
         if self._frame(tb, body):
-            tb.after_frame = True
+            tb.after_frame, tb.after_code = True, False
             return
         if stripped and not stripped.strip("^~ "):
             return  # the carets under a frame's code (Python 3.11+), wherever a paste left them
+        if _elided(stripped):
+            tb.after_frame = tb.after_code = False  # what follows a cut is a frame, code or the exception
+            tb.elided = True
+            return
         after_frame, tb.after_frame = tb.after_frame, False
+        after_code, tb.after_code = tb.after_code, False
         em = _EXC_LINE.match(stripped) if stripped else None
+        if (
+            after_frame
+            and em is None
+            and self.frame_width >= WRAP_WIDTH
+            and not _CLASS_LINE.match(stripped)
+            and tb.frames[-1].func
+            and not tb.frames[-1].code
+            and _WRAPPED_TAIL.match(stripped)
+            and not keyword.iskeyword(stripped)
+        ):
+            # the frame's line was wrapped (a terminal's or a forum's width) inside its function's name
+            tb.frames[-1].func += stripped
+            tb.after_frame = True
+            return
         if after_frame and em is None and stripped and not _CLASS_LINE.match(stripped):
             # the code line of a frame, pasted without its indentation (a forum that strips leading
             # spaces): right after a frame Python prints its code or the exception, never anything else
             if not tb.frames[-1].code:
                 tb.frames[-1].code = stripped[:300]
+            tb.after_code = len(body) >= WRAP_WIDTH
             return
         if (body.startswith((" ", "\t")) and not (tb.margin and _indent(body) <= tb.margin)) or not stripped:
-            if stripped and tb.frames and not tb.frames[-1].code and not set(stripped) <= set("^~ "):
+            if stripped and tb.frames and not tb.frames[-1].code and not tb.elided and not set(stripped) <= set("^~ "):
                 tb.frames[-1].code = stripped[:300]
+            # a code line as long as a wrap's width may go on, at the margin, on the next line
+            tb.after_code = len(body) >= WRAP_WIDTH and tb.frames != []
+            return
+        if after_code and em is None and not _CLASS_LINE.match(stripped) and not _NAME_LINE.match(stripped):
+            # the rest of a code line a wrap cut (a terminal's or a forum's width): Python prints a frame or the
+            # exception after a frame's code, and this is neither (no class, no ``name:`` of an exception)
+            tb.after_code = len(body) >= WRAP_WIDTH
             return
         if tb.headless and em is None:
             # without the header, only an exception line ends these frames as their exception; anything
@@ -484,6 +605,9 @@ class _Scanner:
         tb.exc_type, tb.message = jax_unwrapped(exc, ((em["msg"] or "") if em else stripped)[:2000])
         tb.exc_line = number
         del self.open_tb[rank]
+        self._same_as_printed_before(tb)
+        if tb.message.endswith(":") and tb.frames:
+            self.wrapping[rank] = (number, tb)
         if exc.rsplit(".", 1)[-1] == _JAX_NOTE:
             self.res.tracebacks[:] = [t for t in self.res.tracebacks if t is not tb]
             self.jax_note[rank] = True
@@ -491,10 +615,11 @@ class _Scanner:
     def _ipython_line(self, tb: Traceback, body: str) -> bool:
         """A frame or a numbered code line of IPython's traceback (``_IPY_FRAME``); False for anything else
         (the exception line ends it as usual)."""
+        body = _unlinked(body)
         fm = _IPY_FRAME.match(body.lstrip())
         if fm:
             if fm["file"]:
-                frame = Frame(fm["file"], int(fm["line"]), fm["func"].rsplit(".", 1)[-1])
+                frame = Frame(fm["file"], int(fm["line"]), (fm["func"] or "<module>").rsplit(".", 1)[-1])
             elif fm["cline"]:
                 frame = Frame(f"<cell In[{fm['cell']}]>", int(fm["cline"]), "<module>")
             else:
@@ -538,11 +663,20 @@ class _Scanner:
         fm = _FRAME.match(body) or (_SYNTAX_FRAME.match(body) if 'File "' in body else None)
         if not fm:
             return False
+        self.frame_width = len(body)
+        tb.elided = False
         frame = Frame(fm["file"], int(fm["line"]), fm.groupdict().get("func") or "")
         if len(tb.frames) < MAX_FRAMES:
             tb.frames.append(frame)
         else:
             tb.frames[-1] = frame
+        at = body.find('File "', fm.end())
+        if at > 0 and _FRAME.match(body[at:]):
+            # frames glued to one line (a paste that lost its line breaks): the code between them is the frame's
+            frame.code = body[fm.end() : at].strip()[:300]
+            self._frame(tb, body[at:])
+        elif fm.end() < len(body) and not body[fm.end() :].isspace():
+            frame.code = body[fm.end() :].strip()[:300]  # the last of them, its code glued too
         return True
 
     def _bare_exception(self, number: int, exc: str, msg: str, rank: str | None) -> None:
@@ -565,7 +699,31 @@ class _Scanner:
             seq=self._seq(),
             bare=True,
         )
+        wrapper = self.wrapping.pop(rank, None)
+        if wrapper is not None and wrapper[0] == number - 1 and not tb.chained:
+            # the line right after an exception whose message ends with ":" is the exception it wraps, printed
+            # as the rest of its message: PyTorch's dynamo re-raises a backend's exception as
+            # ``BackendCompilerFailed: backend='inductor' raised:`` + ``RuntimeError: msg``, with the original's
+            # traceback. The frames shown are the wrapped exception's.
+            tb.frames = list(wrapper[1].frames)
         self._keep_tb(tb)
+
+    def _same_as_printed_before(self, tb: Traceback) -> None:
+        """An exception line printed alone just before a traceback that ends with the same exception (a program
+        or a logger printing the error, then ``traceback.print_exc()``; a paste that puts the error on top) is
+        that exception: it gets the traceback's frames."""
+        for prev in reversed(self.res.tracebacks[-5:]):
+            if (
+                prev.seq < tb.seq
+                and prev.bare
+                and not prev.frames
+                and prev.source == tb.source
+                and prev.rank == tb.rank
+                and prev.exc_type == tb.exc_type
+                and prev.message[:200] == tb.message[:200]
+            ):
+                prev.frames = list(tb.frames)
+                return
 
     def _elastic_line(self, body: str) -> None:
         block = self.elastic
@@ -829,6 +987,37 @@ def _names_exception(text: str) -> bool:
         or "exceptions." in text
         or "exc." in text
     )
+
+
+MAX_LINE_HELD = 400
+# the start of a frame line, cut anywhere before its function's name
+_FRAME_START = re.compile(r'^\s*File(?:\s+"[^"]*(?:",?(?:\s+line(?:\s+\d+(?:,?(?:\s+in)?)?)?)?)?)?\s*$')
+
+
+def _unwrapped(head: str, rest: str) -> str | None:
+    """A frame line cut by a wrap, joined again: ``head`` and the next line, with nothing between them (a
+    wrap inside a word, or at a space it kept) or with the space a wrap dropped; None when neither joins
+    into the start of a frame (``File "path", line N``)."""
+    for joined in (head + rest, head.rstrip() + " " + rest):
+        if _FRAME.match(joined) or _SYNTAX_FRAME.match(joined):
+            return joined
+    for joined in (head + rest, head.rstrip() + " " + rest):
+        if _FRAME_START.match(joined) and len(joined) < MAX_LINE_HELD:  # still cut: wait for the next part
+            return joined
+    return None
+
+
+def _elided(stripped: str) -> bool:
+    """Whether a line (stripped) only marks a part of a traceback left out (``_ELISION``)."""
+    return stripped[:1] in _ELISION_START and _ELISION.match(stripped) is not None
+
+
+_ELISION_START = frozenset(".…[(<")
+
+
+def _unlinked(text: str) -> str:
+    """``text`` with Markdown links reduced to the text they show (``[line 7](vscode-notebook-cell:…)`` → ``line 7``)."""
+    return _MD_LINK.sub(r"\1", text) if "](" in text else text
 
 
 def _glued_output(body: str) -> bool:
@@ -1223,6 +1412,8 @@ def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | by
         elif seen is not None:
             seen = raw
     text = _visible(raw.decode("utf-8", "replace"))
+    if "&" in text and _HTML_ENTITY.search(text):
+        text = html.unescape(text)
     if not text or text.isspace():
         if sc.dump is not None:
             sc.dump = None
