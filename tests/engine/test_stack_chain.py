@@ -62,7 +62,16 @@ def test_pytests_own_report_without_its_header_is_a_pytest_run():
     assert (label["stack"], diag.profile.stack) == ("pytest", "pytest")
 
 
-def test_a_pytest_run_that_hits_a_torch_error_stays_a_pytest_run(pytester):
+@pytest.fixture
+def torch_first():
+    """torch imported before ``pytester`` snapshots sys.modules (a fixture listed before it): the in-process run
+    then reuses it. Imported only inside the run, torch would be dropped from sys.modules at teardown while its
+    C extension stays loaded, and the next import of torch in this worker fails ("SystemError: … bad call flags")
+    and then crashes the worker."""
+    return pytest.importorskip("torch")
+
+
+def test_a_pytest_run_that_hits_a_torch_error_stays_a_pytest_run(torch_first, pytester):
     pytester.makepyfile(
         test_torch="""
         import torch
