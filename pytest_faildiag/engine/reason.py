@@ -419,7 +419,11 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # pytest's report of a failed test: only a test runs the program's code here (its long format
         # does not always print the test's own entry as a frame)
         facts.called_from_test = True
-    facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning)
+    facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning, progressed=scan.progress > 0)
+    if facts.stage == "startup" and tb is None and not facts.cut and frames[0].func == "<module>":
+        # pytest's report of an error whose outermost frame is a module's top level: pytest imported a test
+        # module or conftest (its reports of a test start at the test's function): collection
+        facts.stage = "collection"
     _activate(facts, analysis, frames, reasoning.libraries)
     if tb is None and "raiser:unseen" in facts.active:
         # pytest's report of a failed test names the exception a test or the code under test raised: its
@@ -516,6 +520,12 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
     entry = facts.entry
     if analysis.stage_by_rule and prof.stage == "startup" and facts.stage == "collection":
         prof.stage = "collection"  # pytest importing a test module or conftest: start-up, as pytest names it
+    if analysis.stage_by_rule and prof.stage == "runtime" and facts.stage == "startup" and not progressed:
+        # a rule's "runtime" is its message family's default (the error can happen in any step); frames that
+        # show the run setting itself up (an import, the program's constructors, a set-up function) before
+        # any progress place it before the first step. Other stages the frames show do not override a rule
+        # (an evaluation script's or a test module's name is weaker than the rule's own message family)
+        prof.stage = "startup"
     if not analysis.stage_by_rule:
         stage = facts.stage or entry.get("stage") or implied(facts, "stage")
         if stage:
@@ -952,11 +962,59 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
     )
 
 
-def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | None, Frame | None]:
+# what runs a module's top level as a program, not as an import: runpy (``python -m``, ``runpy.run_path``),
+# IPython's and coverage's ``exec`` of a cell or script, profile/pdb's ``runctx``, multiprocessing's spawn that
+# re-runs the parent's main module in a child
+_RUNS_MAIN = re.compile(
+    r"^(?:_run_code|_run_module_code|_run_module_as_main|run_module|run_path|run_code|run_cell\w*|exec_code|"
+    r"execfile|runctx|_fixup_main_from_path)$"
+)
+_INSTALLED = re.compile(r"(?:^|/)(?:site|dist)-packages/")
+# a frame of a step the program runs over and over (a module's forward, an optimizer's step, a training or
+# evaluation loop): a constructor called under one of them builds something mid-run, not at start-up
+_STEP_FUNC = re.compile(
+    r"^(?:forward|_call_impl|_wrapped_call_impl|backward|step|training_step|train_step|_training_step|"
+    r"validation_step|test_step|predict_step|train_epoch|train_one_epoch|_run_epoch|run_epoch|fit_loop|"
+    r"_inner_training_loop|training_loop|evaluate|evaluation_loop|predict|generate|__getitem__|__iter__|__next__)$"
+)
+
+
+def _import_frame(frames: list[Frame], i: int) -> bool:
+    """``frames[i]`` runs a module's top level because something imported it: a ``<module>`` frame under
+    a caller that is not what runs a program's main module (Python leaves importlib's own frames out of a
+    traceback, so the importing line is the caller). The outermost frame is the program's main module."""
+    if frames[i].func != "<module>" or i == 0:
+        return False
+    caller = frames[i - 1]
+    cpath = caller.file.replace("\\", "/")
+    return not (_RUNS_MAIN.search(caller.func or "") or "runpy" in cpath)
+
+
+def _constructor_frame(frames: list[Frame], i: int, path: str, stdlib: bool) -> bool:
+    """``frames[i]`` builds an object of the program's own code (``__init__``: its model, a layer, a trainer,
+    a strategy, a session), and no frame above it runs a step of the run: the objects a run builds before
+    its first step. A library's or the standard library's constructors are not that: libraries build helper
+    objects inside any call (pandas' merge, a tensor's wrapper)."""
+    if frames[i].func != "__init__" or stdlib or path.startswith("<") or _INSTALLED.search(path):
+        return False
+    return not any(_STEP_FUNC.search(fr.func or "") for fr in frames[:i])
+
+
+def stage_from_frames(
+    frames: list[Frame], reasoning: Reasoning, progressed: bool = False
+) -> tuple[str | None, Frame | None]:
     """The stage of the innermost frame a ``[[frame_stage]]`` entry matches. An entry that names functions
     only does not match the standard library's frames: its ``__getitem__`` (``os.environ``, a ``dict``
-    subclass), ``map`` or ``fetch`` are Python's own lookups, not a dataset's or a loader's."""
-    for fr in reversed(frames):
+    subclass), ``map`` or ``fetch`` are Python's own lookups, not a dataset's or a loader's.
+
+    Two structural facts need no entry: a module's top level that runs because it is imported
+    (``_import_frame``) is start-up, and a constructor that runs outside any step of the run before the log
+    shows progress (``_constructor_frame``) is start-up too. A start-up read from an import under pytest's
+    collection of a test module or conftest is collection, as pytest names it."""
+    found: tuple[str | None, Frame | None] = (None, None)
+    at = -1
+    for i in range(len(frames) - 1, -1, -1):
+        fr = frames[i]
         path = fr.file.replace("\\", "/")
         stdlib = path.startswith("<frozen ") or bool(_STDLIB.search(path))
         for func_re, file_re, stage in reasoning.frame_stages:
@@ -966,8 +1024,18 @@ def stage_from_frames(frames: list[Frame], reasoning: Reasoning) -> tuple[str | 
                 continue
             if file_re is not None and not file_re.search(path):
                 continue
-            return stage, fr
-    return None, None
+            found, at = (stage, fr), i
+            break
+        else:
+            if _import_frame(frames, i) or (not progressed and _constructor_frame(frames, i, path, stdlib)):
+                found, at = ("startup", fr), i
+        if found[0] is not None:
+            break
+    if found[0] == "startup" and at >= 0:
+        outer = stage_from_frames(frames[:at], reasoning, progressed)
+        if outer[0] == "collection":
+            return outer
+    return found
 
 
 def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:

@@ -1,0 +1,145 @@
+"""The stage read from the structure of a traceback, without any rule's signature (kstage): a module's top
+level that runs because it is imported is start-up (pytest's report of it: collection); the program's own
+constructors outside any step of the run, before any progress, are start-up; the functions that set a run
+up (Megatron's, transformers' DeepSpeed set-up, Flax's train state) are start-up; a rule's default
+``runtime`` yields to frames that show the run setting itself up. Train logs of the thread corpus (with and
+without the rules that explained them) and real runs (Python, torch on the CPU, pytest via pytester)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import run_failing, train_log_with_rules, train_log_without_rules
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "environment/pyopenssl_old_with_new_cryptography_symbol_removed",  # OpenSSL/crypto.py imported
+        "jax/mjx_import_py38_collections_abc_callable_not_subscriptable",  # mujoco.mjx imported from <stdin>
+        "jax/jax_chacha_import_register_cpu_custom_call_target_removed_jax_0_4_24",
+    ],
+)
+def test_an_error_while_a_library_module_is_imported_is_startup(name):
+    diag, label = train_log_with_rules(name)
+    assert label["stage"] == "startup"
+    assert diag.profile.stage == "startup"
+
+
+def test_an_import_is_startup_without_the_rules_that_explained_it():
+    diag, label = train_log_without_rules("jax/blackjax_import_jax06_core_shape_removed")
+    assert label["stage"] == "startup"
+    assert diag.profile.stage == "startup"
+
+
+def test_pytests_report_of_an_import_from_a_modules_top_level_is_collection():
+    diag, label = train_log_with_rules("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045")
+    assert label["stage"] == "collection"
+    assert diag.profile.stage == "collection"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "distributed/dist_colossalai_geminiplugin_unexpected_kwarg_device_stale_chat_strategy",  # a strategy's __init__
+        "mindspore/mindrlhf_gpt2_model_list_gpt_no_lm_head",  # the trainer's and the model's __init__
+    ],
+)
+def test_the_programs_constructors_before_any_step_are_startup(name):
+    diag, label = train_log_with_rules(name)
+    assert label["stage"] == "startup"
+    assert diag.profile.stage == "startup"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "distributed/belle_deepspeed_fp16_config_mismatch_training_args",  # transformers' deepspeed_init
+        "distributed/dist_megatron_deepspeed_zero_init_unexpected_kwarg_stale_deepspeed",  # setup_model_and_optimizer
+        "jax/jax_flax071_init_returns_dict_no_unfreeze",  # create_train_state
+    ],
+)
+def test_set_up_functions_are_startup(name):
+    diag, label = train_log_with_rules(name)
+    assert label["stage"] == "startup"
+    assert diag.profile.stage == "startup"
+
+
+def test_a_rules_runtime_yields_to_frames_of_a_constructor():
+    """torch.autograd_usage says "runtime" (a leaf's in-place use happens in any step); the frames show the
+    layer's reset_parameters under the model's __init__, before the first step."""
+    diag, label = train_log_with_rules("pytorch/pyg_dimenet_bessel_leaf_inplace_reset")
+    assert label["stage"] == "startup"
+    assert diag.profile.stage == "startup"
+
+
+def test_a_library_helpers_constructor_is_not_startup():
+    """pandas builds a merge operation (``_MergeOperation.__init__``) inside a call at any point of a run."""
+    diag, label = train_log_with_rules("pytest_python/rfplasmid_merge_object_int64_contig_filename_dots")
+    assert label["stage"] == "runtime"
+    assert diag.profile.stage == "runtime"
+
+
+# --- real runs ---
+
+
+def test_a_module_whose_top_level_raises_on_import_is_startup(tmp_path: Path):
+    (tmp_path / "helpers.py").write_text("SETTINGS = {}\nLIMIT = SETTINGS['limit']\n")
+    diag, err = run_failing(tmp_path, "import helpers\nprint(helpers.LIMIT)\n", as_file=True)
+    assert "in <module>" in err and "KeyError" in err
+    assert diag.profile.stage == "startup"
+
+
+def test_the_same_error_in_a_function_the_program_calls_is_not_startup(tmp_path: Path):
+    diag, err = run_failing(tmp_path, "def main():\n    return {}['limit']\n\nmain()\n", as_file=True)
+    assert "KeyError" in err
+    assert diag.profile.stage == "runtime"
+
+
+TORCH_MODEL = """
+import torch
+
+class Layer(torch.nn.Module):
+    def __init__(self, init_now):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(3))
+        if init_now:
+            self.reset()
+
+    def reset(self):
+        self.w.add_(1.0)  # in place on a leaf that requires grad, outside torch.no_grad()
+
+    def forward(self, x):
+        self.reset()
+        return x * self.w
+"""
+
+
+def test_torch_error_in_a_models_constructor_is_startup(tmp_path: Path):
+    pytest.importorskip("torch")
+    diag, err = run_failing(tmp_path, TORCH_MODEL + "\nLayer(True)\n", as_file=True)
+    assert "leaf Variable that requires grad" in err
+    assert diag.profile.stage == "startup"
+
+
+def test_the_same_torch_error_in_the_forward_of_a_step_is_runtime(tmp_path: Path):
+    pytest.importorskip("torch")
+    body = TORCH_MODEL + "\nlayer = Layer(False)\nfor _ in range(2):\n    layer(torch.ones(3)).sum().backward()\n"
+    diag, err = run_failing(tmp_path, body, as_file=True)
+    assert "leaf Variable that requires grad" in err
+    assert diag.profile.stage == "runtime"
+
+
+def test_pytest_collecting_a_test_module_whose_import_fails_is_collection(pytester):
+    pytester.makepyfile(
+        broken_helpers="CONFIG = {}\nTIMEOUT = CONFIG['timeout']\n",
+        test_uses_helpers="import broken_helpers\n\ndef test_ok():\n    assert broken_helpers.TIMEOUT\n",
+    )
+    result = pytester.runpytest("-p", "no:faildiag", "-p", "no:cacheprovider")
+    report = "\n".join(result.outlines)
+    assert "ERROR collecting" in report and "KeyError" in report
+    diag = diagnose(texts={"pytest.log": report}, exit_code=int(result.ret), command="pytest")
+    assert diag.profile.stage == "collection"
