@@ -83,6 +83,13 @@ _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<
 # text shown, wherever in a frame line it is. The header names the exception's class (right-aligned to
 # IPython's width); pytest's report marks its exception lines with ``E`` and spaces, never a class.
 _IPY_HEADER = re.compile(r"(?<![\w.])(?!E\s)[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)")
+# Ray raises a remote task's exception in the caller as a class it makes for it, named for the class it wraps:
+# Python prints its line as ``ray.exceptions.RayTaskError(NameError): ray::f() (pid=…, ip=…)`` (the remote
+# process's title), and its message goes on with the remote traceback: frames without a ``Traceback`` header,
+# then the remote exception line. The class in parentheses is what the remote code raised; the frames that follow
+# are the remote raise's, called from the caller's frames above (a task that called another task shows one such
+# header and frames per hop): one call chain, read as one traceback.
+_RAY_TASK_ERROR = re.compile(r"^(?:[\w.]*\.)?RayTaskError\((?P<cause>[A-Za-z_][\w.]*)\):(?:\s(?P<msg>.*))?$")
 _IPY_FRAME = re.compile(
     r"^(?:File (?P<file>[^\s\"].*?):(?P<line>\d+)(?:, in (?P<func>[^\s(]+)|\s*$)"
     r"|Cell In ?\[(?P<cell>\d*)\], line (?P<cline>\d+)"
@@ -115,8 +122,9 @@ _RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
+# (Python 3.11's builtin groups, ``ExceptionGroup: msg (2 sub-exceptions)``, end with neither)
 _EXC_LINE = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|ExceptionGroup)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|ExceptionGroup|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
 )
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
 _PYTEST_E_SQUEEZED = re.compile(r"^E\s+(?P<text>.*)$")
@@ -319,6 +327,7 @@ class _Scanner:
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
         self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
         self.frame_width = 0  # the length of the last frame line read (``_WRAPPED_TAIL``)
+        self.frame_tabbed = False  # the last frame line read was indented by a tab (a paste's own indentation)
         self.fatal = False  # a fatal error was reported: the next "Current thread" dump is the crashed thread's
         self.crashed: Traceback | None = None  # the crashed thread's stack, as a traceback (``_FATAL``)
         # a traceback whose exception's message ends with ":" (``backend='inductor' raised:``), by rank: the
@@ -356,6 +365,8 @@ class _Scanner:
                 self.floor = 0
             elif not body.isspace():
                 self.floor = min(self.floor, _indent(body))
+        if body[:1] in (" ", "\t") and rank in self.open_tb:
+            self._message_after_cut(body, rank)  # closes the traceback: the line is output, not code
         is_code = (body.startswith(">") and not _glued_output(body)) or (
             rank in self.open_tb
             and body[:1] in (" ", "\t")
@@ -469,6 +480,13 @@ class _Scanner:
                 return  # the exception below is the failure; JAX's note above it is not its cause
             self.pending_chain[rank] = True
             self._keep(self.res.chain_lines, (self.source, number), cap=200)
+            return
+        if headers and "TaskError(" in body and (rm := _RAY_TASK_ERROR.match(stripped)) is not None:
+            # Ray's wrapper of a remote exception (``_RAY_TASK_ERROR``): the remote frames follow it, the call
+            # chain's next part after the caller's frames (or the hop's before), when they were printed
+            chain = self.open_tb.get(rank) or self._open_headless(number, rank, margin=_indent(body))
+            chain.exc_type, chain.exc_line = rm["cause"], number  # the remote exception line replaces it
+            chain.after_frame = chain.after_code = False
             return
         tb = self.open_tb.get(rank)
         if tb is None:
@@ -639,6 +657,29 @@ class _Scanner:
             last.code = (cm["code"] or "").strip()[:300]
         return True
 
+    def _message_after_cut(self, body: str, rank: str | None) -> None:
+        """Close the open traceback when ``body`` is a line of an exception's message printed after its last
+        frame, the exception line itself cut (a paste that kept the message's details, such as torch's
+        ``load_state_dict`` errors, ``\\tsize mismatch for …``). Python's traceback module prints one code line
+        per frame, stripped and indented by four spaces (3.11+: then a caret line; with ``capture_locals``,
+        ``name = value`` lines at the same four); 3.13 shows a statement spanning lines in full, but only one
+        whose first line leaves a bracket, a string or a ``\\`` open. So a line indented by a tab (Python
+        indents with spaces, torch's message lines start with one; unless the paste indents its frames so)
+        or, below a complete code line, deeper than Python's four, not carets, is no part of the frame: it
+        is the exception's."""
+        tb = self.open_tb[rank]
+        if tb.ipython or tb.elided or not tb.frames or not tb.frames[-1].code:
+            return
+        stripped = body.strip()
+        if not stripped or not stripped.strip("^~ ") or stripped[:4] == "File" or _elided(stripped):
+            return
+        if "\u2500" <= stripped[0] <= "\u257f":
+            return  # loguru's and better-exceptions' values of the code's names, drawn under it (``│ └ 0``)
+        tabbed = body[:1] == "\t" and not self.frame_tabbed and _indent(body) > tb.margin
+        if not tabbed and (_indent(body) <= tb.margin + 4 or not _complete_statement(tb.frames[-1].code)):
+            return
+        del self.open_tb[rank]
+
     def _at_margin(self, body: str, rank: str | None) -> bool:
         """Whether an indented line inside a traceback is at the traceback's own margin (a paste indented
         as a whole): there it is the exception line, not source code."""
@@ -664,6 +705,7 @@ class _Scanner:
         if not fm:
             return False
         self.frame_width = len(body)
+        self.frame_tabbed = body[:1] == "\t"
         tb.elided = False
         frame = Frame(fm["file"], int(fm["line"]), fm.groupdict().get("func") or "")
         if len(tb.frames) < MAX_FRAMES:
@@ -1013,6 +1055,20 @@ def _elided(stripped: str) -> bool:
 
 
 _ELISION_START = frozenset(".…[(<")
+
+
+def _complete_statement(code: str) -> bool:
+    """Whether a line of code ends its statement: its brackets balance, no triple-quoted string or ``\\``
+    continuation is left open (a frame's code line cut by a paste's width is not complete either)."""
+    if code.endswith("\\") or (code.count('"""') + code.count("'''")) % 2:
+        return False
+    depth = 0
+    for ch in code:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+    return depth == 0
 
 
 def _unlinked(text: str) -> str:
