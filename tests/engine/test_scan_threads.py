@@ -4,31 +4,7 @@ log of the thread corpus or on output produced here by the real tool (python, to
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
-from pytest_faildiag.parse.scan import ScanResult, scan_file, scan_text
-from pytest_faildiag.rules import load_ruleset
-from tests.engine.test_scan import _train_log
-
-
-def _scan(text: str) -> ScanResult:
-    res = ScanResult()
-    scan_text(text, "log", load_ruleset(), res)
-    return res
-
-
-def _scan_log(name: str) -> ScanResult:
-    res = ScanResult()
-    scan_file(str(_train_log(name)), "log", load_ruleset(), res)
-    return res
-
-
-def _python(tmp_path, code: str) -> subprocess.CompletedProcess:
-    script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent(code))
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+from tests.engine.test_scan_paste import _python, _scan, _scan_log
 
 
 def test_ray_task_error_names_the_remote_exception_and_its_frames():
