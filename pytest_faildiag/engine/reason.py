@@ -520,6 +520,20 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
     entry = facts.entry
     if analysis.stage_by_rule and prof.stage == "startup" and facts.stage == "collection":
         prof.stage = "collection"  # pytest importing a test module or conftest: start-up, as pytest names it
+    if analysis.stage_by_rule and prof.stage == "runtime" and facts.stage == "compile" and prof.type == "backend":
+        # a device runtime error raised in the compiler's frames (inductor's or triton's loading of a kernel it
+        # built, a JIT's code generation): the compiled code failed to build or load, a compile-time failure
+        prof.stage = "compile"
+    if (
+        prof.stage in ("runtime", "unknown")
+        and facts.stage is None
+        and not progressed
+        and not facts.tests_seen
+        and _CTOR_SIGNATURE.search(facts.message or "")
+    ):
+        # a constructor's signature refused its call (``Trainer.__init__() got an unexpected keyword
+        # argument``) in a program, not a test, before any progress: the run building its objects
+        prof.stage = "startup"
     if analysis.stage_by_rule and prof.stage == "runtime" and facts.stage == "startup" and not progressed:
         # a rule's "runtime" is its message family's default (the error can happen in any step); frames that
         # show the run setting itself up (an import, the program's constructors, a set-up function) before
@@ -970,6 +984,14 @@ _RUNS_MAIN = re.compile(
     r"execfile|runctx|_fixup_main_from_path)$"
 )
 _INSTALLED = re.compile(r"(?:^|/)(?:site|dist)-packages/")
+# a file name that is no file: ``<stdin>``, ``<string>``, ``<frozen …>``, ``<ipython-input-…>``; a real file
+# under a redacted folder (``<path>/pkg/mod.py``) is still the program's file
+_PSEUDO_FILE = re.compile(r"^<[^/\\]*>$")
+# Python's message when a constructor's signature refuses its call (CPython's argument checks)
+_CTOR_SIGNATURE = re.compile(
+    r"\b__init__\(\) (?:got an unexpected keyword argument|got multiple values for argument|missing \d+ required|"
+    r"takes (?:from )?\d+)"
+)
 # a frame of a step the program runs over and over (a module's forward, an optimizer's step, a training or
 # evaluation loop): a constructor called under one of them builds something mid-run, not at start-up
 _STEP_FUNC = re.compile(
@@ -995,7 +1017,7 @@ def _constructor_frame(frames: list[Frame], i: int, path: str, stdlib: bool) -> 
     a strategy, a session), and no frame above it runs a step of the run: the objects a run builds before
     its first step. A library's or the standard library's constructors are not that: libraries build helper
     objects inside any call (pandas' merge, a tensor's wrapper)."""
-    if frames[i].func != "__init__" or stdlib or path.startswith("<") or _INSTALLED.search(path):
+    if frames[i].func != "__init__" or stdlib or _PSEUDO_FILE.match(path) or _INSTALLED.search(path):
         return False
     return not any(_STEP_FUNC.search(fr.func or "") for fr in frames[:i])
 
