@@ -28,6 +28,7 @@ from tests.kb.kb_helpers import (
     context_facts,
     fake_site_library,
     run_failing,
+    run_fake_library_call,
     top3,
     train_log_without_rules,
 )
@@ -141,8 +142,7 @@ _LIBRARY = "def check(x):\n    assert x > 0\n    return x\n"
 
 
 def test_real_library_assert_without_a_test_is_the_library(tmp_path) -> None:
-    site = fake_site_library(tmp_path, _LIBRARY)
-    diag, err = run_failing(tmp_path, f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\nfakelib.check(-1)\n")
+    diag, err = run_fake_library_call(tmp_path, _LIBRARY, "fakelib.check(-1)")
     assert "AssertionError" in err
     # pytest.assertion (any AssertionError) still names the code under test first, softened by the fact; the
     # library comes right after it

@@ -26,8 +26,8 @@ from pytest_faildiag.parse.scan import Frame
 from tests.kb.kb_helpers import (
     context_checks,
     context_facts,
-    fake_site_library,
     run_failing,
+    run_fake_library_call,
     top3,
     train_log_with_rules,
     train_log_without_rules,
@@ -133,10 +133,7 @@ def test_real_behaviour_changed_at_a_release(tmp_path) -> None:
         "    raise ValueError('Invalid shapes for solve. Prior to fakelib v0.5.0, this would have been treated as a "
         "batched solve.')\n"
     )
-    site = fake_site_library(tmp_path, body)
-    diag, err = run_failing(
-        tmp_path, f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\nfakelib.solve(1, 2)\n"
-    )
+    diag, err = run_fake_library_call(tmp_path, body, "fakelib.solve(1, 2)")
     assert "Prior to fakelib v0.5.0," in err
     assert context_checks(diag, "library")["context:cue:changed_at_release"] == "passed"
     assert context_checks(diag, "config")["context:cue:changed_at_release"] == "failed"

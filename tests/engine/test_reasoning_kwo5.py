@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kb.kb_helpers import context_facts, fake_site_library, run_failing, top3, train_log_without_rules
+from tests.kb.kb_helpers import (
+    context_facts,
+    run_failing,
+    run_fake_library_call,
+    top3,
+    train_log_without_rules,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # train logs
@@ -65,11 +71,7 @@ def checked(x):
 def test_real_library_line_calls_torch_with_wrong_operands(tmp_path) -> None:
     """A library's own line calls torch.mv with operands it reshaped; torch's C++ check raises on that line."""
     pytest.importorskip("torch")
-    site = fake_site_library(tmp_path, _LIB_OP)
-    diag, err = run_failing(
-        tmp_path,
-        f"import sys; sys.path.insert(0, {site!r})\nimport torch, fakelib\nfakelib.project(torch.zeros(2, 6))\n",
-    )
+    diag, err = run_fake_library_call(tmp_path, _LIB_OP, "fakelib.project(torch.zeros(2, 6))", imports="torch")
     assert "RuntimeError: size mismatch" in err and "fakelib" in err
     assert "raiser:library_op" in context_facts(diag), context_facts(diag)
     assert "cue:size_mismatch" in context_facts(diag)
@@ -79,10 +81,7 @@ def test_real_library_line_calls_torch_with_wrong_operands(tmp_path) -> None:
 def test_real_library_raise_statement_is_not_an_operation(tmp_path) -> None:
     """The library's own ``raise`` of its check: not an operation's refusal (its caller's values are in question)."""
     pytest.importorskip("torch")
-    site = fake_site_library(tmp_path, _LIB_OP)
-    diag, err = run_failing(
-        tmp_path, f"import sys; sys.path.insert(0, {site!r})\nimport torch, fakelib\nfakelib.checked(torch.zeros(2))\n"
-    )
+    diag, err = run_fake_library_call(tmp_path, _LIB_OP, "fakelib.checked(torch.zeros(2))", imports="torch")
     assert "RuntimeError: fakelib: expected a vector" in err
     assert "raiser:library" in context_facts(diag)
     assert "raiser:library_op" not in context_facts(diag), context_facts(diag)

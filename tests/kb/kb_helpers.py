@@ -158,6 +158,14 @@ def fake_site_library(tmp_path: Path, body: str) -> str:
     return str(site)
 
 
+def run_fake_library_call(tmp_path: Path, body: str, call: str, imports: str = "") -> tuple[Diagnosis, str]:
+    """``run_failing`` of a program that imports ``fakelib`` (``fake_site_library`` of ``body``, and ``imports``
+    before it) and runs ``call``: the failure raised inside an installed library's code."""
+    site = fake_site_library(tmp_path, body)
+    head = f"import {imports}\n" if imports else ""
+    return run_failing(tmp_path, f"import sys\nsys.path.insert(0, {site!r})\n{head}import fakelib\n{call}\n")
+
+
 def check_text_alone(data: Path, label: dict) -> Diagnosis:
     """The labelled log handed over as its text alone (no exit status, as a JSONL scorer does): the signature
     must still carry it, its type, its rule and its home among the first three."""
