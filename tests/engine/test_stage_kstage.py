@@ -16,71 +16,37 @@ from tests.kb.kb_helpers import run_failing, train_log_with_rules, train_log_wit
 
 
 @pytest.mark.parametrize(
-    "name",
+    ("name", "stage"),
     [
-        "environment/pyopenssl_old_with_new_cryptography_symbol_removed",  # OpenSSL/crypto.py imported
-        "jax/mjx_import_py38_collections_abc_callable_not_subscriptable",  # mujoco.mjx imported from <stdin>
-        "jax/jax_chacha_import_register_cpu_custom_call_target_removed_jax_0_4_24",
+        # a library's module imported: its top level raised
+        ("environment/pyopenssl_old_with_new_cryptography_symbol_removed", "startup"),  # OpenSSL/crypto.py imported
+        ("jax/mjx_import_py38_collections_abc_callable_not_subscriptable", "startup"),  # mujoco.mjx from <stdin>
+        ("jax/jax_chacha_import_register_cpu_custom_call_target_removed_jax_0_4_24", "startup"),
+        # pytest's report of an import from a module's top level: collection
+        ("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045", "collection"),
+        # the program's own constructors before any step
+        ("distributed/dist_colossalai_geminiplugin_unexpected_kwarg_device_stale_chat_strategy", "startup"),
+        ("mindspore/mindrlhf_gpt2_model_list_gpt_no_lm_head", "startup"),  # the trainer's and the model's __init__
+        # set-up functions
+        ("distributed/belle_deepspeed_fp16_config_mismatch_training_args", "startup"),  # transformers' deepspeed_init
+        ("distributed/dist_megatron_deepspeed_zero_init_unexpected_kwarg_stale_deepspeed", "startup"),
+        ("jax/jax_flax071_init_returns_dict_no_unfreeze", "startup"),  # create_train_state
+        # torch.autograd_usage says "runtime"; the frames show reset_parameters under the model's __init__
+        ("pytorch/pyg_dimenet_bessel_leaf_inplace_reset", "startup"),
+        # pandas builds a merge operation (_MergeOperation.__init__) inside a call at any point: not start-up
+        ("pytest_python/rfplasmid_merge_object_int64_contig_filename_dots", "runtime"),
     ],
 )
-def test_an_error_while_a_library_module_is_imported_is_startup(name):
+def test_train_log_stage_from_its_frames(name: str, stage: str):
     diag, label = train_log_with_rules(name)
-    assert label["stage"] == "startup"
-    assert diag.profile.stage == "startup"
+    assert label["stage"] == stage
+    assert diag.profile.stage == stage
 
 
 def test_an_import_is_startup_without_the_rules_that_explained_it():
     diag, label = train_log_without_rules("jax/blackjax_import_jax06_core_shape_removed")
     assert label["stage"] == "startup"
     assert diag.profile.stage == "startup"
-
-
-def test_pytests_report_of_an_import_from_a_modules_top_level_is_collection():
-    diag, label = train_log_with_rules("jax/jax_pr6_ott_import_prngkeyarray_removed_jax0424_fixed_ott045")
-    assert label["stage"] == "collection"
-    assert diag.profile.stage == "collection"
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "distributed/dist_colossalai_geminiplugin_unexpected_kwarg_device_stale_chat_strategy",  # a strategy's __init__
-        "mindspore/mindrlhf_gpt2_model_list_gpt_no_lm_head",  # the trainer's and the model's __init__
-    ],
-)
-def test_the_programs_constructors_before_any_step_are_startup(name):
-    diag, label = train_log_with_rules(name)
-    assert label["stage"] == "startup"
-    assert diag.profile.stage == "startup"
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "distributed/belle_deepspeed_fp16_config_mismatch_training_args",  # transformers' deepspeed_init
-        "distributed/dist_megatron_deepspeed_zero_init_unexpected_kwarg_stale_deepspeed",  # setup_model_and_optimizer
-        "jax/jax_flax071_init_returns_dict_no_unfreeze",  # create_train_state
-    ],
-)
-def test_set_up_functions_are_startup(name):
-    diag, label = train_log_with_rules(name)
-    assert label["stage"] == "startup"
-    assert diag.profile.stage == "startup"
-
-
-def test_a_rules_runtime_yields_to_frames_of_a_constructor():
-    """torch.autograd_usage says "runtime" (a leaf's in-place use happens in any step); the frames show the
-    layer's reset_parameters under the model's __init__, before the first step."""
-    diag, label = train_log_with_rules("pytorch/pyg_dimenet_bessel_leaf_inplace_reset")
-    assert label["stage"] == "startup"
-    assert diag.profile.stage == "startup"
-
-
-def test_a_library_helpers_constructor_is_not_startup():
-    """pandas builds a merge operation (``_MergeOperation.__init__``) inside a call at any point of a run."""
-    diag, label = train_log_with_rules("pytest_python/rfplasmid_merge_object_int64_contig_filename_dots")
-    assert label["stage"] == "runtime"
-    assert diag.profile.stage == "runtime"
 
 
 # --- real runs ---
