@@ -924,12 +924,6 @@ def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str
     return LIBRARY_GAP
 
 
-# the frameworks whose compiled operations check their operands (PyTorch's TORCH_CHECK: a c10::Error reaches Python as
-# a RuntimeError raised on the Python line that called the operator): a line of their own Python wrappers passes on
-# what its caller gave it, so only a line of another library's code is read as the one that computed the operands
-_OP_FRAMEWORKS = frozenset(
-    {"torch", "torchvision", "torchaudio", "torch_npu", "jax", "jaxlib", "tensorflow", "mindspore", "numpy", "cupy"}
-)
 _RAISE_STATEMENT = re.compile(r"^\s*(?:raise|assert)\b")
 
 
@@ -945,7 +939,7 @@ def _library_op(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str 
     if (facts.exc_type or "").rsplit(".", 1)[-1] != "RuntimeError":
         return None
     kind, pkg = frame_owner(frames[-1], reasoning.libraries)
-    if kind != "library" or not pkg or _package(pkg) in _OP_FRAMEWORKS:
+    if kind != "library" or not pkg or _package(pkg) in reasoning.op_frameworks:
         return None
     code = frames[-1].code.strip()
     if not code or _RAISE_STATEMENT.match(code):
@@ -976,13 +970,6 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
     )
 
 
-# what runs a module's top level as a program, not as an import: runpy (``python -m``, ``runpy.run_path``),
-# IPython's and coverage's ``exec`` of a cell or script, profile/pdb's ``runctx``, multiprocessing's spawn that
-# re-runs the parent's main module in a child
-_RUNS_MAIN = re.compile(
-    r"^(?:_run_code|_run_module_code|_run_module_as_main|run_module|run_path|run_code|run_cell\w*|exec_code|"
-    r"execfile|runctx|_fixup_main_from_path)$"
-)
 _INSTALLED = re.compile(r"(?:^|/)(?:site|dist)-packages/")
 # a file name that is no file: ``<stdin>``, ``<string>``, ``<frozen …>``, ``<ipython-input-…>``; a real file
 # under a redacted folder (``<path>/pkg/mod.py``) is still the program's file
@@ -992,16 +979,9 @@ _CTOR_SIGNATURE = re.compile(
     r"\b__init__\(\) (?:got an unexpected keyword argument|got multiple values for argument|missing \d+ required|"
     r"takes (?:from )?\d+)"
 )
-# a frame of a step the program runs over and over (a module's forward, an optimizer's step, a training or
-# evaluation loop): a constructor called under one of them builds something mid-run, not at start-up
-_STEP_FUNC = re.compile(
-    r"^(?:forward|_call_impl|_wrapped_call_impl|backward|step|training_step|train_step|_training_step|"
-    r"validation_step|test_step|predict_step|train_epoch|train_one_epoch|_run_epoch|run_epoch|fit_loop|"
-    r"_inner_training_loop|training_loop|evaluate|evaluation_loop|predict|generate|__getitem__|__iter__|__next__)$"
-)
 
 
-def _import_frame(frames: list[Frame], i: int) -> bool:
+def _import_frame(frames: list[Frame], i: int, reasoning: Reasoning) -> bool:
     """``frames[i]`` runs a module's top level because something imported it: a ``<module>`` frame under
     a caller that is not what runs a program's main module (Python leaves importlib's own frames out of a
     traceback, so the importing line is the caller). The outermost frame is the program's main module."""
@@ -1009,17 +989,19 @@ def _import_frame(frames: list[Frame], i: int) -> bool:
         return False
     caller = frames[i - 1]
     cpath = caller.file.replace("\\", "/")
-    return not (_RUNS_MAIN.search(caller.func or "") or "runpy" in cpath)
+    runs_main = reasoning.main_runners is not None and reasoning.main_runners.match(caller.func or "")
+    return not (runs_main or "runpy" in cpath)
 
 
-def _constructor_frame(frames: list[Frame], i: int, path: str, stdlib: bool) -> bool:
+def _constructor_frame(frames: list[Frame], i: int, path: str, stdlib: bool, reasoning: Reasoning) -> bool:
     """``frames[i]`` builds an object of the program's own code (``__init__``: its model, a layer, a trainer,
     a strategy, a session), and no frame above it runs a step of the run: the objects a run builds before
     its first step. A library's or the standard library's constructors are not that: libraries build helper
     objects inside any call (pandas' merge, a tensor's wrapper)."""
     if frames[i].func != "__init__" or stdlib or _PSEUDO_FILE.match(path) or _INSTALLED.search(path):
         return False
-    return not any(_STEP_FUNC.search(fr.func or "") for fr in frames[:i])
+    steps = reasoning.step_functions
+    return steps is None or not any(steps.match(fr.func or "") for fr in frames[:i])
 
 
 def stage_from_frames(
@@ -1049,7 +1031,9 @@ def stage_from_frames(
             found, at = (stage, fr), i
             break
         else:
-            if _import_frame(frames, i) or (not progressed and _constructor_frame(frames, i, path, stdlib)):
+            if _import_frame(frames, i, reasoning) or (
+                not progressed and _constructor_frame(frames, i, path, stdlib, reasoning)
+            ):
                 found, at = ("startup", fr), i
         if found[0] is not None:
             break

@@ -190,6 +190,9 @@ class Reasoning:
     contexts: list[Context] = field(default_factory=list)
     libraries: frozenset[str] = frozenset()
     package_stacks: dict[str, str] = field(default_factory=dict)  # a frame's package -> the stack it runs on
+    op_frameworks: frozenset[str] = frozenset()  # packages whose compiled operations check their operands
+    main_runners: re.Pattern[str] | None = None  # function names that run a module's top level as a program
+    step_functions: re.Pattern[str] | None = None  # function names of a step the program runs over and over
     calibration: list[tuple[float, float]] = field(default_factory=list)  # (raw, calibrated), raw ascending
 
 
@@ -631,10 +634,25 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     lib = data.get("library", {})
     for key in ("frameworks", "checkouts"):  # package names, and "repository/package" folder pairs
         out.libraries = out.libraries | frozenset(str(x) for x in lib.get(key, []))
+    out.op_frameworks = out.op_frameworks | frozenset(str(x) for x in lib.get("op_frameworks", []))
+    frames = data.get("frames", {})
+    if frames.get("main_runners"):
+        out.main_runners = _names_regex(frames["main_runners"], out.main_runners)
+    if frames.get("step_functions"):
+        out.step_functions = _names_regex(frames["step_functions"], out.step_functions)
     for pkg, stack in data.get("stack_packages", {}).items():
         if stack not in STACKS:
             raise RuleError(f"stack_packages: unknown stack {stack!r} for {pkg!r}")
         out.package_stacks[str(pkg)] = str(stack)
+
+
+def _names_regex(names: list[Any], earlier: re.Pattern[str] | None) -> re.Pattern[str]:
+    """One anchored alternation of function names (``name*`` also matches longer names), extending an earlier
+    pack's list: a later pack adds names, it does not drop the built-in ones."""
+    alts = [re.escape(str(n)[:-1]) + r"\w*" if str(n).endswith("*") else re.escape(str(n)) for n in names]
+    if earlier is not None:
+        alts.insert(0, earlier.pattern[4:-2])
+    return re.compile("^(?:" + "|".join(alts) + ")$")
 
 
 def _regex(pattern: Any, lazy: bool) -> Any:

@@ -109,3 +109,24 @@ def test_pytest_collecting_a_test_module_whose_import_fails_is_collection(pytest
     assert "ERROR collecting" in report and "KeyError" in report
     diag = diagnose(texts={"pytest.log": report}, exit_code=int(result.ret), command="pytest")
     assert diag.profile.stage == "collection"
+
+
+def test_a_pack_adds_its_own_step_functions(tmp_path: Path):
+    """The step names are data (``[frames] step_functions``): a team's pack naming its own loop makes a
+    constructor called inside that loop mid-run, while the built-in names stay (a later pack extends them)."""
+    from pytest_faildiag.engine.reason import stage_from_frames
+    from pytest_faildiag.parse.scan import ScanResult, scan_text
+    from pytest_faildiag.rules import load_ruleset
+
+    body = (
+        "class Buffer:\n    def __init__(self, size):\n        self.items = [0] * size\n        self.items[size]\n\n"
+        "def run_rollout(n):\n    return Buffer(n)\n\nrun_rollout(4)\n"
+    )
+    _, err = run_failing(tmp_path, body, as_file=True)
+    result = ScanResult()
+    scan_text(err, "stderr", load_ruleset(), result)
+    frames = result.tracebacks[-1].frames
+    assert stage_from_frames(frames, load_ruleset().reasoning)[0] == "startup"
+    team = load_ruleset([("team.toml", '[frames]\nstep_functions = ["run_rollout"]\n')]).reasoning
+    assert stage_from_frames(frames, team)[0] is None
+    assert team.step_functions is not None and team.step_functions.match("training_step")
