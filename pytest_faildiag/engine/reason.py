@@ -970,7 +970,6 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
     )
 
 
-_INSTALLED = re.compile(r"(?:^|/)(?:site|dist)-packages/")
 # a file name that is no file: ``<stdin>``, ``<string>``, ``<frozen …>``, ``<ipython-input-…>``; a real file
 # under a redacted folder (``<path>/pkg/mod.py``) is still the program's file
 _PSEUDO_FILE = re.compile(r"^<[^/\\]*>$")
@@ -993,12 +992,15 @@ def _import_frame(frames: list[Frame], i: int, reasoning: Reasoning) -> bool:
     return not (runs_main or "runpy" in cpath)
 
 
-def _constructor_frame(frames: list[Frame], i: int, path: str, stdlib: bool, reasoning: Reasoning) -> bool:
+def _constructor_frame(frames: list[Frame], i: int, path: str, reasoning: Reasoning) -> bool:
     """``frames[i]`` builds an object of the program's own code (``__init__``: its model, a layer, a trainer,
     a strategy, a session), and no frame above it runs a step of the run: the objects a run builds before
-    its first step. A library's or the standard library's constructors are not that: libraries build helper
-    objects inside any call (pandas' merge, a tensor's wrapper)."""
-    if frames[i].func != "__init__" or stdlib or _PSEUDO_FILE.match(path) or _INSTALLED.search(path):
+    its first step. A library's or the standard library's constructors are not that (``frame_owner``, as for
+    every other ownership question): libraries build helper objects inside any call (pandas' merge, a tensor's
+    wrapper)."""
+    if frames[i].func != "__init__" or _PSEUDO_FILE.match(path):
+        return False
+    if frame_owner(frames[i], reasoning.libraries)[0] not in ("user", "test"):
         return False
     steps = reasoning.step_functions
     return steps is None or not any(steps.match(fr.func or "") for fr in frames[:i])
@@ -1032,7 +1034,7 @@ def stage_from_frames(
             break
         else:
             if _import_frame(frames, i, reasoning) or (
-                not progressed and _constructor_frame(frames, i, path, stdlib, reasoning)
+                not progressed and _constructor_frame(frames, i, path, reasoning)
             ):
                 found, at = ("startup", fr), i
         if found[0] is not None:
