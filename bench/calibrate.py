@@ -10,7 +10,12 @@ Which logs: by default the ``calib`` split of the thread corpus — real logs no
 fitted on ``train`` (``--on train``) is fitted where the rules were tuned: top-1 is higher there than on
 anything new, and the curve is over-confident by that gap. Never the dev set.
 
-    .venv/bin/python bench/calibrate.py [--on calib|train] [--bins 4] [--write]
+How many bins: ``--bins auto`` (the default) lets the calib logs choose by K-fold cross-validation (fit on
+K-1 folds, score the curve's Brier score on the held-out fold, ``choose_bins``): few bins average a step in
+accuracy away, many bins fit noise, and which is better depends on how many logs there are and how the
+engine's raw confidence spreads, which changes with every knowledge change. The dev set is never consulted.
+
+    .venv/bin/python bench/calibrate.py [--on calib|train] [--bins auto|N] [--write]
 """
 
 from __future__ import annotations
@@ -61,10 +66,35 @@ def fit(rows: list[tuple[float, bool]], bins: int) -> list[tuple[float, float]]:
     return [(0.0, 0.0)] + pts + ([(1.0, pts[-1][1])] if pts and pts[-1][0] < 1.0 else [])
 
 
+BIN_CHOICES = range(2, 9)
+FOLDS = 5
+
+
+def brier(rows: list[tuple[float, bool]], pts: list[tuple[float, float]]) -> float:
+    """Mean squared gap between the mapped confidence and whether the top cause was right (lower is better)."""
+    from pytest_faildiag.engine.reason import calibrate
+
+    return sum((calibrate(x, pts) - float(ok)) ** 2 for x, ok in rows) / max(1, len(rows))
+
+
+def choose_bins(rows: list[tuple[float, bool]], choices: range = BIN_CHOICES, folds: int = FOLDS) -> dict[int, float]:
+    """Each bin count's cross-validated Brier score on ``rows`` (fold i holds every folds-th row from i: the
+    rows' order, not their confidence, decides the folds)."""
+    scores = {}
+    for bins in choices:
+        total = 0.0
+        for i in range(folds):
+            held = rows[i::folds]
+            fitted = [r for j, r in enumerate(rows) if j % folds != i]
+            total += brier(held, fit(fitted, bins)) * len(held)
+        scores[bins] = total / len(rows)
+    return scores
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--on", choices=["calib", "train"], default="calib", help="the split to fit on (never dev)")
-    ap.add_argument("--bins", type=int, default=4)
+    ap.add_argument("--bins", default="auto", help="a bin count, or 'auto' (cross-validated on the same logs)")
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args(argv)
     cases = [c for c in all_cases([THREADS]) if c.label.get("set") == a.on]
@@ -72,10 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no {a.on} logs to fit on", file=sys.stderr)
         return 2
     rows = raw_rows(cases)
-    pts = fit(rows, a.bins)
+    if a.bins == "auto":
+        scores = choose_bins(rows)
+        bins = min(scores, key=lambda b: (round(scores[b], 4), b))  # ties: the fewer bins
+        print("bins  cross-validated Brier (" + f"{FOLDS} folds, {len(rows)} {a.on} logs)")
+        for b, v in scores.items():
+            print(f"  {b}   {v:.4f}" + ("  <- chosen" if b == bins else ""))
+    else:
+        bins = int(a.bins)
+    pts = fit(rows, bins)
     text = (
         f"# Confidence calibration, fitted on the {a.on} logs only by bench/calibrate.py (never the dev set).\n"
-        f"# {len(rows)} logs; points are (raw top confidence, share of top causes that were right).\n"
+        f"# {len(rows)} logs, {bins} bins; points are (raw top confidence, share of top causes that were right).\n"
         "[calibration]\npoints = [" + ", ".join(f"[{x}, {y}]" for x, y in pts) + "]\n"
     )
     print(text)
