@@ -431,6 +431,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
     facts.contexts = context_factors(facts, analysis, reasoning)
+    stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, scan, reasoning)
     _conftest_reraise(facts)
     _void_premises(facts)
@@ -571,6 +572,7 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
             implied_type = None  # a feature the library's code lacks, not an operator without a kernel (_library_gap)
         if implied_type:
             prof.type = implied_type
+    stage_from_log(analysis, facts, progressed)  # kstage3
 
 
 def _typed_by_weak_signal(analysis: Analysis) -> bool:
@@ -1044,6 +1046,69 @@ def stage_from_frames(
         if outer[0] == "collection":
             return outer
     return found
+
+
+# --- kstage3 ---
+# ``[[context]]`` entries whose fact is ``log:stage:<stage>`` name words that place a failure wherever the log prints
+# them (a tool's own report lines, not the exception's message): pytest's report of a collection error, a build
+# tool's or a compiler's error line. ``early:stage:<stage>`` entries name words that place it only when the log shows
+# no progress (a collective library's error: its communicators are created at the first collective).
+LOG_STAGE = "log:stage:"
+EARLY_STAGE = "early:stage:"
+LOG_STAGE_LINES = 60  # error lines read from each end of the log for LOG_STAGE words
+INSTALL_CUE = "cue:install"  # the [[context]] whose words are a package installer's (pip/uv/conda cannot resolve)
+
+
+def stage_words_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """Cue the ``log:stage:`` and ``early:stage:`` contexts whose words the failing message, the first error lines
+    or any error line the log flagged (its first and last ``LOG_STAGE_LINES``) print. A tool reports where it
+    was in its own lines: pytest's "ERROR collecting x.py" header and "N errors during collection", make's
+    "*** [target] Error 1", CMake's "CMake Error at", a compiler's "fatal error:" and the linker's "cannot find -l"
+    stand beside an exception (or none) whose message does not say it."""
+    entries = [c for c in reasoning.contexts if c.pattern is not None and c.fact.startswith((LOG_STAGE, EARLY_STAGE))]
+    if not entries:
+        return
+    lines = scan.error_lines
+    picked = lines if len(lines) <= 2 * LOG_STAGE_LINES else lines[:LOG_STAGE_LINES] + lines[-LOG_STAGE_LINES:]
+    text = "\n".join([facts.message or "", facts.lead or "", *(t for _src, _ln, t in picked)])
+    for ctx in entries:
+        if ctx.pattern is not None and ctx.pattern.search(text):
+            facts.cued.add(ctx.fact)
+
+
+def stage_from_log(analysis: Analysis, facts: Facts, progressed: bool) -> None:
+    """The stage that a tool's own report lines, an installer's words or an early collective error name, where
+    neither a rule nor the frames, the exception's class or the message's ``stage:`` words placed the failure
+    elsewhere (the profile's stage is ``runtime`` or ``unknown``, the default of a failure that says nothing more):
+
+    * pytest's report of a collection error (``log:stage:collection``) is collection, also over a start-up that an
+      import or a rule read: pytest imports test modules and conftest files while it collects;
+    * a build tool's or a compiler's error line (``log:stage:compile``) is compile: code was being built;
+    * the data loader's or a dataset builder's own report of its workers (``log:stage:data``) is data;
+    * a package installer that cannot resolve a requirement (``cue:install``, and no build failed) is start-up:
+      an install, before any of the program's code ran;
+    * before any progress, a device runtime or a collective library's error (the type ``backend`` or
+      ``communication``, or the collective library's own error words, ``early:stage:startup``) is start-up, as
+      ``refine_profile`` reads it when the type is known before the stage (here the message's type words set it
+      after the stage was chosen)."""
+    prof = analysis.profile
+    cued = facts.cued
+    if LOG_STAGE + "collection" in cued and prof.stage in ("runtime", "unknown", "startup"):
+        if facts.stage in (None, "startup", "collection"):
+            prof.stage = "collection"
+            return
+    if analysis.stage_by_rule or facts.stage is not None or prof.stage not in ("runtime", "unknown"):
+        return
+    if implied(facts, "stage") or facts.entry.get("stage"):
+        return
+    if LOG_STAGE + "compile" in cued:
+        prof.stage = "compile"
+    elif LOG_STAGE + "data" in cued:
+        prof.stage = "data"
+    elif INSTALL_CUE in cued:
+        prof.stage = "startup"
+    elif not progressed and (prof.type == "communication" or EARLY_STAGE + "startup" in cued):
+        prof.stage = "startup"
 
 
 def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:
