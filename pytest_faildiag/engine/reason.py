@@ -445,6 +445,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
+    for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
+        _add_fact(facts, fact, reasoning)
     return facts
 
 
@@ -1734,3 +1736,70 @@ def _run_as_script(frames: list[Frame]) -> bool:
     if not frames or frames[0].func != "<module>" or _TEST_SETUP_FILE.search(frames[0].file.replace("\\", "/")):
         return False
     return frame_owner(frames[0], frozenset())[0] == "test"
+
+
+# --- a setting the run was given, refused (kcfg2) -----------------------------------------------------------
+# A variable of the process's environment is the user's setting: a runtime or library that reads it and says its
+# value is wrong names the setting to change. The words are those the runtimes print for a value they read and
+# refuse: CANN's EE1001 ("The argument is invalid.Reason: set ASCEND_RT_VISIBLE_DEVICES:0,2,1 error, it must be
+# configured in ascending order"), HCCL's tiling checks ("HCCL_BUFFSIZE is too SMALL, … HCCL_BUFFSIZE=200MB"),
+# torch's own ("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL", "environment variable
+# `OMP_PREFIX` is invalid", "<PKG>_AUTOTUNE_MAX_CONFIGS must be an integer"). A variable that is missing is not
+# read here (a launcher's: cfg:launcher_env; a toolkit's path, CUDA_HOME or CC not set: the installation), nor a
+# variable printed as a hint for debugging (CUDA_LAUNCH_BLOCKING=1, NCCL_DEBUG=INFO), nor a status code
+# (INVALID_ARGUMENT: …, CUDA_ERROR_…), nor a constant of C++ code (aclCompileOpt::ACL_PRECISION_MODE).
+SETTING_REFUSED = "cfg:setting_refused"
+_STATUS_NAME = (
+    r"(?!(?:INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|RESOURCE_EXHAUSTED|NOT_FOUND|ALREADY_EXISTS|"
+    r"PERMISSION_DENIED|DEADLINE_EXCEEDED|DATA_LOSS|INTERNAL_ERROR)\b)(?![A-Z0-9_]*(?:ERROR|EXCEPTION|FAIL)\w*\b)"
+)
+_VAR = rf"(?<![\w:.])(?:{_STATUS_NAME}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w(])"
+_SETTING_REFUSED = re.compile(
+    # NAME [=value|:value] is too small / is invalid / is out of range
+    rf"{_VAR}(?:\s*=\s*[^\s,;]+|:[^\s,;]+)?\s*,?\s+(?i:(?:is|was|are)\s+(?:too\s+(?:small|large|big|low|high|long|short)"
+    r"|(?:set\s+to\s+)?(?:an?\s+)?invalid\b|not (?:a )?valid\b|out of range\b|malformed\b))"
+    # set NAME:value error / failed
+    rf"|(?i:\bset(?:ting)?\s+){_VAR}\s*[:=]\s*\S+\s+(?i:error\b|failed\b|is invalid\b)"
+    # invalid value for (the environment variable) NAME
+    rf"|(?i:\binvalid (?:value|setting|format)s?\s+(?:for|of|in)\s+(?:the\s+)?(?:environment variable\s+)?)[\x27\"`]?{_VAR}"
+    # the value of NAME / environment variable NAME / NAME=value … must be
+    rf"|(?i:\b(?:the value of|environment variable)\s+)[\x27\"`]?{_VAR}[\x27\"`]?[^.\n]{{0,30}}?(?i:\bmust be\b|\bis invalid\b)"
+    rf"|{_VAR}(?:\s*=\s*[^\s,;]+|:[^\s,;]+)[^.\n]{{0,30}}?(?i:\bmust be\b)"
+)
+# a shared library loaded at run time of another version than the build was compiled against (torch's cuDNN check,
+# torch/backends/cudnn/__init__.py: "PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)", since
+# "… but found runtime version …", whose advice is "ensure PyTorch can find the bundled cuDNN" and "your
+# LD_LIBRARY_PATH contains incompatible version of cudnn"; XLA's and TensorFlow's cuda_dnn.cc: "Loaded runtime CuDNN
+# library: 8.0.5 but source was compiled with: 8.1.0"): the copy the dynamic loader found comes first in its search
+# path, which the user's LD_LIBRARY_PATH (PATH on Windows) sets, or from a system-wide install
+LIBRARY_SEARCH_PATH = "cfg:library_search_path"
+_LOADED_OTHER_BUILD = re.compile(
+    r"(?i)\bcompiled\s+against\s+\S.{0,40}?\bbut\s+(?:linked\s+against|found\s+runtime\s+version)\b"
+    r"|\bLoaded runtime \w+ library: \S+ but source was compiled with\b"
+)
+# where the run's device index came from: the launcher's index of the process on its node
+_LOCAL_RANK = re.compile(r"(?i)\blocal_?rank\b")
+RANKS_EXCEED_DEVICES = "cfg:ranks_exceed_devices"
+
+
+def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames: list[Frame]) -> list[str]:
+    """The facts of this section that hold: ``cfg:setting_refused`` (a runtime or library says that the value of
+    a variable of the environment is wrong, in the failing message, an error line or the last lines of the log:
+    the setting is the home, not the installation or the operator that read it), ``cfg:library_search_path`` (a
+    shared library of another version than the build's was loaded: the loader's search path is a home beside the
+    installation) and ``cfg:ranks_exceed_devices`` (CUDA's or HIP's invalid device ordinal for a device index that
+    the program took from the launcher's local rank: more processes per node were started, ``--nproc_per_node``,
+    than devices are visible; the runtime counted the devices and refused the index, so neither it nor the device
+    failed)."""
+    out = []
+    text = _message_text(facts, analysis)
+    read = [t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]]
+    read += [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]  # a runtime's closing words
+    lines = "\n".join(_PATHS.sub(" ", t) for t in read)
+    if _SETTING_REFUSED.search(text) or _SETTING_REFUSED.search(lines):
+        out.append(SETTING_REFUSED)
+    if _LOADED_OTHER_BUILD.search(text) or _LOADED_OTHER_BUILD.search(lines):
+        out.append(LIBRARY_SEARCH_PATH)
+    if "cue:device_ordinal" in facts.cued and any(_LOCAL_RANK.search(fr.code or "") for fr in frames):
+        out.append(RANKS_EXCEED_DEVICES)
+    return out
