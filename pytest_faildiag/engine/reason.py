@@ -433,6 +433,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, scan, reasoning)
+    _npu_message_cues(facts, scan, reasoning)
     _conftest_reraise(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
@@ -1803,3 +1804,35 @@ def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames:
     if "cue:device_ordinal" in facts.cued and any(_LOCAL_RANK.search(fr.code or "") for fr in frames):
         out.append(RANKS_EXCEED_DEVICES)
     return out
+
+
+# --- kpta3: what CANN's own messages name -------------------------------------------------------------------------
+# CANN's error manager prints the reason for a code on lines of its own ("EE1001: [PID: N] … Reason: …", "EZ9999[PID:
+# N] … (EZ9999): <reason>"), below the RuntimeError that carries only the numeric ACL/aclnn code; the lines that name
+# an Ascend chip are often a compiler's or a kernel loader's. The hint rule NPU_LINES keeps both (05-reasoning.toml,
+# ``# --- kpta3 ---``); the cues NPU_LOG_CUES are read in them and in the head of the error lines, not only in the
+# failing message.
+NPU_LINES = "reason.npu_message_lines"
+CHIP_CUE = "cue:chip_unsupported"
+NPU_LOG_CUES = ("cue:npu_setting_refused", CHIP_CUE)
+
+
+def _npu_message_cues(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """The ``NPU_LOG_CUES`` that the failing message does not state but a line of CANN's error manager, a line
+    naming an Ascend chip (the ``NPU_LINES`` hint rule's findings) or an error line of the log does."""
+    wanted = [c for c in reasoning.contexts if c.fact in NPU_LOG_CUES and c.pattern is not None]
+    if not wanted:
+        return
+    lines = [f.text for f in scan.findings if f.rule.id == NPU_LINES][:LOG_RESOURCE_LINES]
+    lines += [t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]]
+    text = "\n".join(_PATHS.sub(" ", t) for t in lines)
+    for ctx in wanted:
+        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(text):
+            continue
+        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+        facts.cued.add(ctx.fact)
+    if CHIP_CUE in facts.cued and "type:unsupported_op" not in facts.cued:
+        # no implementation for this chip is an operation this device does not support: the type where no rule or
+        # exception class named one (``refine_profile``); the factors are the cue's own
+        facts.contexts.append(("type:unsupported_op", "an Ascend chip named as lacking support", {}))
+        facts.cued.add("type:unsupported_op")
