@@ -440,6 +440,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
+    library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
@@ -1836,3 +1837,80 @@ def _npu_message_cues(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> N
         # exception class named one (``refine_profile``); the factors are the cue's own
         facts.contexts.append(("type:unsupported_op", "an Ascend chip named as lacking support", {}))
         facts.cued.add("type:unsupported_op")
+
+
+# --- klib3 ---
+# Which code the raise site speaks for, and what the words name (docs/engine.md, the klib3 block).
+# 1. A class's ``__getattr__`` (Python calls it when ordinary lookup fails) raises AttributeError for the name its
+#    caller asked for, as a module's does (PEP 562): ``torch.ops``'s namespaces (``_OpNamespace.__getattr__``: an
+#    operator that no loaded library registered), lazy modules, proxies. When that ``__getattr__`` belongs to one
+#    package and the line that asked is another library's, the asking library was written against a release of the
+#    first that had the name: the two installed releases do not fit (``api:cross_library``, as ``module 'M' has no
+#    attribute`` raised in another library's frame is), not an invariant of the asking library's own code
+#    (``raiser:library_internal`` is withdrawn).
+# 2. Python's TypeError for a call that lacks arguments its callee requires ("f() missing 1 required positional
+#    argument: 'x'", "missing 2 required keyword-only arguments"): the call does not fit the callee's signature;
+#    nothing is absent from the installation, so the generic "missing" of ``cue:absent`` does not hold on it alone.
+# 3. The device runtime's or driver's own error report (CUDA's "cuda runtime error (710)", "CUDA error: …", Triton's
+#    "Triton Error [CUDA]: …", cudaError*/CUDA_ERROR_* names, HIP's, CANN's ACL/NPU errors, a device-side assert, an
+#    illegal address, a kernel image the driver cannot load). CUDA reports a kernel's fault asynchronously, at a
+#    later API call (the CUDA programming guide; PyTorch's message says "CUDA kernel errors might be asynchronously
+#    reported at some other API call"), and the driver refuses a kernel image or a context, not an operand: the
+#    library's line where the error surfaced did not compute what failed. Who raised (``raiser:library``,
+#    ``raiser:library_only``) and ``raiser:library_op`` say nothing of that library's code there and are withdrawn.
+API_CROSS = "api:cross_library"
+LIBRARY_INTERNAL = "raiser:library_internal"
+ABSENT_CUE = "cue:absent"
+_RAISE_SITE_FACTS = (LIBRARY_OP, "raiser:library", "raiser:library_only")
+_SIGNATURE_MISSING = re.compile(r"(?i)\bmissing \d+ required (?:positional|keyword-only) arguments?\b")
+_DEVICE_RUNTIME_ERROR = re.compile(
+    r"(?i)\bcuda (?:driver |runtime )?error\b|\bcuda error:|\berror \[cuda\]|\bcudaError\w+|\bCUDA_ERROR_\w+"
+    r"|\bhipError\w+|\bhip error\b|\bdevice-side assert|\billegal (?:memory )?address\b|\bunspecified launch failure\b"
+    r"|\bkernel image is (?:invalid|not available)\b|\bno kernel image\b|\bACL_ERROR_\w+|\bACL error\b"
+    r"|\bNPU function error\b"
+)
+
+
+def _foreign_getattr(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> bool:
+    """Whether the failing AttributeError came from a ``__getattr__`` of another package than the library whose
+    line asked for the name (``_owners`` already read that line's frame as the raiser)."""
+    if facts.family != "attribute" or facts.raiser != "library" or not facts.library or len(frames) < 2:
+        return False
+    last = frames[-1]
+    if last.func != "__getattr__" or facts.raise_frame is last:
+        return False
+    kind, pkg = frame_owner(last, reasoning.libraries)
+    return kind == "library" and bool(pkg) and _package(pkg or "") != _package(facts.library)
+
+
+def _retract(facts: Facts, fact: str) -> None:
+    """Withdraw a fact whose premise a later reading refuted (its context no longer moves any category)."""
+    if fact in facts.active:
+        facts.active.remove(fact)
+    facts.contexts = [c for c in facts.contexts if c[0] != fact]
+    facts.cued.discard(fact)
+
+
+def _signature_not_absent(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> bool:
+    """Whether ``cue:absent`` held only on a call's missing required argument (``_SIGNATURE_MISSING``)."""
+    if ABSENT_CUE not in facts.cued:
+        return False
+    entry = next((c for c in reasoning.contexts if c.fact == ABSENT_CUE and c.pattern is not None), None)
+    if entry is None or entry.pattern is None:
+        return False
+    text = _message_text(facts, analysis)
+    return bool(_SIGNATURE_MISSING.search(text)) and not entry.pattern.search(_SIGNATURE_MISSING.sub(" ", text))
+
+
+def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], reasoning: Reasoning) -> None:
+    """The klib3 facts (block comment above): a foreign ``__getattr__`` is version skew between two installed
+    packages (``_foreign_getattr``); a call's missing argument is not something absent (``_signature_not_absent``);
+    a device runtime's error is no evidence of the library whose frame it surfaced in (``_DEVICE_RUNTIME_ERROR``)."""
+    if _foreign_getattr(facts, frames, reasoning):
+        _retract(facts, LIBRARY_INTERNAL)
+        _add_fact(facts, API_CROSS, reasoning)
+    if _signature_not_absent(facts, analysis, reasoning):
+        _retract(facts, ABSENT_CUE)
+    if facts.raiser == "library" and _DEVICE_RUNTIME_ERROR.search(facts.message or ""):
+        for fact in _RAISE_SITE_FACTS:
+            _retract(facts, fact)
