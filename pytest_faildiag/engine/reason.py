@@ -430,10 +430,12 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # frames were left out of the paste, not absent (``_log_report`` reads these E lines the same way)
         facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
+    _pytest_sections(facts, scan, analysis)
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, scan, reasoning)
     _npu_message_cues(facts, scan, reasoning)
+    _setup_header(facts, scan, reasoning)
     _conftest_reraise(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
@@ -445,6 +447,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
+    _add_fact(facts, _fixture_provider(scan), reasoning)
+    _spawn_raiser(facts, frames, reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
@@ -1914,3 +1918,129 @@ def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], re
     if facts.raiser == "library" and _DEVICE_RUNTIME_ERROR.search(facts.message or ""):
         for fact in _RAISE_SITE_FACTS:
             _retract(facts, fact)
+
+
+# --- tests' code and layout (ktest2) -----------------------------------------------------------------------
+# Three facts about a test run that hold without any rule. pytest heads every error it reports with a section
+# line of its own (_pytest/terminal.py, summary_errors: "ERROR collecting <node>" for a collector's error,
+# "ERROR at setup of <test>" / "ERROR at teardown of <test>" for a fixture's; _pytest/python.py: "ImportError
+# while importing test module '<path>'."; _pytest/config/__init__.py: "ImportError while loading conftest
+# '<path>'."): the header says that tests ran and in which phase, whatever message the section holds. pytest's
+# FixtureLookupError (_pytest/fixtures.py, formatrepr) lists every fixture visible to the test after "fixture
+# 'x' not found" ("available fixtures: a, b, …"): a family of fixtures named after the missing one (pytest-
+# asyncio's `_function_event_loop`, `_module_event_loop` for `event_loop`; pytest-mock's `class_mocker`,
+# `module_mocker` for `mocker`) says that the plugin providing that family is installed, so the name the tests
+# request is not one its release offers (removed or renamed there, or misspelt): the tests' request changes, the
+# installation is not what is missing. And a child process started by spawn or forkserver (multiprocessing's
+# popen_spawn_posix/popen_spawn_win32/popen_forkserver `_launch` pickle the Process object with its target and
+# arguments) needs everything handed to it picklable; fork (the POSIX default before Python 3.14; macOS's until
+# 3.8) copies the parent instead. A pickling error raised there is the code that created the Process handing it
+# a lambda, a local function, a module or an open handle: that code's owner (the test's, the program's, a
+# library's), not the installation, even when a new Python's default start method exposed it.
+
+_PYTEST_COLLECT_HEADER = re.compile(
+    r"\bERROR collecting\b|\bImportError while importing test module\b|\bImportError while loading conftest\b"
+)
+_PYTEST_SETUP_HEADER = re.compile(r"\bERROR at (?:setup|teardown) of\b")
+TEST_SETUP_CUE = "cue:test_setup"  # [[context]]: pytest's words for a test's set-up or the suite's layout
+AVAILABLE_FIXTURES = "reason.pytest_available_fixtures"  # hint rule keeping pytest's "available fixtures:" line
+FIXTURE_PROVIDER = "fixture:provider_installed"
+_FIXTURE_MISSING = re.compile(r"\bfixture '(?P<name>\w+)' not found\b")
+_AVAILABLE_LINE = re.compile(r"\bavailable fixtures: (?P<names>.+?)\s*$")
+FIXTURE_FAMILY = 2  # listed fixtures named after the missing one that make a provider's family
+_SPAWN_LAUNCH = re.compile(r"(?:^|/)multiprocessing/popen_(?:spawn_posix|spawn_win32|forkserver)\.py$")
+_PICKLE_REFUSED = re.compile(r"(?i)\b(?:can'?t|cannot) pickle\b|\bPicklingError\b|\bnot picklable\b")
+_SPAWN_FACT = {
+    "test": "spawn:unpicklable_test",
+    "user": "spawn:unpicklable_user",
+    "library": "spawn:unpicklable_library",
+}
+
+
+def _pytest_sections(facts: Facts, scan: ScanResult, analysis: Analysis) -> None:
+    """pytest's section headers in the log's error lines (``_PYTEST_COLLECT_HEADER``): tests ran (``run:tests``
+    where nothing else showed a test), and a collector's error is the collection's (``stage:collection`` where
+    neither the frames nor a rule placed the failure)."""
+    text = "\n".join(t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES])
+    collect = bool(_PYTEST_COLLECT_HEADER.search(text))
+    if not collect and not _PYTEST_SETUP_HEADER.search(text):
+        return
+    if not facts.tests_seen:
+        facts.tests_seen = True
+        facts.active[:] = [a for a in facts.active if a != "run:no_tests"]
+        if "run:pytest" not in facts.active:
+            facts.active.append("run:tests")
+    if collect and facts.stage is None and not analysis.stage_by_rule:
+        facts.stage = "collection"
+        facts.active.append("stage:collection")
+
+
+def _setup_header(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """pytest's "ERROR at setup of" / "at teardown of" header in an error line, when the failing message does not
+    say it: the section's error is a fixture's (``cue:test_setup``), whatever the message below it."""
+    if TEST_SETUP_CUE in facts.cued:
+        return
+    if not any(_PYTEST_SETUP_HEADER.search(t) for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]):
+        return
+    for ctx in reasoning.contexts:
+        if ctx.fact == TEST_SETUP_CUE:
+            facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+            facts.cued.add(ctx.fact)
+            return
+
+
+def _fixture_provider(scan: ScanResult) -> str | None:
+    """``fixture:provider_installed``: pytest's list of the available fixtures holds a family (``FIXTURE_FAMILY``
+    or more) of fixtures named after the missing one (its ``_``-separated words in order inside theirs), so the
+    plugin that provides them is installed."""
+    missing = {
+        m["name"]
+        for _src, _ln, t in list(scan.pytest_errors) + list(scan.error_lines[:LOG_RESOURCE_LINES])
+        if (m := _FIXTURE_MISSING.search(t))
+    }
+    missing |= {m["name"] for f in scan.findings if (m := _FIXTURE_MISSING.search(f.text))}
+    if not missing:
+        return None
+    # pytest prints the list behind its "> " marker, which the scanner reads as code (no rule matches there): the
+    # last lines of each log keep it, as the end of a short run's report
+    lists = [f.groups.get("names") or "" for f in scan.findings if f.rule.id == AVAILABLE_FIXTURES]
+    lists += [m["names"] for info in scan.sources.values() for t in info.tail if (m := _AVAILABLE_LINE.search(t))]
+    for names in lists:
+        listed = [n.strip() for n in names.split(",") if n.strip()]
+        for name in missing:
+            inner = f"_{name}_"
+            family = [n for n in listed if n != name and inner in f"_{n.strip('_')}_"]
+            if len(family) >= FIXTURE_FAMILY:
+                return FIXTURE_PROVIDER
+    return None
+
+
+def _spawn_unpicklable(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``spawn:unpicklable_<owner>``: a pickling error raised while multiprocessing started a child by spawn or
+    forkserver (a ``popen_spawn_*``/``popen_forkserver`` frame): the code that created the Process handed it what
+    cannot be pickled. Its owner is the innermost frame outside the standard library above those frames; none
+    shown in a test run is a test's (pytest's report of a test starts at the test's function, or the paste cut
+    it)."""
+    if not _PICKLE_REFUSED.search(f"{facts.exc_type or ''}: {facts.message}"):
+        return None
+    at = next((i for i, fr in enumerate(frames) if _SPAWN_LAUNCH.search(fr.file.replace("\\", "/"))), None)
+    if at is None:
+        return None
+    owners = [frame_owner(fr, reasoning.libraries)[0] for fr in frames[:at]]
+    owner = next((k for k in reversed(owners) if k != "stdlib"), None)
+    if owner is None:
+        owner = "test" if facts.tests_seen else None
+    return _SPAWN_FACT.get(owner or "")
+
+
+def _spawn_raiser(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> None:
+    """The ``spawn:unpicklable_<owner>`` fact, and what it voids: multiprocessing's frames only pickled what the
+    Process's creator handed them, so they do not say that only libraries raised (``raiser:library_only`` goes,
+    as for pytest's re-raise of a conftest's error)."""
+    fact = _spawn_unpicklable(facts, frames, reasoning)
+    if fact is None:
+        return
+    if "raiser:library_only" in facts.active:
+        facts.active.remove("raiser:library_only")
+        facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
+    _add_fact(facts, fact, reasoning)
