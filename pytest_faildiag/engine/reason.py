@@ -436,6 +436,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _resources_in_error_lines(facts, scan, reasoning)
     _npu_message_cues(facts, scan, reasoning)
     _setup_header(facts, scan, reasoning)
+    _build_version_in_log(facts, scan, reasoning)
     _conftest_reraise(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
@@ -2044,3 +2045,24 @@ def _spawn_raiser(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> No
         facts.active.remove("raiser:library_only")
         facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
     _add_fact(facts, fact, reasoning)
+
+
+# --- native version checks (kjax5) ---------------------------------------------------------------------------------
+BUILD_VERSION_CUE = "cue:build_version"  # a native library's own check of the release it loaded (05-reasoning.toml)
+BUILD_VERSION_HINT = "reason.build_version"  # the hint rule that keeps those checks' lines wherever they are printed
+
+
+def _build_version_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """A native library's version check (``cue:build_version``: "Loaded runtime CuDNN library: 8.0.5 but source was
+    compiled with: 8.1.0", "Found cuDNN version X, but JAX was built against version Y") runs when the library is
+    loaded and prints as a line of its own (glog's ``E …cuda_dnn.cc:352]``, a warning), above the failure the run
+    ends on ("DNN library is not found", "DNN library initialization failed" at the first operation): read wherever
+    the log prints it (the hint rule ``reason.build_version`` keeps those lines), not only in the failing message,
+    as the resource cues are read in every error line (``_resources_in_error_lines``)."""
+    if BUILD_VERSION_CUE in facts.cued or not any(f.rule.id == BUILD_VERSION_HINT for f in scan.findings):
+        return
+    ctx = next((c for c in reasoning.contexts if c.fact == BUILD_VERSION_CUE and c.pattern is not None), None)
+    if ctx is None:
+        return
+    facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+    facts.cued.add(ctx.fact)
