@@ -21,17 +21,7 @@ import warnings
 
 from bench.ablate_rules import OWN, dropping
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import top3, train_log_path, train_log_with_rules, train_log_without_rules
-
-
-def _checks(diag) -> dict[str, set[str]]:
-    """``context:<fact>`` checks reported on the causes: fact -> statuses."""
-    out: dict[str, set[str]] = {}
-    for c in diag.root_causes:
-        for v in c.validation_checks:
-            if v.name.startswith("context:"):
-                out.setdefault(v.name.removeprefix("context:"), set()).add(v.status)
-    return out
+from tests.kb.kb_helpers import fact_statuses, top3, train_log_path, train_log_with_rules, train_log_without_rules
 
 
 def _without(rules: set[str], **kw):
@@ -49,7 +39,7 @@ def test_an_error_collecting_header_says_tests_ran_at_collection():
     diag, label = train_log_without_rules(name)
     assert label["category"] == "test_code"
     assert diag.profile.stage == "collection"
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "passed" in checks.get("run:tests", set()), checks
     assert "run:no_tests" not in checks
     assert "test_code" in top3(diag), [(c.category, c.rule) for c in diag.root_causes]
@@ -69,7 +59,7 @@ def test_a_real_import_file_mismatch_reads_as_collection_of_tests(pytester):
 def test_a_setup_header_is_read_in_the_error_lines():
     # "ERROR at setup of <test>" heads the section; the failing message below it is the fixture lookup's
     diag, _label = train_log_without_rules("pytest_python/pt_event_loop_fixture_removed_asyncio10")
-    assert "passed" in _checks(diag).get("cue:test_setup", set())
+    assert "passed" in fact_statuses(diag).get("cue:test_setup", set())
 
 
 # --- the available fixtures ------------------------------------------------------------------------------------
@@ -80,7 +70,7 @@ def test_a_family_of_the_missing_fixture_says_the_plugin_is_installed():
     name = "pytest_python/py_asyncio_fixture_event_loop_not_found_pytest_asyncio_1_0_removed"
     diag, label = train_log_without_rules(name)
     assert label["category"] == "test_code"
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "passed" in checks.get("fixture:provider_installed", set()), checks
     assert top3(diag)[0] == "test_code", [(c.category, c.rule) for c in diag.root_causes]
     with_rules, _ = train_log_with_rules(name)
@@ -91,7 +81,7 @@ def test_no_family_in_the_list_leaves_the_missing_plugin():
     # requests_mock is not named in any listed fixture: the plugin is not installed (environment)
     diag, label = train_log_without_rules("pytest_python/pt_requests_mock_fixture_unreleased_version")
     assert label["category"] == "environment"
-    assert "fixture:provider_installed" not in _checks(diag)
+    assert "fixture:provider_installed" not in fact_statuses(diag)
     assert top3(diag)[0] == "environment"
 
 
@@ -121,7 +111,7 @@ def test_a_real_fixture_lookup_error_lists_the_installed_family(pytester):
     out = "\n".join(result.outlines)
     assert "fixture 'event_loop' not found" in out and "available fixtures:" in out, out[-2000:]
     diag = diagnose(texts={"out.txt": out}, command="pytest")
-    assert "passed" in _checks(diag).get("fixture:provider_installed", set())
+    assert "passed" in fact_statuses(diag).get("fixture:provider_installed", set())
     assert top3(diag)[0] == "test_code", [(c.category, c.rule) for c in diag.root_causes]
     # a paste that lost pytest's "> " markers, with more output after the report: the hint rule keeps the list
     pasted = "\n".join(
@@ -129,7 +119,7 @@ def test_a_real_fixture_lookup_error_lists_the_installed_family(pytester):
     )
     pasted += "\n" + "\n".join(f"progress line {i}" for i in range(60))
     diag = diagnose(texts={"out.txt": pasted}, command="pytest")
-    assert "passed" in _checks(diag).get("fixture:provider_installed", set())
+    assert "passed" in fact_statuses(diag).get("fixture:provider_installed", set())
 
 
 def test_one_relative_is_not_a_family(pytester):
@@ -142,7 +132,7 @@ def test_one_relative_is_not_a_family(pytester):
     out = "\n".join(result.outlines)
     assert "fixture 'client' not found" in out, out[-2000:]
     diag = diagnose(texts={"out.txt": out}, command="pytest")
-    assert "fixture:provider_installed" not in _checks(diag)
+    assert "fixture:provider_installed" not in fact_statuses(diag)
 
 
 # --- a child process that could not be pickled ------------------------------------------------------------
@@ -153,7 +143,7 @@ def test_a_forkserver_pickling_error_in_a_test_run_is_the_tests():
     name = "pytest_python/py_pexpect_tests_cannot_pickle_module_py314_forkserver_default"
     diag, label = train_log_without_rules(name)
     assert label["category"] == "test_code"
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "passed" in checks.get("spawn:unpicklable_test", set()), checks
     assert "raiser:library_only" not in checks
     assert "test_code" in top3(diag) and "environment" not in top3(diag)[:1]
@@ -179,7 +169,7 @@ def test_a_real_spawn_of_a_lambda_in_a_test_is_the_tests(pytester):
     out = "\n".join(result.outlines)
     assert "pickle" in out and "popen_spawn" in out, out[-2000:]
     diag = diagnose(texts={"out.txt": out}, command="pytest")
-    assert "passed" in _checks(diag).get("spawn:unpicklable_test", set())
+    assert "passed" in fact_statuses(diag).get("spawn:unpicklable_test", set())
     assert "test_code" in top3(diag), [(c.category, c.rule) for c in diag.root_causes]
     # a rule that knows the message (a DataLoader worker's unpicklable state) reads it as the program's; without it
     rules = {c.rule for c in diag.root_causes if not c.rule.startswith(OWN)}
@@ -193,7 +183,7 @@ def test_a_real_spawn_of_a_lambda_in_a_program_is_the_programs(tmp_path):
     run = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode != 0 and "pickle" in run.stderr, run.stderr[-2000:]
     diag = diagnose(texts={"stderr.txt": run.stderr}, exit_code=run.returncode, command="python prog.py")
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "passed" in checks.get("spawn:unpicklable_user", set()), checks
     assert top3(diag)[0] == "model", [(c.category, c.rule) for c in diag.root_causes]
 
@@ -202,4 +192,4 @@ def test_a_pickling_error_outside_a_child_start_is_not_read():
     # the reasoning needs multiprocessing's spawn/forkserver frames: a train log of pickle without them stays
     assert train_log_path("pytest_python/fairsoft_spack_py38_macos_pickle_child_process")
     diag, _label = train_log_without_rules("pytest_python/fairsoft_spack_py38_macos_pickle_child_process")
-    assert not any(f.startswith("spawn:") for f in _checks(diag))
+    assert not any(f.startswith("spawn:") for f in fact_statuses(diag))

@@ -142,6 +142,17 @@ def context_checks(diag: Diagnosis, category: str) -> dict[str, str]:
     return {v.name: v.status for v in cause.validation_checks if v.name.startswith("context:")}
 
 
+def fact_statuses(diag: Diagnosis) -> dict[str, set[str]]:
+    """Every reasoning fact reported on the causes (``context:<fact>`` checks) and the statuses it had across
+    them (passed: it lifted a cause, failed: it lowered one)."""
+    out: dict[str, set[str]] = {}
+    for c in diag.root_causes:
+        for v in c.validation_checks:
+            if v.name.startswith("context:"):
+                out.setdefault(v.name.removeprefix("context:"), set()).add(v.status)
+    return out
+
+
 def context_facts(diag: Diagnosis) -> set[str]:
     """Every reasoning fact that weighed on some cause of the diagnosis."""
     return {

@@ -17,23 +17,13 @@ import warnings
 
 from bench.ablate_rules import dropping
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import run_failing, top3, train_log_path
+from tests.kb.kb_helpers import fact_statuses, run_failing, top3, train_log_path
 
 
 def _without(name: str, rules: set[str]):
     with warnings.catch_warnings(), dropping(rules):
         warnings.simplefilter("ignore")
         return diagnose([str(train_log_path(name))])
-
-
-def _checks(diag) -> dict[str, set[str]]:
-    """``context:<fact>`` checks reported on the causes: fact -> statuses."""
-    out: dict[str, set[str]] = {}
-    for c in diag.root_causes:
-        for v in c.validation_checks:
-            if v.name.startswith("context:"):
-                out.setdefault(v.name.removeprefix("context:"), set()).add(v.status)
-    return out
 
 
 # --- Hypothesis's verdicts on the test ------------------------------------------------------------------
@@ -62,14 +52,14 @@ def test_a_real_hypothesis_deadline_is_the_tests_own_setting(pytester):
     assert "DeadlineExceeded" in out and "the deadline of" in out, out[-2000:]
     diag = diagnose(texts={"stdout.txt": out}, exit_code=int(result.ret), command="pytest")
     assert top3(diag)[0] == "test_code", [(c.category, c.rule) for c in diag.root_causes]
-    assert "passed" in _checks(diag).get("cue:hypothesis_test", set())
+    assert "passed" in fact_statuses(diag).get("cue:hypothesis_test", set())
 
 
 def test_hypothesis_unreliable_timings_without_the_rule_is_the_test():
     # a paste of Hypothesis's Flaky report alone (no pytest header): a Hypothesis error says a test ran
     diag = _without("pytest_python/py_hypothesis_flaky_unreliable_timings_deadline_too_tight", {"hypothesis.flaky"})
     assert top3(diag)[0] == "test_code", [(c.category, c.rule) for c in diag.root_causes]
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "run:no_tests" not in checks
     assert "passed" in checks.get("cue:hypothesis_test", set())
 
@@ -85,7 +75,7 @@ def test_a_test_expecting_a_hypothesis_error_is_the_test():
 def test_a_plain_failed_assertion_is_not_read_as_hypothesis(tmp_path):
     diag, err = run_failing(tmp_path, "assert 1 + 1 == 3, 'sum differs from the expected value'\n")
     assert "AssertionError" in err
-    assert "cue:hypothesis_test" not in _checks(diag)
+    assert "cue:hypothesis_test" not in fact_statuses(diag)
 
 
 # --- a conftest that failed to import -------------------------------------------------------------------
@@ -95,7 +85,7 @@ def test_conftest_import_failure_keeps_the_tests_setup_among_the_three():
     diag = _without(
         "pytest_python/py_collection_conftest_import_failure_style_refactor_broke_import", {"pytest.collection_error"}
     )
-    checks = _checks(diag)
+    checks = fact_statuses(diag)
     assert "passed" in checks.get("cue:conftest_import", set())
     # pytest's frames re-raised the conftest's error: they do not say that only libraries raised
     assert "raiser:library_only" not in checks
@@ -111,7 +101,7 @@ def test_nccl_shared_memory_segment_without_the_rules_is_the_resource():
         {"nccl.error", "nccl.warn.shm_segment"},
     )
     assert top3(diag)[0] == "resource", [(c.category, c.rule) for c in diag.root_causes]
-    assert "passed" in _checks(diag).get("cue:shared_memory", set())
+    assert "passed" in fact_statuses(diag).get("cue:shared_memory", set())
 
 
 def test_a_sigbus_in_a_container_without_the_rules_is_the_resource():
@@ -129,7 +119,7 @@ def test_dataloader_workers_short_of_shared_memory_are_read_in_the_error_lines()
         "pytorch/pt_dataloader_worker_bus_error_hub_container_small_dev_shm",
         {"container.small_dev_shm", "torch.dataloader.bus_error"},
     )
-    assert "passed" in _checks(diag).get("cue:shared_memory", set())
+    assert "passed" in fact_statuses(diag).get("cue:shared_memory", set())
     assert {"resource", "harness"} & set(top3(diag)[:2]), top3(diag)
 
 
@@ -145,7 +135,7 @@ def test_a_real_enospc_is_the_resource(tmp_path):
     diag, err = run_failing(tmp_path, "with open('/dev/full', 'w') as f:\n    f.write('x' * 10)\n")
     assert "[Errno 28] No space left on device" in err
     assert top3(diag)[0] == "resource", [(c.category, c.rule) for c in diag.root_causes]
-    assert "passed" in _checks(diag).get("cue:disk_full", set())
+    assert "passed" in fact_statuses(diag).get("cue:disk_full", set())
 
 
 def test_enospc_in_ci_without_the_rule_is_the_resource():
@@ -155,5 +145,5 @@ def test_enospc_in_ci_without_the_rule_is_the_resource():
 
 def test_nccl_unhandled_system_error_without_the_rule_offers_the_resource():
     diag = _without("distributed/nccl_tests_docker_ipc_unhandled_system", {"nccl.result.system_error"})
-    assert "passed" in _checks(diag).get("cue:nccl_system", set())
+    assert "passed" in fact_statuses(diag).get("cue:nccl_system", set())
     assert "resource" in top3(diag), top3(diag)
