@@ -450,6 +450,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     _add_fact(facts, _fixture_provider(scan), reasoning)
     _spawn_raiser(facts, frames, reasoning)
+    _add_fact(facts, _collective_progress(scan), reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
@@ -2066,3 +2067,28 @@ def _build_version_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) 
         return
     facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
     facts.cued.add(ctx.fact)
+
+
+# --- distributed homes (kdist4) ---------------------------------------------------------------------------
+# ProcessGroupNCCL's watchdog (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; torch_npu's ProcessGroupHCCL
+# prints the same) numbers the collectives of each process group from 1 and reports a timeout with the number of
+# the collective that did not finish ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N, …)") and
+# the group's progress ("last enqueued NCCL work: N, last completed NCCL work: M"; -1 when none completed)
+_WATCHDOG_SEQ = re.compile(r"Watchdog caught collective operation timeout: Work[NH]CCL\(SeqNum=(\d+)")
+_LAST_COMPLETED = re.compile(r"(?i)\blast completed (?:[NH]CCL )?work: (-?\d+)")
+COLLECTIVE_LINES = 200  # the error lines read for the watchdog's report (the head of a cascade)
+
+
+def _collective_progress(scan: ScanResult) -> str | None:
+    """Whether a collective that timed out had a communicator that worked before: the watchdog's report names
+    the collective's sequence number and the last one completed. A later collective (number 2 or more, or some
+    work completed) timing out follows collectives that went through: the transport, the installation and the
+    launch worked, and one rank did not reach the collective in time (it ran out of data, took another branch,
+    raised, or ran a framework's long checkpoint or evaluation step) — ``collective:timeout_after_progress``.
+    The first collective timing out (number 1, nothing completed) is not read here: that communicator never
+    carried anything (the rule ``nccl.watchdog_first_collective`` knows it)."""
+    seqs: list[int] = []
+    for _src, _ln, text in scan.error_lines[:COLLECTIVE_LINES]:
+        seqs += [int(m.group(1)) for m in _WATCHDOG_SEQ.finditer(text)]
+        seqs += [int(m.group(1)) + 1 for m in _LAST_COMPLETED.finditer(text)]  # the next one is the one stuck
+    return "collective:timeout_after_progress" if seqs and max(seqs) >= 2 else None
