@@ -409,6 +409,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         if not facts.lead and not facts.exc_type and not frames:
             facts.lead = _failure_tail(scan, reasoning)
     facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, facts.lead)
+    facts.tests_seen = facts.tests_seen or _collection_report(scan, facts.lead)
     facts.native_tail = _native_tail(scan, reasoning.libraries)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
@@ -2092,3 +2093,18 @@ def _collective_progress(scan: ScanResult) -> str | None:
         seqs += [int(m.group(1)) for m in _WATCHDOG_SEQ.finditer(text)]
         seqs += [int(m.group(1)) + 1 for m in _LAST_COMPLETED.finditer(text)]  # the next one is the one stuck
     return "collective:timeout_after_progress" if seqs and max(seqs) >= 2 else None
+
+
+# --- ktop3b ---
+# pytest's own report of a test module it could not collect: its terminal reporter heads each such error
+# ``_____ ERROR collecting <path> _____`` (``_pytest/terminal.py``, ``summary_errors``) and the session ends with
+# ``Interrupted: N error(s) during collection`` (``_pytest/main.py``). Only pytest prints them.
+_COLLECTING = re.compile(r"\bERROR collecting \S|\bInterrupted: \d+ errors? during collection\b")
+
+
+def _collection_report(scan: ScanResult, lead: str) -> bool:
+    """Whether pytest's words for a collection error are among the error lines: pytest ran and failed while it
+    collected the tests, so the tests' code was on the way, where no session header, no frame and no rule said
+    so (a paste of the ERRORS section alone)."""
+    texts = [text for _src, _ln, text in scan.error_lines[:LOG_RESOURCE_LINES]] + [lead]
+    return any(_COLLECTING.search(t) for t in texts if t)
