@@ -1942,7 +1942,8 @@ def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], re
 # library's), not the installation, even when a new Python's default start method exposed it.
 
 _PYTEST_COLLECT_HEADER = re.compile(
-    r"\bERROR collecting\b|\bImportError while importing test module\b|\bImportError while loading conftest\b"
+    r"\bERROR collecting\b|\bImportError while importing test module\b|\bImportError while loading conftest\b|"
+    r"\bInterrupted: \d+ errors? during collection\b"
 )
 _PYTEST_SETUP_HEADER = re.compile(r"\bERROR at (?:setup|teardown) of\b")
 TEST_SETUP_CUE = "cue:test_setup"  # [[context]]: pytest's words for a test's set-up or the suite's layout
@@ -2098,8 +2099,8 @@ def _collective_progress(scan: ScanResult) -> str | None:
 # --- ktop3b ---
 # pytest's own report of a test module it could not collect: its terminal reporter heads each such error
 # ``_____ ERROR collecting <path> _____`` (``_pytest/terminal.py``, ``summary_errors``) and the session ends with
-# ``Interrupted: N error(s) during collection`` (``_pytest/main.py``). Only pytest prints them.
-_COLLECTING = re.compile(r"\bERROR collecting \S|\bInterrupted: \d+ errors? during collection\b")
+# ``Interrupted: N error(s) during collection`` (``_pytest/main.py``). Only pytest prints them
+# (``_PYTEST_COLLECT_HEADER``, shared with ktest2's ``_pytest_sections``).
 
 
 def _collection_report(scan: ScanResult, lead: str) -> bool:
@@ -2107,4 +2108,4 @@ def _collection_report(scan: ScanResult, lead: str) -> bool:
     collected the tests, so the tests' code was on the way, where no session header, no frame and no rule said
     so (a paste of the ERRORS section alone)."""
     texts = [text for _src, _ln, text in scan.error_lines[:LOG_RESOURCE_LINES]] + [lead]
-    return any(_COLLECTING.search(t) for t in texts if t)
+    return any(_PYTEST_COLLECT_HEADER.search(t) for t in texts if t)

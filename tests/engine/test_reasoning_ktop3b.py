@@ -24,7 +24,7 @@ import warnings
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.engine.reason import _COLLECTING
+from pytest_faildiag.engine.reason import _PYTEST_COLLECT_HEADER
 from pytest_faildiag.rules import load_ruleset
 from tests.kb.kb_helpers import context_checks, context_facts, top3, train_log_with_rules, train_log_without_rules
 
@@ -122,12 +122,8 @@ def test_train_log_a_tpu_held_by_another_process_keeps_its_home() -> None:
     ],
 )
 def test_the_back_end_words(text: str, fires: bool) -> None:
-    pattern = next(
-        c.pattern
-        for c in load_ruleset().reasoning.contexts
-        if c.fact == "type:backend" and c.pattern is not None and "initialize backend" in c.pattern.pattern
-    )
-    assert bool(pattern.search(text)) is fires
+    contexts = [c for c in load_ruleset().reasoning.contexts if c.fact == "type:backend" and c.pattern is not None]
+    assert any(c.pattern.search(text) for c in contexts if c.pattern is not None) is fires
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -154,7 +150,7 @@ def test_train_log_a_collection_error_keeps_the_tests_code_without_the_rules() -
     ],
 )
 def test_the_collection_words(text: str, fires: bool) -> None:
-    assert bool(_COLLECTING.search(text)) is fires
+    assert bool(_PYTEST_COLLECT_HEADER.search(text)) is fires
 
 
 def test_real_pytest_run_a_pasted_errors_section_says_tests_ran(pytester: pytest.Pytester) -> None:
