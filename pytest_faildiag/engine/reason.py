@@ -455,6 +455,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
+        if fact == SETTING_REFUSED and NPU_SETTING_CUE in facts.cued:
+            continue  # CANN's own line already said it (kpta3): one verdict on the setting, counted once
         _add_fact(facts, fact, reasoning)
     return facts
 
@@ -1822,7 +1824,8 @@ def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames:
 # failing message.
 NPU_LINES = "reason.npu_message_lines"
 CHIP_CUE = "cue:chip_unsupported"
-NPU_LOG_CUES = ("cue:npu_setting_refused", CHIP_CUE)
+NPU_SETTING_CUE = "cue:npu_setting_refused"
+NPU_LOG_CUES = (NPU_SETTING_CUE, CHIP_CUE)
 
 
 def _npu_message_cues(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
