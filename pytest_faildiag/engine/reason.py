@@ -2047,9 +2047,7 @@ def _spawn_raiser(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> No
     fact = _spawn_unpicklable(facts, frames, reasoning)
     if fact is None:
         return
-    if "raiser:library_only" in facts.active:
-        facts.active.remove("raiser:library_only")
-        facts.contexts[:] = [c for c in facts.contexts if c[0] != "raiser:library_only"]
+    _retract(facts, "raiser:library_only")
     _add_fact(facts, fact, reasoning)
 
 
