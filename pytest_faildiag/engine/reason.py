@@ -106,6 +106,8 @@ class Facts:
     cut: bool = False  # the frames come from a traceback the log cut before its exception line
     distributed: bool = False  # the evidence shows several ranks or a collective backend
     lead: str = ""  # the first error lines of the log: the head of a cascade names its cause
+    error_head: str = ""  # the log's first LOG_RESOURCE_LINES error lines, joined: read by several facts
+    error_head_bare: str = ""  # the same with paths blanked (``_PATHS``): words in a path are no statement
     tests_seen: bool = False  # a test's frame or a test runner's report is in the evidence
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
     library_on_stack: bool = False  # a library's frame is on the failing stack (a caller or the code it called)
@@ -257,10 +259,13 @@ def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
     return any(tb.rank is not None for tb in scan.tracebacks) or any(d.rank is not None for d in scan.dumps)
 
 
-# a test runner's own words: unittest's and pytest's reports, pytest's fixture errors
+# a test runner's own words: unittest's and pytest's reports, pytest's fixture errors, and the section headers
+# pytest puts over each error it reports (``_PYTEST_COLLECT_HEADER``; "ERROR at setup/teardown of <test>")
 _TEST_RUN = re.compile(
     r"\b(?:ERROR|FAIL)(?: at (?:setup|teardown) of|:) \S*test|\bfixture '\w+' not found|\bRan \d+ tests? in "
     r"|test session starts|short test summary|\bpy\.?test\b|\bunittest\b|\btest (?:file|module)s? we want to collect"
+    r"|\bERROR at (?:setup|teardown) of\b|\bERROR collecting\b|\bImportError while importing test module\b"
+    r"|\bImportError while loading conftest\b|\bInterrupted: \d+ errors? during collection\b"
 )
 
 
@@ -408,8 +413,9 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.lead = "\n".join(text for _src, _ln, text in scan.error_lines[:LEAD_LINES])
         if not facts.lead and not facts.exc_type and not frames:
             facts.lead = _failure_tail(scan, reasoning)
+    facts.error_head = "\n".join(text for _src, _ln, text in scan.error_lines[:LOG_RESOURCE_LINES])
+    facts.error_head_bare = _PATHS.sub(" ", facts.error_head)
     facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, facts.lead)
-    facts.tests_seen = facts.tests_seen or _collection_report(scan, facts.lead)
     facts.native_tail = _native_tail(scan, reasoning.libraries)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
@@ -431,10 +437,10 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # frames were left out of the paste, not absent (``_log_report`` reads these E lines the same way)
         facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
-    _pytest_sections(facts, scan, analysis)
+    _pytest_sections(facts, analysis)
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
-    _resources_in_error_lines(facts, scan, reasoning)
+    _resources_in_error_lines(facts, reasoning)
     _npu_message_cues(facts, scan, reasoning)
     _setup_header(facts, scan, reasoning)
     _build_version_in_log(facts, scan, reasoning)
@@ -449,9 +455,9 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
-    _add_fact(facts, _fixture_provider(scan), reasoning)
+    _add_fact(facts, _fixture_provider(facts, scan), reasoning)
     _spawn_raiser(facts, frames, reasoning)
-    _add_fact(facts, _collective_progress(scan), reasoning)
+    _add_fact(facts, _collective_progress(facts), reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
@@ -1627,15 +1633,14 @@ def _tests_ran_under_hypothesis(facts: Facts) -> None:
         facts.active.append("run:tests")
 
 
-def _resources_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+def _resources_in_error_lines(facts: Facts, reasoning: Reasoning) -> None:
     """The resource cues (``LOG_RESOURCE_CUES``) that the failing message does not state but an error line of
     the log does: the resource ran out before the failure the run ended on."""
     wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES + LOG_DEVICE_CUES and c.pattern is not None]
     if not wanted:
         return
-    text = "\n".join(_PATHS.sub(" ", t) for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES])
     for ctx in wanted:
-        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(text):
+        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(facts.error_head_bare):
             continue
         facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
         facts.cued.add(ctx.fact)
@@ -1804,9 +1809,8 @@ def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames:
     failed)."""
     out = []
     text = _message_text(facts, analysis)
-    read = [t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]]
-    read += [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]  # a runtime's closing words
-    lines = "\n".join(_PATHS.sub(" ", t) for t in read)
+    tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]  # a runtime's closing words
+    lines = facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
     if _SETTING_REFUSED.search(text) or _SETTING_REFUSED.search(lines):
         out.append(SETTING_REFUSED)
     if _LOADED_OTHER_BUILD.search(text) or _LOADED_OTHER_BUILD.search(lines):
@@ -1835,8 +1839,7 @@ def _npu_message_cues(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> N
     if not wanted:
         return
     lines = [f.text for f in scan.findings if f.rule.id == NPU_LINES][:LOG_RESOURCE_LINES]
-    lines += [t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]]
-    text = "\n".join(_PATHS.sub(" ", t) for t in lines)
+    text = "\n".join(_PATHS.sub(" ", t) for t in lines) + "\n" + facts.error_head_bare
     for ctx in wanted:
         if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(text):
             continue
@@ -1964,20 +1967,11 @@ _SPAWN_FACT = {
 }
 
 
-def _pytest_sections(facts: Facts, scan: ScanResult, analysis: Analysis) -> None:
-    """pytest's section headers in the log's error lines (``_PYTEST_COLLECT_HEADER``): tests ran (``run:tests``
-    where nothing else showed a test), and a collector's error is the collection's (``stage:collection`` where
-    neither the frames nor a rule placed the failure)."""
-    text = "\n".join(t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES])
-    collect = bool(_PYTEST_COLLECT_HEADER.search(text))
-    if not collect and not _PYTEST_SETUP_HEADER.search(text):
-        return
-    if not facts.tests_seen:
-        facts.tests_seen = True
-        facts.active[:] = [a for a in facts.active if a != "run:no_tests"]
-        if "run:pytest" not in facts.active:
-            facts.active.append("run:tests")
-    if collect and facts.stage is None and not analysis.stage_by_rule:
+def _pytest_sections(facts: Facts, analysis: Analysis) -> None:
+    """pytest's collection headers in the log's error lines (``_PYTEST_COLLECT_HEADER``): a collector's error is
+    the collection's (``stage:collection`` where neither the frames nor a rule placed the failure). That tests
+    ran is read with the other test runners' words (``_TEST_RUN``, ``_tests_seen``)."""
+    if facts.stage is None and not analysis.stage_by_rule and _PYTEST_COLLECT_HEADER.search(facts.error_head):
         facts.stage = "collection"
         facts.active.append("stage:collection")
 
@@ -1987,7 +1981,7 @@ def _setup_header(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     say it: the section's error is a fixture's (``cue:test_setup``), whatever the message below it."""
     if TEST_SETUP_CUE in facts.cued:
         return
-    if not any(_PYTEST_SETUP_HEADER.search(t) for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]):
+    if not _PYTEST_SETUP_HEADER.search(facts.error_head):
         return
     for ctx in reasoning.contexts:
         if ctx.fact == TEST_SETUP_CUE:
@@ -1996,15 +1990,12 @@ def _setup_header(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
             return
 
 
-def _fixture_provider(scan: ScanResult) -> str | None:
+def _fixture_provider(facts: Facts, scan: ScanResult) -> str | None:
     """``fixture:provider_installed``: pytest's list of the available fixtures holds a family (``FIXTURE_FAMILY``
     or more) of fixtures named after the missing one (its ``_``-separated words in order inside theirs), so the
     plugin that provides them is installed."""
-    missing = {
-        m["name"]
-        for _src, _ln, t in list(scan.pytest_errors) + list(scan.error_lines[:LOG_RESOURCE_LINES])
-        if (m := _FIXTURE_MISSING.search(t))
-    }
+    missing = {m["name"] for _src, _ln, t in scan.pytest_errors if (m := _FIXTURE_MISSING.search(t))}
+    missing |= {m["name"] for m in _FIXTURE_MISSING.finditer(facts.error_head)}
     missing |= {m["name"] for f in scan.findings if (m := _FIXTURE_MISSING.search(f.text))}
     if not missing:
         return None
@@ -2079,10 +2070,9 @@ def _build_version_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) 
 # the group's progress ("last enqueued NCCL work: N, last completed NCCL work: M"; -1 when none completed)
 _WATCHDOG_SEQ = re.compile(r"Watchdog caught collective operation timeout: Work[NH]CCL\(SeqNum=(\d+)")
 _LAST_COMPLETED = re.compile(r"(?i)\blast completed (?:[NH]CCL )?work: (-?\d+)")
-COLLECTIVE_LINES = 200  # the error lines read for the watchdog's report (the head of a cascade)
 
 
-def _collective_progress(scan: ScanResult) -> str | None:
+def _collective_progress(facts: Facts) -> str | None:
     """Whether a collective that timed out had a communicator that worked before: the watchdog's report names
     the collective's sequence number and the last one completed. A later collective (number 2 or more, or some
     work completed) timing out follows collectives that went through: the transport, the installation and the
@@ -2090,23 +2080,7 @@ def _collective_progress(scan: ScanResult) -> str | None:
     raised, or ran a framework's long checkpoint or evaluation step) — ``collective:timeout_after_progress``.
     The first collective timing out (number 1, nothing completed) is not read here: that communicator never
     carried anything (the rule ``nccl.watchdog_first_collective`` knows it)."""
-    seqs: list[int] = []
-    for _src, _ln, text in scan.error_lines[:COLLECTIVE_LINES]:
-        seqs += [int(m.group(1)) for m in _WATCHDOG_SEQ.finditer(text)]
-        seqs += [int(m.group(1)) + 1 for m in _LAST_COMPLETED.finditer(text)]  # the next one is the one stuck
+    text = facts.error_head  # the head of a cascade: the watchdog's report of the first collective stuck
+    seqs = [int(m.group(1)) for m in _WATCHDOG_SEQ.finditer(text)]
+    seqs += [int(m.group(1)) + 1 for m in _LAST_COMPLETED.finditer(text)]  # the next one is the one stuck
     return "collective:timeout_after_progress" if seqs and max(seqs) >= 2 else None
-
-
-# --- ktop3b ---
-# pytest's own report of a test module it could not collect: its terminal reporter heads each such error
-# ``_____ ERROR collecting <path> _____`` (``_pytest/terminal.py``, ``summary_errors``) and the session ends with
-# ``Interrupted: N error(s) during collection`` (``_pytest/main.py``). Only pytest prints them
-# (``_PYTEST_COLLECT_HEADER``, shared with ktest2's ``_pytest_sections``).
-
-
-def _collection_report(scan: ScanResult, lead: str) -> bool:
-    """Whether pytest's words for a collection error are among the error lines: pytest ran and failed while it
-    collected the tests, so the tests' code was on the way, where no session header, no frame and no rule said
-    so (a paste of the ERRORS section alone)."""
-    texts = [text for _src, _ln, text in scan.error_lines[:LOG_RESOURCE_LINES]] + [lead]
-    return any(_PYTEST_COLLECT_HEADER.search(t) for t in texts if t)

@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.engine.reason import _collective_progress
-from pytest_faildiag.parse.scan import ScanResult
+from pytest_faildiag.engine.reason import LOG_RESOURCE_LINES, Facts, _collective_progress
+from pytest_faildiag.parse.scan import ScanResult, scan_text
+from pytest_faildiag.rules import load_ruleset
 from tests.kb.kb_helpers import (
     context_checks,
     context_facts,
@@ -45,11 +46,11 @@ FIRST = "distributed/vllm_tp2_driver545_allreduce_timeout"  # SeqNum=1: the firs
 SHM = "distributed/dist_xgboost_mgpu_tests_nccl_shm_posix_fallocate_docker_64m_shm"
 
 
-def _lines(name: str) -> ScanResult:
+def _lines(name: str) -> Facts:
+    """The head of the log's error lines as the real scanner flags them (what ``gather_facts`` reads)."""
     scan = ScanResult()
-    text = train_log_path(name).read_text()
-    scan.error_lines = [("log", i, t) for i, t in enumerate(text.splitlines(), 1)]
-    return scan
+    scan_text(train_log_path(name).read_text(), "log", load_ruleset(), scan)
+    return Facts(error_head="\n".join(t for _src, _ln, t in scan.error_lines[:LOG_RESOURCE_LINES]))
 
 
 @pytest.mark.parametrize("name", sorted(TIMEOUTS))
@@ -59,11 +60,8 @@ def test_the_watchdog_report_of_a_later_collective_is_read(name: str) -> None:
 
 def test_the_first_collective_is_not_a_timeout_after_progress() -> None:
     assert _collective_progress(_lines(FIRST)) is None
-    scan = ScanResult()
-    scan.error_lines = [
-        ("log", 1, "[Rank 0] Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.")
-    ]
-    assert _collective_progress(scan) is None
+    line = "[Rank 0] Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1."
+    assert _collective_progress(Facts(error_head=line)) is None
 
 
 @pytest.mark.parametrize("name", sorted(TIMEOUTS))

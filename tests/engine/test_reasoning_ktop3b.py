@@ -8,7 +8,7 @@
   initialize backend '<platform>': …", before "Requested backend <platform>, but it failed to initialize: …"): the
   failure is the device back end's (its runtime, its plugin, the platform chosen), which the generic runtime family
   does not list.
-- ``_collection_report``: pytest's "ERROR collecting <path>" header (or "Interrupted: N errors during collection")
+- pytest's "ERROR collecting <path>" header (``_TEST_RUN``, ``_PYTEST_COLLECT_HEADER``) (or "Interrupted: N errors during collection")
   says that pytest ran and failed while collecting tests, where no session header, no frame and no rule said so: the
   tests ran (``run:tests``, not ``run:no_tests``), so the tests' code stays a hypothesis.
 
