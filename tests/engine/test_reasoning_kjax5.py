@@ -16,10 +16,11 @@ whose causes that diagnosis listed dropped (``--without-rules``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import context_facts, top3, train_log_with_rules, train_log_without_rules
+from tests.kb.kb_helpers import context_facts, run_failing, top3, train_log_with_rules, train_log_without_rules
 
 # ---------------------------------------------------------------------------------------------------------------
 # cue:build_version
@@ -55,16 +56,18 @@ def test_train_log_numpy2_check_puts_the_installation_first() -> None:
     assert top3(diag)[0] == "environment", top3(diag)
 
 
-def test_a_version_word_alone_is_not_a_version_check() -> None:
-    """A deprecation warning names a release without pairing a built and a loaded one: no check was made."""
-    text = (
-        "FutureWarning: jax.tree_structure is deprecated, and will be removed in a future release.\n"
-        "Traceback (most recent call last):\n"
-        '  File "/home/user/app/train.py", line 12, in <module>\n'
-        "    main()\n"
-        "ValueError: batch size must be positive\n"
+def test_a_version_word_alone_is_not_a_version_check(tmp_path: Path) -> None:
+    """A deprecation warning names a release without pairing a built and a loaded one: no check was made (a real
+    Python run: the warning, then the program's own error)."""
+    diag, err = run_failing(
+        tmp_path,
+        """
+        import warnings
+        warnings.warn("jax.tree_structure is deprecated, and will be removed in a future release.", FutureWarning)
+        raise ValueError("batch size must be positive")
+        """,
     )
-    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    assert "FutureWarning" in err
     assert "cue:build_version" not in context_facts(diag)
 
 
@@ -99,14 +102,13 @@ def test_train_log_a_plugin_that_did_not_initialize_puts_the_installation_first(
     assert diag.profile.type != "backend"
 
 
-def test_an_application_that_failed_to_initialize_is_not_a_backend() -> None:
-    """Words about some other component failing to start (a database, a service) are not JAX's backend factory."""
-    text = (
-        "Traceback (most recent call last):\n"
-        '  File "/home/user/app/serve.py", line 30, in <module>\n'
-        "    db.connect()\n"
-        "RuntimeError: Database failed to initialize: connection refused\n"
+def test_an_application_that_failed_to_initialize_is_not_a_backend(tmp_path: Path) -> None:
+    """Words about some other component failing to start (a database, a service) are not JAX's backend factory
+    (a real Python run)."""
+    diag, err = run_failing(
+        tmp_path,
+        'def connect():\n    raise RuntimeError("Database failed to initialize: connection refused")\n\nconnect()\n',
     )
-    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    assert "Database failed to initialize" in err
     assert "cue:backend_init" not in context_facts(diag)
     assert diag.profile.type != "backend"
