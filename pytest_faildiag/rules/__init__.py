@@ -637,22 +637,22 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     out.op_frameworks = out.op_frameworks | frozenset(str(x) for x in lib.get("op_frameworks", []))
     frames = data.get("frames", {})
     if frames.get("main_runners"):
-        out.main_runners = _names_regex(frames["main_runners"], out.main_runners)
+        out.main_runners = _names_regex(frames["main_runners"], out.main_runners, lazy)
     if frames.get("step_functions"):
-        out.step_functions = _names_regex(frames["step_functions"], out.step_functions)
+        out.step_functions = _names_regex(frames["step_functions"], out.step_functions, lazy)
     for pkg, stack in data.get("stack_packages", {}).items():
         if stack not in STACKS:
             raise RuleError(f"stack_packages: unknown stack {stack!r} for {pkg!r}")
         out.package_stacks[str(pkg)] = str(stack)
 
 
-def _names_regex(names: list[Any], earlier: re.Pattern[str] | None) -> re.Pattern[str]:
-    """One anchored alternation of function names (``name*`` also matches longer names), extending an earlier
-    pack's list: a later pack adds names, it does not drop the built-in ones."""
+def _names_regex(names: list[Any], earlier: Any, lazy: bool) -> Any:
+    """One anchored alternation of function names (``name*`` also matches longer names), compiled as every
+    other pack regex is (lazily from the cache); a later pack's list is another anchored alternation beside the
+    earlier one: it adds names, it does not drop the built-in ones."""
     alts = [re.escape(str(n)[:-1]) + r"\w*" if str(n).endswith("*") else re.escape(str(n)) for n in names]
-    if earlier is not None:
-        alts.insert(0, earlier.pattern[4:-2])
-    return re.compile("^(?:" + "|".join(alts) + ")$")
+    pattern = "^(?:" + "|".join(alts) + ")$"
+    return _regex(pattern if earlier is None else f"{earlier.pattern}|{pattern}", lazy)
 
 
 def _regex(pattern: Any, lazy: bool) -> Any:
