@@ -159,6 +159,44 @@ def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
     )
 
 
+def test_a_dataloader_worker_found_dead_by_the_queue_wait_is_memory_too(tmp_path):
+    """torch's other report of a dead worker: where no SIGCHLD handler raised first (the loader runs outside the
+    main thread, or the queue's wait timed out before it), ``_try_get_data`` raises "DataLoader worker (pid(s) N)
+    exited unexpectedly" from the ``_queue.Empty`` of its wait. Same cause as the signal's report."""
+    diag, cats = _run(
+        tmp_path,
+        """
+        import os, signal, threading, torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Data(Dataset):
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                if i == 5:
+                    os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker
+                return torch.zeros(4)
+
+        failed = []
+
+        def load():  # outside the main thread: torch installs its SIGCHLD handler only in the main one
+            try:
+                for _ in DataLoader(Data(), num_workers=2, batch_size=4):
+                    pass
+            except BaseException as exc:
+                failed.append(exc)
+
+        thread = threading.Thread(target=load)
+        thread.start()
+        thread.join()
+        raise failed[0]
+    """,
+        timeout=60,
+    )
+    assert "exited unexpectedly" in diag.profile.first_failure.excerpt, diag.profile.first_failure
+    assert (diag.profile.type, diag.profile.stage, cats[0]) == ("crash", "data", "resource"), cats
+
+
 def test_it_reports_a_missing_module_as_environment(tmp_path):
     diag, cats = _run(
         tmp_path,
