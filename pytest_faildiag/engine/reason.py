@@ -457,10 +457,12 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     _add_fact(facts, _fixture_provider(facts, scan), reasoning)
     _spawn_raiser(facts, frames, reasoning)
-    _add_fact(facts, _collective_progress(facts), reasoning)
+    _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
-    for fact in refused_settings(facts, analysis, scan, frames):  # a setting the run was given, refused (kcfg2)
+    for fact in refused_settings(
+        facts, analysis, scan, frames, reasoning
+    ):  # a setting the run was given, refused (kcfg2)
         if fact == SETTING_REFUSED and NPU_SETTING_CUE in facts.cued:
             continue  # CANN's own line already said it (kpta3): one verdict on the setting, counted once
         _add_fact(facts, fact, reasoning)
@@ -1764,41 +1766,23 @@ def _run_as_script(frames: list[Frame]) -> bool:
 # read here (a launcher's: cfg:launcher_env; a toolkit's path, CUDA_HOME or CC not set: the installation), nor a
 # variable printed as a hint for debugging (CUDA_LAUNCH_BLOCKING=1, NCCL_DEBUG=INFO), nor a status code
 # (INVALID_ARGUMENT: …, CUDA_ERROR_…), nor a constant of C++ code (aclCompileOpt::ACL_PRECISION_MODE).
-SETTING_REFUSED = "cfg:setting_refused"
-_STATUS_NAME = (
-    r"(?!(?:INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|RESOURCE_EXHAUSTED|NOT_FOUND|ALREADY_EXISTS|"
-    r"PERMISSION_DENIED|DEADLINE_EXCEEDED|DATA_LOSS|INTERNAL_ERROR)\b)(?![A-Z0-9_]*(?:ERROR|EXCEPTION|FAIL)\w*\b)"
-)
-_VAR = rf"(?<![\w:.])(?:{_STATUS_NAME}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w(])"
-_SETTING_REFUSED = re.compile(
-    # NAME [=value|:value] is too small / is invalid / is out of range
-    rf"{_VAR}(?:\s*=\s*[^\s,;]+|:[^\s,;]+)?\s*,?\s+(?i:(?:is|was|are)\s+(?:too\s+(?:small|large|big|low|high|long|short)"
-    r"|(?:set\s+to\s+)?(?:an?\s+)?invalid\b|not (?:a )?valid\b|out of range\b|malformed\b))"
-    # set NAME:value error / failed
-    rf"|(?i:\bset(?:ting)?\s+){_VAR}\s*[:=]\s*\S+\s+(?i:error\b|failed\b|is invalid\b)"
-    # invalid value for (the environment variable) NAME
-    rf"|(?i:\binvalid (?:value|setting|format)s?\s+(?:for|of|in)\s+(?:the\s+)?(?:environment variable\s+)?)[\x27\"`]?{_VAR}"
-    # the value of NAME / environment variable NAME / NAME=value … must be
-    rf"|(?i:\b(?:the value of|environment variable)\s+)[\x27\"`]?{_VAR}[\x27\"`]?[^.\n]{{0,30}}?(?i:\bmust be\b|\bis invalid\b)"
-    rf"|{_VAR}(?:\s*=\s*[^\s,;]+|:[^\s,;]+)[^.\n]{{0,30}}?(?i:\bmust be\b)"
-)
+SETTING_REFUSED = "cfg:setting_refused"  # its words: [patterns] setting_refused in 05-reasoning.toml
+
 # a shared library loaded at run time of another version than the build was compiled against (torch's cuDNN check,
 # torch/backends/cudnn/__init__.py: "PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)", since
 # "… but found runtime version …", whose advice is "ensure PyTorch can find the bundled cuDNN" and "your
 # LD_LIBRARY_PATH contains incompatible version of cudnn"; XLA's and TensorFlow's cuda_dnn.cc: "Loaded runtime CuDNN
 # library: 8.0.5 but source was compiled with: 8.1.0"): the copy the dynamic loader found comes first in its search
 # path, which the user's LD_LIBRARY_PATH (PATH on Windows) sets, or from a system-wide install
-LIBRARY_SEARCH_PATH = "cfg:library_search_path"
-_LOADED_OTHER_BUILD = re.compile(
-    r"(?i)\bcompiled\s+against\s+\S.{0,40}?\bbut\s+(?:linked\s+against|found\s+runtime\s+version)\b"
-    r"|\bLoaded runtime \w+ library: \S+ but source was compiled with\b"
-)
+LIBRARY_SEARCH_PATH = "cfg:library_search_path"  # its words: [patterns] loaded_other_build
 # where the run's device index came from: the launcher's index of the process on its node
 _LOCAL_RANK = re.compile(r"(?i)\blocal_?rank\b")
 RANKS_EXCEED_DEVICES = "cfg:ranks_exceed_devices"
 
 
-def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames: list[Frame]) -> list[str]:
+def refused_settings(
+    facts: Facts, analysis: Analysis, scan: ScanResult, frames: list[Frame], reasoning: Reasoning
+) -> list[str]:
     """The facts of this section that hold: ``cfg:setting_refused`` (a runtime or library says that the value of
     a variable of the environment is wrong, in the failing message, an error line or the last lines of the log:
     the setting is the home, not the installation or the operator that read it), ``cfg:library_search_path`` (a
@@ -1811,10 +1795,10 @@ def refused_settings(facts: Facts, analysis: Analysis, scan: ScanResult, frames:
     text = _message_text(facts, analysis)
     tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]  # a runtime's closing words
     lines = facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
-    if _SETTING_REFUSED.search(text) or _SETTING_REFUSED.search(lines):
-        out.append(SETTING_REFUSED)
-    if _LOADED_OTHER_BUILD.search(text) or _LOADED_OTHER_BUILD.search(lines):
-        out.append(LIBRARY_SEARCH_PATH)
+    for fact, words in ((SETTING_REFUSED, "setting_refused"), (LIBRARY_SEARCH_PATH, "loaded_other_build")):
+        pattern = reasoning.patterns.get(words)
+        if pattern is not None and (pattern.search(text) or pattern.search(lines)):
+            out.append(fact)
     if "cue:device_ordinal" in facts.cued and any(_LOCAL_RANK.search(fr.code or "") for fr in frames):
         out.append(RANKS_EXCEED_DEVICES)
     return out
@@ -1876,12 +1860,6 @@ LIBRARY_INTERNAL = "raiser:library_internal"
 ABSENT_CUE = "cue:absent"
 _RAISE_SITE_FACTS = (LIBRARY_OP, "raiser:library", "raiser:library_only")
 _SIGNATURE_MISSING = re.compile(r"(?i)\bmissing \d+ required (?:positional|keyword-only) arguments?\b")
-_DEVICE_RUNTIME_ERROR = re.compile(
-    r"(?i)\bcuda (?:driver |runtime )?error\b|\bcuda error:|\berror \[cuda\]|\bcudaError\w+|\bCUDA_ERROR_\w+"
-    r"|\bhipError\w+|\bhip error\b|\bdevice-side assert|\billegal (?:memory )?address\b|\bunspecified launch failure\b"
-    r"|\bkernel image is (?:invalid|not available)\b|\bno kernel image\b|\bACL_ERROR_\w+|\bACL error\b"
-    r"|\bNPU function error\b"
-)
 
 
 def _foreign_getattr(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> bool:
@@ -1918,13 +1896,15 @@ def _signature_not_absent(facts: Facts, analysis: Analysis, reasoning: Reasoning
 def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], reasoning: Reasoning) -> None:
     """The klib3 facts (block comment above): a foreign ``__getattr__`` is version skew between two installed
     packages (``_foreign_getattr``); a call's missing argument is not something absent (``_signature_not_absent``);
-    a device runtime's error is no evidence of the library whose frame it surfaced in (``_DEVICE_RUNTIME_ERROR``)."""
+    a device runtime's error is no evidence of the library whose frame it surfaced in ([patterns]
+    ``device_runtime_error``)."""
     if _foreign_getattr(facts, frames, reasoning):
         _retract(facts, LIBRARY_INTERNAL)
         _add_fact(facts, API_CROSS, reasoning)
     if _signature_not_absent(facts, analysis, reasoning):
         _retract(facts, ABSENT_CUE)
-    if facts.raiser == "library" and _DEVICE_RUNTIME_ERROR.search(facts.message or ""):
+    device_error = reasoning.patterns.get("device_runtime_error")
+    if facts.raiser == "library" and device_error is not None and device_error.search(facts.message or ""):
         for fact in _RAISE_SITE_FACTS:
             _retract(facts, fact)
 
@@ -2067,12 +2047,11 @@ def _build_version_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) 
 # ProcessGroupNCCL's watchdog (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; torch_npu's ProcessGroupHCCL
 # prints the same) numbers the collectives of each process group from 1 and reports a timeout with the number of
 # the collective that did not finish ("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N, …)") and
-# the group's progress ("last enqueued NCCL work: N, last completed NCCL work: M"; -1 when none completed)
-_WATCHDOG_SEQ = re.compile(r"Watchdog caught collective operation timeout: Work[NH]CCL\(SeqNum=(\d+)")
-_LAST_COMPLETED = re.compile(r"(?i)\blast completed (?:[NH]CCL )?work: (-?\d+)")
+# the group's progress ("last enqueued NCCL work: N, last completed NCCL work: M"; -1 when none completed): the
+# words are [patterns] watchdog_seq and last_completed in 05-reasoning.toml.
 
 
-def _collective_progress(facts: Facts) -> str | None:
+def _collective_progress(facts: Facts, reasoning: Reasoning) -> str | None:
     """Whether a collective that timed out had a communicator that worked before: the watchdog's report names
     the collective's sequence number and the last one completed. A later collective (number 2 or more, or some
     work completed) timing out follows collectives that went through: the transport, the installation and the
@@ -2081,6 +2060,7 @@ def _collective_progress(facts: Facts) -> str | None:
     The first collective timing out (number 1, nothing completed) is not read here: that communicator never
     carried anything (the rule ``nccl.watchdog_first_collective`` knows it)."""
     text = facts.error_head  # the head of a cascade: the watchdog's report of the first collective stuck
-    seqs = [int(m.group(1)) for m in _WATCHDOG_SEQ.finditer(text)]
-    seqs += [int(m.group(1)) + 1 for m in _LAST_COMPLETED.finditer(text)]  # the next one is the one stuck
+    seq, done = reasoning.patterns.get("watchdog_seq"), reasoning.patterns.get("last_completed")
+    seqs = [int(m.group(1)) for m in seq.finditer(text)] if seq is not None else []
+    seqs += [int(m.group(1)) + 1 for m in done.finditer(text)] if done is not None else []  # the next one is stuck
     return "collective:timeout_after_progress" if seqs and max(seqs) >= 2 else None

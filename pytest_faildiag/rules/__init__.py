@@ -193,6 +193,7 @@ class Reasoning:
     op_frameworks: frozenset[str] = frozenset()  # packages whose compiled operations check their operands
     main_runners: re.Pattern[str] | None = None  # function names that run a module's top level as a program
     step_functions: re.Pattern[str] | None = None  # function names of a step the program runs over and over
+    patterns: dict[str, Any] = field(default_factory=dict)  # [patterns]: the named texts reasoning reads
     calibration: list[tuple[float, float]] = field(default_factory=list)  # (raw, calibrated), raw ascending
 
 
@@ -640,10 +641,41 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         out.main_runners = _names_regex(frames["main_runners"], out.main_runners, lazy)
     if frames.get("step_functions"):
         out.step_functions = _names_regex(frames["step_functions"], out.step_functions, lazy)
+    _add_patterns(out, data.get("patterns", {}), lazy)
     for pkg, stack in data.get("stack_packages", {}).items():
         if stack not in STACKS:
             raise RuleError(f"stack_packages: unknown stack {stack!r} for {pkg!r}")
         out.package_stacks[str(pkg)] = str(stack)
+
+
+_PART = re.compile(r"<<(\w+)>>")
+
+
+def _add_patterns(out: Reasoning, table: dict[str, Any], lazy: bool) -> None:
+    """The ``[patterns]`` table: the texts a reasoning step looks for by name (a refused setting, a runtime's
+    error words). ``<<name>>`` inside one stands for the text of another entry of this pack or an earlier one (one
+    spelling of a part that several alternatives share); inside the entry ``name`` itself it stands for the
+    earlier pack's entry, so a team's pack extends the built-in words (``'<<name>>|…'``) or replaces them."""
+    earlier = {name: str(getattr(p, "pattern", p)) for name, p in out.patterns.items()}
+    texts = {str(k): _str(v) for k, v in table.items()}
+
+    def expand(text: str, within: str, depth: int = 0) -> str:
+        if depth > 8:
+            raise RuleError(f"patterns: parts of {within!r} nest too deeply")
+        return _PART.sub(
+            lambda m: "(?:" + expand(_part(m.group(1), within, texts, earlier), m.group(1), depth + 1) + ")", text
+        )
+
+    out.patterns.update({name: _regex(expand(text, name), lazy) for name, text in texts.items()})
+
+
+def _part(name: str, within: str, texts: dict[str, str], earlier: dict[str, str]) -> str:
+    """The text ``<<name>>`` stands for inside the entry ``within``: this pack's entry, else an earlier pack's
+    (the earlier one's own, already expanded, when an entry names itself)."""
+    text = earlier.get(name) if name == within else texts.get(name, earlier.get(name))
+    if text is None:
+        raise RuleError(f"patterns: {within!r} names an unknown part <<{name}>>")
+    return text
 
 
 def _names_regex(names: list[Any], earlier: Any, lazy: bool) -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.engine.reason import _SETTING_REFUSED
+from pytest_faildiag.rules import load_ruleset
 from tests.kb.kb_helpers import context_checks, context_facts, top3, train_log_with_rules, train_log_without_rules
 
 VISIBLE = "ascend/gpustack_vllm_ascend_visible_devices_not_ascending"
@@ -114,7 +114,7 @@ def test_real_torch_refuses_its_debug_variable(tmp_path: Path) -> None:
     ],
 )
 def test_setting_refused_words(text: str) -> None:
-    assert _SETTING_REFUSED.search(text)
+    assert load_ruleset().reasoning.patterns["setting_refused"].search(text)
 
 
 @pytest.mark.parametrize(
@@ -130,4 +130,31 @@ def test_setting_refused_words(text: str) -> None:
     ],
 )
 def test_not_a_setting_refused(text: str) -> None:
-    assert not _SETTING_REFUSED.search(text)
+    assert not load_ruleset().reasoning.patterns["setting_refused"].search(text)
+
+
+def test_a_pack_extends_the_named_words(tmp_path: Path) -> None:
+    """The words are data (``[patterns] setting_refused``): a team's pack that names its scheduler's refusal
+    (``'<<setting_refused>>|…'``, the built-in words and its own, sharing the built-in ``<<setting_var>>``) makes
+    a real run's refused variable the setting's fault; the built-in words alone do not read that line, and a pack
+    naming a part nobody defined is skipped with a warning, leaving the built-in words."""
+    prog = (
+        "import os\n"
+        "n = os.environ.get('TEAM_SHARD_COUNT', '3')\n"
+        "raise SystemExit(f'scheduler: TEAM_SHARD_COUNT={n} not accepted (shards divide the 8 hosts)')\n"
+    )
+    (tmp_path / "launch.py").write_text(prog)
+    p = subprocess.run([sys.executable, "launch.py"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1 and "not accepted" in p.stderr
+    team = "[patterns]\nsetting_refused = '<<setting_refused>>|<<setting_var>>=\\S+ not accepted\\b'\n"
+    extended = load_ruleset([("team.toml", team)])
+    assert "cfg:setting_refused" in context_facts(diagnose(texts={"stderr": p.stderr}, exit_code=1, ruleset=extended))
+    assert "cfg:setting_refused" not in context_facts(diagnose(texts={"stderr": p.stderr}, exit_code=1))
+    words = extended.reasoning.patterns["setting_refused"]
+    assert words.search("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL")  # the built-in stay
+    with pytest.warns(UserWarning, match="unknown part <<no_such_part>>"):
+        broken = load_ruleset([("bad.toml", "[patterns]\nsetting_refused = '<<no_such_part>>'\n")])
+    assert (
+        broken.reasoning.patterns["setting_refused"].pattern
+        == load_ruleset().reasoning.patterns["setting_refused"].pattern
+    )

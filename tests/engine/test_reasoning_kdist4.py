@@ -55,13 +55,13 @@ def _lines(name: str) -> Facts:
 
 @pytest.mark.parametrize("name", sorted(TIMEOUTS))
 def test_the_watchdog_report_of_a_later_collective_is_read(name: str) -> None:
-    assert _collective_progress(_lines(name)) == AFTER
+    assert _collective_progress(_lines(name), load_ruleset().reasoning) == AFTER
 
 
 def test_the_first_collective_is_not_a_timeout_after_progress() -> None:
-    assert _collective_progress(_lines(FIRST)) is None
+    assert _collective_progress(_lines(FIRST), load_ruleset().reasoning) is None
     line = "[Rank 0] Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1."
-    assert _collective_progress(Facts(error_head=line)) is None
+    assert _collective_progress(Facts(error_head=line), load_ruleset().reasoning) is None
 
 
 @pytest.mark.parametrize("name", sorted(TIMEOUTS))
