@@ -33,3 +33,21 @@ def test_promoting_calib_moves_only_calib_ids_and_a_share_per_family() -> None:
     assert sum(i.startswith("jax/") for i in moved) == 5
     assert sum(i.startswith("pta/") for i in moved) == 2
     assert moved == promote(dict(reversed(manifest.items())), 0.5)  # by hash, not by order or content
+
+
+def test_the_labelling_study_reads_train_logs_only_and_scores_real_answers() -> None:
+    """``bench/label_agreement.py`` scores two blind relabellings: every log they name is a train log (dev and
+    calib stay frozen), every answer is a contract category, and the score counts the answers that equal the
+    label (a relabelling that copied the labels would score 80 of 80)."""
+    from bench.label_agreement import HERE, STUDIES, score, truth_of
+    from pytest_faildiag.model import CATEGORIES
+
+    split = json.loads(MANIFEST.read_text())["split"]
+    for study in STUDIES:
+        answers = json.loads((HERE / "label_study" / f"{study}.json").read_text(encoding="utf-8"))
+        assert len(answers) == 80 and all(split[a["log"]] == "train" for a in answers)
+        assert all(a["category"] in CATEGORIES for a in answers)
+        first, two, *_ = score(answers)
+        assert first == sum(a["category"] == truth_of(a["log"]) for a in answers) < two <= 80
+        copied = [dict(a, category=truth_of(a["log"])) for a in answers]
+        assert score(copied)[0] == 80
