@@ -442,6 +442,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, reasoning)
     _npu_message_cues(facts, scan, reasoning)
+    _npu_argument_refused(facts, scan, reasoning)  # kasc6
     _setup_header(facts, scan, reasoning)
     _build_version_in_log(facts, scan, reasoning)
     _conftest_reraise(facts)
@@ -593,6 +594,7 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
             implied_type = None  # a feature the library's code lacks, not an operator without a kernel (_library_gap)
         if implied_type:
             prof.type = implied_type
+    npu_type(analysis, facts)  # kasc6
     stage_from_log(analysis, facts, progressed)  # kstage3
 
 
@@ -2064,3 +2066,49 @@ def _collective_progress(facts: Facts, reasoning: Reasoning) -> str | None:
     seqs = [int(m.group(1)) for m in seq.finditer(text)] if seq is not None else []
     seqs += [int(m.group(1)) + 1 for m in done.finditer(text)] if done is not None else []  # the next one is stuck
     return "collective:timeout_after_progress" if seqs and max(seqs) >= 2 else None
+
+
+# --- kasc6 ---
+# The type CANN's own words give a failure on an Ascend NPU (docs/engine.md, the kasc6 block).
+# 1. CANN's runtime refusing an argument of its caller: the error manager's EE1001 ("The argument is invalid.
+#    Reason: …", Solution: "Check the input parameter range of the function. Check the function invocation
+#    relationship"), ACL's parameter-verification codes (aclError 100000…, ACL_ERROR_INVALID_PARAM "Parameter
+#    verification failed") and the runtime's 107xxx codes (ACL_ERROR_RT_PARAM_INVALID 107000, INVALID_DEVICEID
+#    107001, CONTEXT_NULL 107002, STREAM_CONTEXT 107003 …: the first digit 1 is the caller's invalid use in ACL's
+#    code scheme, 2 a resource, 5 an internal fault) say that the call was checked and refused: nothing ran on the
+#    device, so the failure is the program's call (``runtime_error``), not the device runtime failing (``backend``).
+#    Not where the same lines carry an internal or device-execution code (5xxxxx) or an inner error (EZ9999 …): a
+#    refused call after a fault (torch_npu fetching the device's message without a context) is that fault's.
+# 2. An Ascend chip named as lacking an implementation (kpta3's ``cue:chip_unsupported``) is an operation this
+#    device does not support, whatever generic wrapper carried it (a kernel compiler's ``MLIRCompilationError``
+#    that torch's compile rule reads as ``runtime_error``, a kernel that cannot be found read as ``backend``).
+NPU_ARG_REFUSED = "cue:npu_argument_refused"
+NPU_FAULT_CODE = "cue:npu_fault_code"
+
+
+def _npu_argument_refused(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """``cue:npu_argument_refused`` when CANN's words (the failing message, its error-manager lines, the head of
+    the error lines) say that its runtime refused an argument of the call and no internal or device fault is
+    named beside it (``cue:npu_fault_code``, a context without factors: its pattern is what is read here)."""
+    ctx = next((c for c in reasoning.contexts if c.fact == NPU_ARG_REFUSED and c.pattern is not None), None)
+    if ctx is None or ctx.pattern is None:
+        return
+    lines = [f.text for f in scan.findings if f.rule.id == NPU_LINES or f.rule.backend == "npu"]
+    text = "\n".join([facts.message or "", facts.error_head, *lines[:LOG_RESOURCE_LINES]])
+    fault = next((c.pattern for c in reasoning.contexts if c.fact == NPU_FAULT_CODE and c.pattern is not None), None)
+    if fault is not None and fault.search(text):
+        _retract(facts, NPU_ARG_REFUSED)  # the failing message's words too: the fault beside them types the failure
+    elif NPU_ARG_REFUSED not in facts.cued and ctx.pattern.search(text):
+        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+        facts.cued.add(ctx.fact)
+
+
+def npu_type(analysis: Analysis, facts: Facts) -> None:
+    """The type CANN's words give: a refused argument is the program's call (``runtime_error``) where a device
+    runtime's reading typed it ``backend``; a chip named as lacking an implementation is ``unsupported_op`` where a
+    generic reading typed it ``runtime_error`` or ``backend``."""
+    prof = analysis.profile
+    if NPU_ARG_REFUSED in facts.cued and prof.type == "backend":
+        prof.type = "runtime_error"
+    elif CHIP_CUE in facts.cued and prof.type in ("runtime_error", "backend"):
+        prof.type = "unsupported_op"
