@@ -459,6 +459,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _fixture_provider(facts, scan), reasoning)
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
+    _loopback_in_error_lines(facts, scan, reasoning)  # kdist6
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     for fact in refused_settings(
@@ -2112,3 +2113,27 @@ def npu_type(analysis: Analysis, facts: Facts) -> None:
         prof.type = "runtime_error"
     elif CHIP_CUE in facts.cued and prof.type in ("runtime_error", "backend"):
         prof.type = "unsupported_op"
+
+
+# --- kdist6 ---
+# A loopback address other than 127.0.0.1 that a distributed run's connection names (``cue:loopback_peer`` in
+# rules/05-reasoning.toml) is usually printed on the transport's own line, not in the exception line the run ends
+# on: an uncaught C++ exception prints ``terminate called after throwing an instance of 'gloo::IoException'`` and
+# then its message on a ``  what():  …`` line that holds no error word (libstdc++'s verbose terminate handler),
+# c10d's and NCCL's socket errors come before the traceback. It is read in the head of the log's error lines and in
+# the last lines of each log as well.
+LOOPBACK_CUE = "cue:loopback_peer"
+
+
+def _loopback_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """``cue:loopback_peer`` read in the error lines and the logs' last lines when the failing message does not
+    state it."""
+    if LOOPBACK_CUE in facts.cued:
+        return
+    tails = [t for info in scan.sources.values() for t in info.tail[-TAIL_READ:]]
+    text = facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
+    for ctx in reasoning.contexts:
+        if ctx.fact == LOOPBACK_CUE and ctx.pattern is not None and ctx.pattern.search(text):
+            facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+            facts.cued.add(ctx.fact)
+            return
