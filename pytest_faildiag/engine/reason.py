@@ -121,6 +121,8 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
     downloaded from a hub (``_HUB_CODE``). A path a paste redacted (``<path>/app.py``) is read by the rest of it
     (``_REDACTED``), not as a pseudo-file."""
     f = _REDACTED.sub("", frame.file.replace("\\", "/"), count=1)
+    if (cy := cython_owner(frame, libraries)) is not None:  # kpytest5
+        return cy
     if f.startswith("<"):
         return ("user", None) if f.startswith(_USER_PSEUDO) else ("stdlib", None)
     m = _SITE.search(f)
@@ -438,6 +440,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
     _pytest_sections(facts, analysis)
+    pytest_import_mismatch(facts, analysis, scan, reasoning)  # kpytest5
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, reasoning)
@@ -457,14 +460,14 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _spawn_missing(facts), reasoning)
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     _add_fact(facts, _fixture_provider(facts, scan), reasoning)
+    _add_fact(facts, pytest_internal_error(facts), reasoning)  # kpytest5
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
     _loopback_in_error_lines(facts, scan, reasoning)  # kdist6
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
-    for fact in refused_settings(
-        facts, analysis, scan, frames, reasoning
-    ):  # a setting the run was given, refused (kcfg2)
+    # a setting the run was given, refused (kcfg2)
+    for fact in refused_settings(facts, analysis, scan, frames, reasoning):
         if fact == SETTING_REFUSED and NPU_SETTING_CUE in facts.cued:
             continue  # CANN's own line already said it (kpta3): one verdict on the setting, counted once
         _add_fact(facts, fact, reasoning)
@@ -2137,3 +2140,94 @@ def _loopback_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasonin
             facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
             facts.cued.add(ctx.fact)
             return
+
+
+# --- pytest's import-mismatch report, Cython frames (kpytest5) --------------------------------------------------
+# pytest imports a test module under its basename (the default ``prepend`` import mode puts the module's first
+# folder without an ``__init__.py`` on sys.path) and refuses a module whose name is already imported from another
+# file: ``_pytest/python.py`` (``importtestmodule``) raises "import file mismatch:\nimported module 'm' has this
+# __file__ attribute:\n  <have>\nwhich is not the same as the test file we want to collect:\n  <want>\nHINT: remove
+# __pycache__ / .pyc files and/or use a unique basename for your test file modules". The two paths say which layout
+# collides: two files of the tests sharing a basename (the tests' layout), or the collected file a copy in a source
+# tree of a module that Python imported from its install (``site-packages``): pytest was pointed at a source tree
+# whose package is installed (pytest's "Good Integration Practices": with the prepend mode, tests inside the
+# application's package collide with its install; ``testpaths``, ``--import-mode=importlib`` or running from
+# another folder is the run's set-up, not a test's code).
+IMPORT_MISMATCH_HINT = "reason.pytest_import_mismatch"  # hint rule keeping pytest's mismatch lines
+MISMATCH_BASENAME = "pytest:mismatch_basename"
+MISMATCH_INSTALLED = "pytest:mismatch_installed"
+_MISMATCH_HAVE = re.compile(r"\bimported module '[\w.]+' has this __file__ attribute:")
+_MISMATCH_WANT = re.compile(r"\bwhich is not the same as the test file we want to collect:")
+
+
+def _mismatch_paths(lines: list[str]) -> tuple[str, str] | None:
+    """The two paths of pytest's import-mismatch report in these lines (each on the line below its header)."""
+    for i, text in enumerate(lines[:-1]):
+        if not _MISMATCH_HAVE.search(text):
+            continue
+        have = lines[i + 1].strip()
+        want = next(
+            (lines[j + 1].strip() for j in range(i + 2, min(i + 4, len(lines) - 1)) if _MISMATCH_WANT.search(lines[j])),
+            "",
+        )
+        return have, want
+    return None
+
+
+def pytest_import_mismatch(facts: Facts, analysis: Analysis, scan: ScanResult, reasoning: Reasoning) -> None:
+    """pytest's import-mismatch report (a hint rule's finding, or its lines in a log's last lines): a test module's
+    name imported from another file. The imported file installed and the collected one not is
+    ``pytest:mismatch_installed`` (the run collected a source tree beside its install), else
+    ``pytest:mismatch_basename`` (the tests' layout). Either way pytest was collecting: tests ran, at
+    ``collection`` where nothing else placed the failure."""
+    seen = any(f.rule.id == IMPORT_MISMATCH_HINT for f in scan.findings)
+    paths = None
+    for info in scan.sources.values():
+        paths = paths or _mismatch_paths(info.tail)
+    if not seen and paths is None:
+        return
+    fact = MISMATCH_BASENAME
+    if paths is not None:
+        have, want = (p.replace("\\", "/") for p in paths)
+        if _SITE.search(have) and want and not _SITE.search(want):
+            fact = MISMATCH_INSTALLED
+    facts.active.append(fact)
+    if "run:no_tests" in facts.active:
+        facts.active.remove("run:no_tests")
+        facts.active.append("run:tests")
+    facts.tests_seen = True
+    if facts.stage is None and not analysis.stage_by_rule:
+        facts.stage = "collection"
+        facts.active.append("stage:collection")
+
+
+# Cython compiles a ``.pyx`` module into an extension whose traceback entries name the source file as it was given to
+# the compiler (``mtrand.pyx``, ``h5py/h5f.pyx``: a path relative to the package's build, not where it is installed)
+# and the function by its qualified name (``numpy.random.mtrand.RandomState.seed``; Cython's ``__Pyx_AddTraceback``).
+# Such a frame of a well-known library's extension is that library's code, not a file of the program.
+_CYTHON_FILE = re.compile(r"\.(?:pyx|pxd|pxi)$")
+
+
+def cython_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None] | None:
+    """("library", package) for a Cython frame of a well-known library's extension (its qualified function name's
+    first part is that library), else None."""
+    f = frame.file.replace("\\", "/")
+    if not _CYTHON_FILE.search(f) or _SITE.search(f) or "." not in frame.func:
+        return None
+    top = frame.func.split(".", 1)[0]
+    return ("library", top) if top in libraries else None
+
+
+# pytest's session loop (``_pytest/main.py``, ``wrap_session``) catches what escapes its own code and reports it
+# through the ``pytest_internalerror`` hook, which prints every line as ``INTERNALERROR> …`` (``_pytest/terminal.py``;
+# ``config/__init__.py`` writes the same prefix to stderr when no plugin handles it), exit status 3. A test's own
+# exception never gets there: ``runtestprotocol`` catches it in the test's set-up, call or teardown and reports it as
+# a failure or an error. So the raiser is pytest's code or a hook implementation (an installed plugin's, or a
+# conftest's), not the code under test.
+PYTEST_INTERNAL = "pytest:internalerror"
+_INTERNALERROR = re.compile(r"^\s*INTERNALERROR>", re.M)
+
+
+def pytest_internal_error(facts: Facts) -> str | None:
+    """``pytest:internalerror`` when an error line of the log is pytest's INTERNALERROR report."""
+    return PYTEST_INTERNAL if _INTERNALERROR.search(facts.error_head) else None
