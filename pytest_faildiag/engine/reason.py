@@ -464,6 +464,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
     _loopback_in_error_lines(facts, scan, reasoning)  # kdist6
+    _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     # a setting the run was given, refused (kcfg2)
@@ -2231,3 +2232,24 @@ _INTERNALERROR = re.compile(r"^\s*INTERNALERROR>", re.M)
 def pytest_internal_error(facts: Facts) -> str | None:
     """``pytest:internalerror`` when an error line of the log is pytest's INTERNALERROR report."""
     return PYTEST_INTERNAL if _INTERNALERROR.search(facts.error_head) else None
+
+
+# --- the installed releases shown changing before an API mismatch (kowner) ------------------------------------
+# The call that failed does not fit an installed package's API (a name missing, a keyword or argument count that
+# does not fit, a removed or renamed name: the API facts below) and the same log shows a package installer putting
+# releases in place before the failure (pip's "Successfully installed x-1.2", conda's "The following packages will
+# be UPDATED:", mamba's "Changing a-1 ==> a-2", uv's "Installed N packages in …": the hint rule
+# ``reason.installer_changed``). Whoever's code made the call, the log itself shows the installed versions
+# changing under it: ``env:installed_in_run`` lifts the installation (docs/engine.md, the kowner block).
+INSTALLED_IN_RUN = "env:installed_in_run"
+INSTALLER_HINT = "reason.installer_changed"
+_API_MISMATCH = frozenset(
+    {API_CUE, "cue:installed_api", "cue:unknown_keyword", API_CROSS, "api:own_library", "api:jax_removed_in_library"}
+)
+
+
+def _installed_in_run(facts: Facts, scan: ScanResult) -> str | None:
+    """``env:installed_in_run`` when an API fact holds and the installer's hint rule fired anywhere in the log."""
+    if not (_API_MISMATCH & (facts.cued | set(facts.active))):
+        return None
+    return INSTALLED_IN_RUN if any(f.rule.id == INSTALLER_HINT for f in scan.findings) else None
