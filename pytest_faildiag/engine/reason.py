@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1642,17 +1643,26 @@ def _tests_ran_under_hypothesis(facts: Facts) -> None:
         facts.active.append("run:tests")
 
 
+def _error_lines_and_tails(facts: Facts, scan: ScanResult) -> str:
+    """The head of the log's error lines and each log's last lines (paths blanked): where a runtime's own words
+    stand when the failing message does not repeat them (a C++ ``what():`` line, a runtime's closing report)."""
+    tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]
+    return facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
+
+
+def _cue_in(facts: Facts, reasoning: Reasoning, wanted: Collection[str], text: str) -> None:
+    """Each context cue of ``wanted`` (a ``[[context]]`` with a pattern) that the failing message did not state
+    but ``text`` does: its factors apply as if the message had said it."""
+    for ctx in reasoning.contexts:
+        if ctx.fact in wanted and ctx.fact not in facts.cued and ctx.pattern is not None and ctx.pattern.search(text):
+            facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
+            facts.cued.add(ctx.fact)
+
+
 def _resources_in_error_lines(facts: Facts, reasoning: Reasoning) -> None:
     """The resource cues (``LOG_RESOURCE_CUES``) that the failing message does not state but an error line of
     the log does: the resource ran out before the failure the run ended on."""
-    wanted = [c for c in reasoning.contexts if c.fact in LOG_RESOURCE_CUES + LOG_DEVICE_CUES and c.pattern is not None]
-    if not wanted:
-        return
-    for ctx in wanted:
-        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(facts.error_head_bare):
-            continue
-        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
-        facts.cued.add(ctx.fact)
+    _cue_in(facts, reasoning, LOG_RESOURCE_CUES + LOG_DEVICE_CUES, facts.error_head_bare)
 
 
 def _conftest_reraise(facts: Facts) -> None:
@@ -1800,8 +1810,7 @@ def refused_settings(
     failed)."""
     out = []
     text = _message_text(facts, analysis)
-    tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]  # a runtime's closing words
-    lines = facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
+    lines = _error_lines_and_tails(facts, scan)  # a runtime's closing words
     for fact, words in ((SETTING_REFUSED, "setting_refused"), (LIBRARY_SEARCH_PATH, "loaded_other_build")):
         pattern = reasoning.patterns.get(words)
         if pattern is not None and (pattern.search(text) or pattern.search(lines)):
@@ -1826,16 +1835,8 @@ NPU_LOG_CUES = (NPU_SETTING_CUE, CHIP_CUE)
 def _npu_message_cues(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     """The ``NPU_LOG_CUES`` that the failing message does not state but a line of CANN's error manager, a line
     naming an Ascend chip (the ``NPU_LINES`` hint rule's findings) or an error line of the log does."""
-    wanted = [c for c in reasoning.contexts if c.fact in NPU_LOG_CUES and c.pattern is not None]
-    if not wanted:
-        return
     lines = [f.text for f in scan.findings if f.rule.id == NPU_LINES][:LOG_RESOURCE_LINES]
-    text = "\n".join(_PATHS.sub(" ", t) for t in lines) + "\n" + facts.error_head_bare
-    for ctx in wanted:
-        if ctx.fact in facts.cued or ctx.pattern is None or not ctx.pattern.search(text):
-            continue
-        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
-        facts.cued.add(ctx.fact)
+    _cue_in(facts, reasoning, NPU_LOG_CUES, "\n".join(_PATHS.sub(" ", t) for t in lines) + "\n" + facts.error_head_bare)
     if CHIP_CUE in facts.cued and "type:unsupported_op" not in facts.cued:
         # no implementation for this chip is an operation this device does not support: the type where no rule or
         # exception class named one (``refine_profile``); the factors are the cue's own
@@ -2132,15 +2133,7 @@ LOOPBACK_CUE = "cue:loopback_peer"
 def _loopback_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     """``cue:loopback_peer`` read in the error lines and the logs' last lines when the failing message does not
     state it."""
-    if LOOPBACK_CUE in facts.cued:
-        return
-    tails = [t for info in scan.sources.values() for t in info.tail[-TAIL_READ:]]
-    text = facts.error_head_bare + "\n" + "\n".join(_PATHS.sub(" ", t) for t in tails)
-    for ctx in reasoning.contexts:
-        if ctx.fact == LOOPBACK_CUE and ctx.pattern is not None and ctx.pattern.search(text):
-            facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
-            facts.cued.add(ctx.fact)
-            return
+    _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))
 
 
 # --- pytest's import-mismatch report, Cython frames (kpytest5) --------------------------------------------------
