@@ -1302,7 +1302,8 @@ def write_index(path: Path, key: str, fac: Factory) -> None:
 
 
 def _row_encoder() -> Callable[[Any], str]:
-    """A record's JSON text, compact (``json.dumps`` with a new encoder per call costs a few µs more)."""
+    """A record's JSON text, compact, ASCII (``json.dumps`` with a new encoder per call costs a few µs
+    more)."""
     from json import encoder
 
     make = getattr(encoder, "c_make_encoder", None)

@@ -229,10 +229,16 @@ def test_a_changed_factory_reads_only_the_cards_that_changed(tmp_path, _private_
     assert index.read_bytes() == copied and copied.count(b"\n") == len(F.walk(root).files) + 1
 
 
-def test_a_record_line_is_the_json_of_the_record():
+def test_a_record_line_is_the_json_of_the_record(tmp_path, _private_cache):
     rows = [
         ["a/b.md", "id", 'ünï "q" \\ \t \u2028 \ud800', ["x\\d+"], "harness", None, None, [], [], ["kw"], True, None]
     ]
     for row in rows + [["c.md"], ["c.md", "id"]]:
         line = F._row_encoder()(row)
         assert line == json.dumps(row, separators=(",", ":")) and json.loads(line) == row
+    root = write_factory(tmp_path / "factory", {"a.md": QUOTA_CARD})
+    os.rename(root / "a.md", os.fsdecode(bytes(root / "a") + b"\xff\xc3\xa9.md"))  # a name not UTF-8
+    first = F.load_factory(root)  # read, and indexed
+    again = F.load_factory(root)  # from the index
+    assert again.records is None and first.records is not None  # the second from the index
+    assert again.rows == first.rows and again.rows[0][0] == "a\udcff\xe9.md"
