@@ -827,7 +827,7 @@ index copies as it is (``write_index``)."""
 
 
 def _stamp(st: tuple[int, int, int, int]) -> str:
-    return f"{st[0]:x}.{st[1]:x}.{st[2]:x}.{st[3]:x}"
+    return "%x.%x.%x.%x" % st  # noqa: UP031 (twice as fast as four ``:x`` fields: 5,000 cards)
 
 
 def read_factory(
@@ -1357,7 +1357,7 @@ def previous_records(data: dict[str, Any] | None) -> dict[str, Record]:
     for i, (x, stamp) in enumerate(zip(files, stamps, strict=True)):
         if isinstance(x, list) and x and isinstance(x[0], str) and isinstance(stamp, str):
             n = len(x)
-            rec = [x[0], stamp, x[1] if n > 1 else None, x if n > 2 else None, own.get(str(i), "")]
+            rec = [x[0], stamp, x[1] if n > 1 else None, x if n > 2 else None, own.get(str(i), "") if own else ""]
             if lines:  # the record's line, for the next index
                 line = lines[i + 1]
                 rec.append(line[:-1] if line.endswith(b",") else line)
