@@ -192,6 +192,7 @@ def test_a_changed_factory_reads_only_the_cards_that_changed(tmp_path, _private_
     records (same size, times and inode) and reports exactly what reading every card reports: the same
     rules, rows and problem lines, duplicates decided across old and new cards alike."""
     cards = {f"c{i:02d}.md": QUOTA_CARD.replace("slurm-qos-gres", f"card-{i}") for i in range(20)}
+    cards["c03.md"] = cards["c03.md"].replace('title = "', 'title = "ünïcode \\"quoted\\" ')
     root = write_factory(tmp_path / "factory", {**cards, **BROKEN})
     F.load_factory(root)  # the first reading writes the index
     reads: list[str] = []
@@ -220,3 +221,24 @@ def test_a_changed_factory_reads_only_the_cards_that_changed(tmp_path, _private_
     reads.clear()
     again = F.load_factory(root)  # and that reading was indexed in turn
     assert reads == [] and again.problems == fresh.problems and again.rows == fresh.rows
+    index = F.index_path(root)
+    assert index is not None
+    copied = index.read_bytes()  # the unchanged cards' lines were copied from the last index as they were
+    index.unlink()
+    F.load_factory(root)  # every card read and encoded
+    assert index.read_bytes() == copied and copied.count(b"\n") == len(F.walk(root).files) + 1
+
+
+def test_a_record_line_is_the_json_of_the_record(tmp_path, _private_cache):
+    rows = [
+        ["a/b.md", "id", 'ünï "q" \\ \t \u2028 \ud800', ["x\\d+"], "harness", None, None, [], [], ["kw"], True, None]
+    ]
+    for row in rows + [["c.md"], ["c.md", "id"]]:
+        line = F._row_encoder()(row)
+        assert line == json.dumps(row, separators=(",", ":")) and json.loads(line) == row
+    root = write_factory(tmp_path / "factory", {"a.md": QUOTA_CARD})
+    os.rename(root / "a.md", os.fsdecode(bytes(root / "a") + b"\xff\xc3\xa9.md"))  # a name not UTF-8
+    first = F.load_factory(root)  # read, and indexed
+    again = F.load_factory(root)  # from the index
+    assert again.records is None and first.records is not None  # the second from the index
+    assert again.rows == first.rows and again.rows[0][0] == "a\udcff\xe9.md"
