@@ -28,9 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.accuracy import THREADS, Case, all_cases  # noqa: E402
-
-OWN = ("differential", "fallback", "stuck_frame")  # causes the reasoning gives, not a rule
+from bench.accuracy import OWN, THREADS, Case, all_cases  # noqa: E402
 
 
 @contextmanager

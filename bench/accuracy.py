@@ -125,6 +125,9 @@ def all_cases(roots: list[Path]) -> list[Case]:
     return cases
 
 
+OWN = ("differential", "fallback", "stuck_frame")  # causes the reasoning gives, not a rule
+
+
 def evaluate(case: Case, log_only: bool = False) -> dict:
     from pytest_faildiag.engine.api import diagnose
 
@@ -144,6 +147,8 @@ def evaluate(case: Case, log_only: bool = False) -> dict:
         "first": cats[0] if cats else "-",
         "top3": case.category in cats[:3],
         "got": f"{diag.profile.type}/{diag.profile.stage} {','.join(cats[:3])}",
+        # what put the top cause first: a rule that matched the evidence, or the reasoning alone (no rule knew it)
+        "by": "none" if not cats else "reasoning" if diag.root_causes[0].rule.startswith(OWN) else "rule",
         "want": f"{case.label.get('type')}/{case.label.get('stage')} {case.category}",
     }
 
@@ -215,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 keys.append("dev:uncontaminated")
             if case.label.get("gathered"):
                 keys.append(f"batch:{case.label['gathered']}")
+            keys.append(f"{split}:first-by:{r['by']}")
         for key in keys:
             t = totals.setdefault(key, [0, 0, 0, 0, 0])
             t[0] += 1

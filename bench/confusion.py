@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import FROZEN, THREADS, Case, evaluate, thread_cases  # noqa: E402
+from accuracy import FROZEN, OWN, THREADS, Case, evaluate, thread_cases  # noqa: E402
 
 RANKS = ("1", "2", "3", "out")
 
@@ -36,7 +36,7 @@ def _top3(case: Case, without_rules: bool) -> list[str]:
     """The first three categories of the diagnosis (one diagnose call, accuracy's; with ``without_rules``,
     ablate_rules' second call with the explaining rules dropped)."""
     if without_rules:
-        from ablate_rules import OWN, _diagnose
+        from ablate_rules import _diagnose
 
         diag = _diagnose(case, set())
         rules = {c.rule for c in diag.root_causes if not c.rule.startswith(OWN)}
