@@ -147,12 +147,35 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
             return "library", name  # an unpacked release of that package (``graphcast-0.1/graphcast/``)
     if "/_pytest/" in f or "/pluggy/" in f:
         return "library", "pytest"
+    if (rel := _relative_library(f, libraries)) is not None:  # kjax7
+        return "library", rel
     hub = _HUB_CODE.search(f)
     if hub:
         return "library", hub["pkg"] or hub["pkg2"]  # a model's code a library downloaded and imported (_HUB_CODE)
     if _TEST_FILE.search(f):
         return "test", None
     return "user", None
+
+
+# a path whose leading folders a paste elided (``.../flax/nnx/pytreelib.py``, ``…/pkg/x.py``): the rest is read
+_ELIDED_PREFIX = re.compile(r"^(?:\.{3}|…)/")
+
+
+def _relative_library(f: str, libraries: frozenset[str]) -> str | None:
+    """The well-known library whose source tree a relative frame path lies in (kjax7). pytest prints a raise site
+    (``equinox/internal/_primitive.py:271: TypeError``) and its frames relative to its rootdir when the file lies
+    under it (``_pytest/_code/code.py``, ``bestrelpath``); a paste that elided the leading folders
+    (``.../flax/nnx/pytreelib.py``) leaves the same relative rest. A module inside a subpackage of a well-known
+    library's package (``pkg/sub/mod.py``: two folders at least, so that a project's own ``datasets/coco.py``
+    stays the program's), not a test file, is that library's code: its repository is the rootdir (its own test
+    suite), or the paste cut its installed path."""
+    rel = _ELIDED_PREFIX.sub("", f, count=1)
+    if not rel or rel[0] in "/~.<\\" or re.match(r"[A-Za-z]:", rel):
+        return None
+    parts = rel.split("/")
+    if len(parts) < 3 or parts[0] not in libraries or _TEST_FILE.search(rel):
+        return None
+    return parts[0]
 
 
 def _exception_entry(reasoning: Reasoning, exc_type: str) -> dict[str, Any] | None:
