@@ -2119,17 +2119,13 @@ def _npu_argument_refused(facts: Facts, scan: ScanResult, reasoning: Reasoning) 
     """``cue:npu_argument_refused`` when CANN's words (the failing message, its error-manager lines, the head of
     the error lines) say that its runtime refused an argument of the call and no internal or device fault is
     named beside it (``cue:npu_fault_code``, a context without factors: its pattern is what is read here)."""
-    ctx = next((c for c in reasoning.contexts if c.fact == NPU_ARG_REFUSED and c.pattern is not None), None)
-    if ctx is None or ctx.pattern is None:
-        return
     lines = [f.text for f in scan.findings if f.rule.id == NPU_LINES or f.rule.backend == "npu"]
     text = "\n".join([facts.message or "", facts.error_head, *lines[:LOG_RESOURCE_LINES]])
     fault = next((c.pattern for c in reasoning.contexts if c.fact == NPU_FAULT_CODE and c.pattern is not None), None)
     if fault is not None and fault.search(text):
         _retract(facts, NPU_ARG_REFUSED)  # the failing message's words too: the fault beside them types the failure
-    elif NPU_ARG_REFUSED not in facts.cued and ctx.pattern.search(text):
-        facts.contexts.append((ctx.fact, ctx.why, ctx.factors))
-        facts.cued.add(ctx.fact)
+    else:
+        _cue_in(facts, reasoning, (NPU_ARG_REFUSED,), text)
 
 
 def npu_type(analysis: Analysis, facts: Facts) -> None:
