@@ -59,9 +59,17 @@ _STRUCTURAL = [
     rb'File "[^"\n]*", line \d+, in ',  # a traceback's frame, also when its header was not printed
     rb'(?m:File "[^"\n]*", line \d+\r?$)',  # a SyntaxError's frame (no function): the file that does not parse
     rb"File [^\s\"][^\n]*:\d+, in ",  # IPython 8's frame (``File ~/x.py:12, in f(a)``)
+    # IPython 7's frame (``/x/y.py in f(a)``, ``<ipython-input-4-…> in <module>``; Colab's copy links the file:
+    # ``[/x/y.py](https://…) in f(a)``), also when its header was not printed (``_IPY7_HEADLESS``)
+    rb"\.py in [\w<]|\.py\]\(\w+://[^)\s]*\) in [\w<]|<ipython-input-[^>\s]*> in <",
+    rb"(?m:^-{2,}> +\d+ )",  # IPython's arrow at a frame's line, the frame's own line cut above it (``_IPY7_HEADLESS``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
     rb"(?m:^(?:FAILED|ERROR) \S+ - [\w.]*Warning)",  # a warning that failed a test (``summary_warning``)
+    # libstdc++'s verbose terminate handler (``__gnu_cxx::__verbose_terminate_handler``): ``terminate called after
+    # throwing an instance of 'X'``, then ``  what():  <message>``, the exception's ``what()``: its message line
+    # names no error word (``connect [127.0.1.1]:3210: Connection refused``) but is the error
+    rb"  what\(\):  ",
 ]
 # What Hyperscan searches instead of a marker whose literal healthy logs are full of (``mpscan.Patterns.
 # prefilters``): ``.py:`` is in every line of a logger printing ``trainer.py:412``, and anchoring on it cost
@@ -95,6 +103,14 @@ _IPY_FRAME = re.compile(
     r"|Cell In ?\[(?P<cell>\d*)\], line (?P<cline>\d+)"
     r"|\[?(?P<file7>(?:[~/<]|[A-Za-z]:\\)[^\s\[\]]*)\]?(?:\(\w+://[^)\s]*\))? in (?P<func7><[^>\n]*>|[^\s(]+)(?:\(|\s*$))"
 )
+# IPython 7's frame line alone opens its traceback only where nothing else could print it: at the margin, a Python
+# file or a cell (``<ipython-input-N-hash>``), its function named with IPython's argument list ``(…)`` or
+# ``<module>``; a frame without its header (a paste that began below it) is followed by IPython's numbered code
+_IPY7_HEADLESS = re.compile(
+    r"^\[?(?:[~/]\S*\.py|<ipython-input-[^>\s]*>)\]?(?:\(\w+://[^)\s]*\))? in (?:<module>|[A-Za-z_][\w.]*\()"
+)
+_IPY7_START = frozenset("-/~<[")
+_IPY_ARROW = re.compile(r"^-{2,}> +(?P<n>\d+)(?:\s(?P<code>.*))?$")
 _IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<n>\d+)(?:\s(?P<code>.*))?$")
 _MD_LINK = re.compile(r"\[([^\[\]\n]*)\]\([^()\s]*\)")
 # A part of a traceback left out, on a line of its own: by whoever pasted it (``...``, ``[...]``, ``…``,
@@ -140,6 +156,17 @@ _PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>i
 _PYTEST_LINE_SITE = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>)(?P<rest>[A-Za-z_][\w.]*: .*)$")
 _PYTEST_LOC_BEHIND = re.compile(
     r"[\s>\]|]:?(?P<file>[\w/.\-\\]+(?::\\)?[\w/.\-\\]*\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$"
+)
+# PyTorch's ``Module.load_state_dict`` raises ``RuntimeError("Error(s) in loading state_dict for M:\n\t" +
+# "\n\t".join(error_msgs))`` (torch/nn/modules/module.py): each line of its report starts with one of these. A
+# paste that cut the exception line, or re-indented the tabs, leaves them right below a frame: they are the
+# exception's message, never a frame's code.
+_STATE_DICT_REPORT = (
+    "Error(s) in loading state_dict for ",
+    "Missing key(s) in state_dict: ",
+    "Unexpected key(s) in state_dict: ",
+    "size mismatch for ",
+    "While copying the parameter named ",
 )
 _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P<u>[KMGT]i?B|[KMGT])\b")
 # an exception line printed without its traceback (a log cut before it, a launcher's one-line summary):
@@ -365,8 +392,11 @@ class _Scanner:
                 self.floor = 0
             elif not body.isspace():
                 self.floor = min(self.floor, _indent(body))
-        if body[:1] in (" ", "\t") and rank in self.open_tb:
-            self._message_after_cut(body, rank)  # closes the traceback: the line is output, not code
+        if self.open_tb and rank in self.open_tb:
+            if body.lstrip().startswith(_STATE_DICT_REPORT):
+                self._state_dict_report(number, body, rank)  # closes the traceback: its exception's message
+            elif body[:1] in (" ", "\t"):
+                self._message_after_cut(body, rank)  # closes the traceback: the line is output, not code
         is_code = (body.startswith(">") and not _glued_output(body)) or (
             rank in self.open_tb
             and body[:1] in (" ", "\t")
@@ -502,6 +532,19 @@ class _Scanner:
                 tb = self._open_headless(number, rank, margin=_indent(body), ipython=True)
                 self._ipython_line(tb, body)
                 return
+            if body[:1] in _IPY7_START:  # IPython 7's frames and code without their header
+                if body[:2] == "--" and (cm := _IPY_ARROW.match(body)) is not None:
+                    # IPython's numbered code with its arrow, the frame's line above it cut by the paste: a frame
+                    # whose file is not known (its code is the call the next frame runs)
+                    tb = self._open_headless(number, rank, margin=0, ipython=True)
+                    tb.frames.append(Frame("", int(cm["n"]), "", (cm["code"] or "").strip()[:300]))
+                    return
+                if (".py in " in body or "> in " in body or ") in " in body) and _IPY7_HEADLESS.match(body):
+                    # a frame (``_IPY7_HEADLESS``)
+                    tb = self._open_headless(number, rank, margin=0, ipython=True)
+                    if self._ipython_line(tb, body):
+                        return
+                    del self.open_tb[rank]
             # an excerpt, a log handler or a launcher printed the frames alone
             # (a SyntaxError printed alone starts with its function-less frame: the file that does not parse)
             if 'File "' in body and (_PY_FRAME.match(body) or _SYNTAX_FRAME.match(body)):
@@ -620,6 +663,10 @@ class _Scanner:
             self._structure(number, body, rank)
             return
         exc = em["type"] if em else stripped.split(":", 1)[0][:120]
+        if len(tb.frames) == 1 and not tb.frames[0].file:
+            # only the code of a frame whose own line was cut (``_IPY_ARROW``): where it was raised is not known,
+            # the exception is read as printed alone
+            tb.frames, tb.bare = [], True
         tb.exc_type, tb.message = jax_unwrapped(exc, ((em["msg"] or "") if em else stripped)[:2000])
         tb.exc_line = number
         del self.open_tb[rank]
@@ -679,6 +726,15 @@ class _Scanner:
         if not tabbed and (_indent(body) <= tb.margin + 4 or not _complete_statement(tb.frames[-1].code)):
             return
         del self.open_tb[rank]
+
+    def _state_dict_report(self, number: int, body: str, rank: str | None) -> None:
+        """A line of ``load_state_dict``'s report (``_STATE_DICT_REPORT``) inside a traceback whose exception line
+        was not printed before it (a cut paste): the traceback ends there, its exception the ``RuntimeError`` that
+        ``load_state_dict`` raises with that report as its message (the report's own header, when kept, is its
+        first line)."""
+        tb = self.open_tb.pop(rank)
+        if tb.exc_type is None:
+            tb.exc_type, tb.message, tb.exc_line = "RuntimeError", body.strip()[:2000], number
 
     def _at_margin(self, body: str, rank: str | None) -> bool:
         """Whether an indented line inside a traceback is at the traceback's own margin (a paste indented
@@ -853,6 +909,7 @@ class _Scanner:
             or "segmentation fault" in low
             or "timed out" in low
             or "timeout" in low
+            or "  what():  " in text  # libstdc++'s terminate handler: the exception's message (``_STRUCTURAL``)
         ):
             el = self.res.error_lines
             el.append((self.source, number, text.strip()[:500]))
