@@ -50,14 +50,16 @@ def test_message_lines_below_the_last_frame_of_a_cut_traceback_are_output(tmp_pa
     """torch's ``load_state_dict`` raises ``RuntimeError: Error(s) in loading state_dict for Linear:`` and a
     ``\\tsize mismatch for …`` line per tensor. A paste that cut the exception's first line leaves those lines
     below the last frame's code: Python prints one code line per frame (3.11+: then carets), so an indented
-    line deeper than that code is the exception's message, not code, and rules see it."""
+    line deeper than that code is the exception's message, not code, and rules see it. The report's own words
+    (``size mismatch for``, ``Missing key(s) in state_dict``: only torch's ``load_state_dict`` prints them, as the
+    message of a RuntimeError) end the traceback as that RuntimeError."""
     p = _python(tmp_path, TORCH_LOAD)
     assert "\tsize mismatch for weight" in p.stderr
     tb = _scan(p.stderr).tracebacks[-1]
     assert tb.exc_type == "RuntimeError" and tb.frames[-1].func == "load_state_dict"
     cut = "\n".join(line for line in p.stderr.splitlines() if not line.startswith("RuntimeError"))
     res = _scan(cut)
-    assert res.tracebacks[-1].exc_type is None and res.tracebacks[-1].frames[-1].func == "load_state_dict"
+    assert res.tracebacks[-1].exc_type == "RuntimeError" and res.tracebacks[-1].frames[-1].func == "load_state_dict"
     assert "torch.state_dict.mismatch" in res.rule_ids()
     # a thread's paste (tabs expanded to spaces) cut the same way
     res = _scan_log("pytorch/peft_old_adapter_enable_lora_qkv_size_mismatch")
@@ -101,7 +103,7 @@ def test_lines_python_prints_under_a_frame_stay_the_frames(tmp_path):
 def test_a_paste_indented_by_tabs_keeps_its_exception_line():
     """A paste that indents the whole traceback by a tab indents its frames so too: its tab is no message."""
     log = 'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n    f()\n\tsize mismatch for w: x\n'
-    assert _scan(log).tracebacks[0].exc_type is None and "torch.state_dict.mismatch" in _scan(log).rule_ids()
+    assert _scan(log).tracebacks[0].exc_type == "RuntimeError" and "torch.state_dict.mismatch" in _scan(log).rule_ids()
     tabbed = "\n".join("\t" + line for line in log.splitlines()[:3]) + "\n\tValueError: bad\n"
     (tb,) = _scan(tabbed).tracebacks
     assert tb.exc_type == "ValueError" and tb.frames[0].code == "f()"
