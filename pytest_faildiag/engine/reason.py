@@ -487,7 +487,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, pytest_internal_error(facts), reasoning)  # kpytest5
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
-    _loopback_in_error_lines(facts, scan, reasoning)  # kdist6
+    _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
@@ -2147,12 +2147,6 @@ def npu_type(analysis: Analysis, facts: Facts) -> None:
 # c10d's and NCCL's socket errors come before the traceback. It is read in the head of the log's error lines and in
 # the last lines of each log as well.
 LOOPBACK_CUE = "cue:loopback_peer"
-
-
-def _loopback_in_error_lines(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
-    """``cue:loopback_peer`` read in the error lines and the logs' last lines when the failing message does not
-    state it."""
-    _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))
 
 
 # --- pytest's import-mismatch report, Cython frames (kpytest5) --------------------------------------------------

@@ -1,8 +1,8 @@
 """Distributed launch and communication without a signature (issue 13, kdist6).
 
 - ``cue:loopback_peer`` (rules/05-reasoning.toml, read in the error lines and the logs' last lines by
-  ``_loopback_in_error_lines``): a connection naming a loopback address other than 127.0.0.1 (Debian/Ubuntu resolve
-  the host name to 127.0.1.1): the other machines cannot reach it, so the connection between the ranks (its name
+  ``_cue_in`` over ``_error_lines_and_tails``): a connection naming a loopback address other than 127.0.0.1
+  (Debian/Ubuntu resolve the host name to 127.0.1.1): the other machines cannot reach it, so the connection between the ranks (its name
   resolution, the interface choice) leads; a library's defect and the device runtime recede.
 - ``cue:bind_refused``: EADDRINUSE is the operating system refusing bind(); the library that raised it relays it.
 - ``gloo.connect_full_mesh`` (20-distributed.toml): Gloo could not connect the ranks' pairs while the process group

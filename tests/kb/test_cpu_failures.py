@@ -129,20 +129,28 @@ def test_it_reports_the_weights_only_default_refusing_a_pickled_object(tmp_path)
     assert cats[0] == "environment" and "checkpoint" in cats[:3]
 
 
+# a dataset whose worker is killed as the OOM killer kills it (SIGKILL), beside the scripts that load it
+KILLED_WORKER_DATA = """
+import os, signal, torch
+from torch.utils.data import Dataset
+
+class Data(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        if i == 5:
+            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker
+        return torch.zeros(4)
+"""
+
+
 def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
+    (tmp_path / "train_data.py").write_text(KILLED_WORKER_DATA)
     diag, cats = _run(
         tmp_path,
         """
-        import os, signal, torch
-        from torch.utils.data import DataLoader, Dataset
-
-        class Data(Dataset):
-            def __len__(self):
-                return 64
-            def __getitem__(self, i):
-                if i == 5:
-                    os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker
-                return torch.zeros(4)
+        from torch.utils.data import DataLoader
+        from train_data import Data
 
         for _ in DataLoader(Data(), num_workers=2, batch_size=4):
             pass
@@ -163,19 +171,13 @@ def test_a_dataloader_worker_found_dead_by_the_queue_wait_is_memory_too(tmp_path
     """torch's other report of a dead worker: where no SIGCHLD handler raised first (the loader runs outside the
     main thread, or the queue's wait timed out before it), ``_try_get_data`` raises "DataLoader worker (pid(s) N)
     exited unexpectedly" from the ``_queue.Empty`` of its wait. Same cause as the signal's report."""
+    (tmp_path / "train_data.py").write_text(KILLED_WORKER_DATA)
     diag, cats = _run(
         tmp_path,
         """
-        import os, signal, threading, torch
-        from torch.utils.data import DataLoader, Dataset
-
-        class Data(Dataset):
-            def __len__(self):
-                return 64
-            def __getitem__(self, i):
-                if i == 5:
-                    os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker
-                return torch.zeros(4)
+        import threading
+        from torch.utils.data import DataLoader
+        from train_data import Data
 
         failed = []
 

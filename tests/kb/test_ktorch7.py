@@ -84,35 +84,23 @@ def test_paging_file_too_small_is_not_read_as_a_missing_dependency():
 
 torch = pytest.importorskip("torch")
 
+# one scaled backward and optimizer step (the program then misuses the scaler)
+SCALED_STEP = """
+import torch
+m = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu")
+loss = m(torch.ones(3, 2)).sum()
+scaler.scale(loss).backward()
+scaler.step(opt)
+"""
+
 # (rule id, expected category among the top 3 (first if marked with "!"), program)
 CASES = [
-    (
-        "torch.py.grad_scaler_order",
-        "!model",
-        """
-        import torch
-        m = torch.nn.Linear(2, 1)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler("cpu")
-        loss = m(torch.ones(3, 2)).sum()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.step(opt)
-        """,
-    ),
-    (
-        "torch.py.grad_scaler_order",
-        "!model",
-        """
-        import torch
-        m = torch.nn.Linear(2, 1)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler("cpu")
-        loss = m(torch.ones(3, 2)).sum()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.unscale_(opt)
-        """,
+    # a GradScaler asked to step, or to unscale, an optimizer it already stepped this iteration
+    *(
+        ("torch.py.grad_scaler_order", "!model", SCALED_STEP + again)
+        for again in ("scaler.step(opt)\n", "scaler.unscale_(opt)\n")
     ),
     (
         "torch.py.grad_scaler_closure",
