@@ -489,6 +489,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
     _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
+    _add_fact(facts, ggml_backend_misuse(facts, scan), reasoning)  # kland1 (section at the end)
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     # a setting the run was given, refused (kcfg2)
@@ -2259,3 +2260,45 @@ def _installed_in_run(facts: Facts, scan: ScanResult) -> str | None:
     if not (_API_MISMATCH & (facts.cued | set(facts.active))):
         return None
     return INSTALLED_IN_RUN if any(f.rule.id == INSTALLER_HINT for f in scan.findings) else None
+
+
+# --- kland1 ---
+# ggml's device back ends (the tensor library under llama.cpp, whisper.cpp, llamafile) send every failed runtime
+# call to one error handler (ggml-cuda's ``ggml_cuda_error``, ggml-cann's ``ggml_cann_error``): it prints
+# "<BACKEND> error: <the runtime's message>", "  current device: N, in function <F> at <file>:<line>" and the call's
+# statement, then aborts (rules/57-ggml-catalogue.toml). The line names the ggml function whose call failed. Where the
+# runtime's own words say that the call misused the runtime's objects — a stream, model or context used outside the
+# context it belongs to, a context missing or destroyed, a handle not valid (CANN's 107002-107005 in ACL's code
+# scheme, where the first digit 1 is the caller's invalid use; CUDA's cudaErrorInvalidResourceHandle,
+# cudaErrorContextIsDestroyed, CUDA_ERROR_INVALID_CONTEXT) — and no fault or exhaustion is named beside them, nothing
+# failed on the device: the code that made the call, ggml's back end, used its own objects wrongly
+# (``cue:ggml_backend_misuse``). A device id out of range (107001, invalid device ordinal) is the run's selection, not
+# read here.
+GGML_HINT = "reason.ggml_backend_lines"  # the hint rule keeping ggml's "current device: N, in function F at" lines
+GGML_MISUSE = "cue:ggml_backend_misuse"
+_GGML_CALLER = re.compile(r"current device: -?\d+, in function ~?ggml_\w*")
+_RUNTIME_MISUSE = re.compile(
+    r"(?:error code is |result = |ret=|errorCode = )10700[2-5]\b|ACL_ERROR_RT_(?:STREAM_CONTEXT|MODEL_CONTEXT"
+    r"|STREAM_MODEL|CONTEXT_NULL)|\b(?:stream|model) (?:is )?not in (?:the )?current (?:context|ctx)\b"
+    r"|context pointer null|\binvalid resource handle\b|\bcontext is destroyed\b|\binvalid device context\b"
+    r"|CUDA_ERROR_INVALID_(?:CONTEXT|HANDLE)|cudaErrorInvalidResourceHandle|cudaErrorContextIsDestroyed",
+    re.IGNORECASE,
+)
+_RUNTIME_FAULT = re.compile(
+    r"out of memory|\billegal (?:memory )?(?:address|instruction)|launch failure|\bmisaligned address"
+    r"|device-side assert|\b50\d{4}\b|aicore|aicpu|ECC error|\bXid\b",
+    re.IGNORECASE,
+)
+
+
+def ggml_backend_misuse(facts: Facts, scan: ScanResult) -> str | None:
+    """``cue:ggml_backend_misuse`` when ggml's error handler names a ggml function whose runtime call failed and the
+    runtime's words (the head of the error lines, the handler's lines) say the call misused a stream, model, context
+    or handle, with no device fault or exhaustion named beside them."""
+    lines = [f.text for f in scan.findings if f.rule.id == GGML_HINT]
+    if not any(_GGML_CALLER.search(t) for t in lines):
+        return None
+    text = "\n".join([facts.message or "", facts.error_head, *lines])
+    if not _RUNTIME_MISUSE.search(text) or _RUNTIME_FAULT.search(text):
+        return None
+    return GGML_MISUSE
