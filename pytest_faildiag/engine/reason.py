@@ -132,6 +132,8 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
         return ("test", None) if _TEST_FILE.search(f[m.end() :]) else ("library", m["pkg"].split(".")[0].split("-")[0])
     if _STDLIB.search(f):
         return "stdlib", None
+    if (inst := installed_outside_site(f)) is not None:  # kland2
+        return "library", inst
     parts = [p for p in f.split("/") if p]
     for i in range(1, len(parts) - 1):
         name = parts[i]
@@ -448,11 +450,13 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         facts.family = facts.entry.get("family")
     _owners(facts, frames, reasoning, script=tb is not None and _run_as_script(frames))
     _trace_origin(facts, scan, reasoning)
+    traced_branch_origin(facts, reasoning)  # kland2
     if tb is None and facts.exc_type and facts.raiser == "user":
         # pytest's report of a failed test: only a test runs the program's code here (its long format
         # does not always print the test's own entry as a frame)
         facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning, progressed=scan.progress > 0)
+    installed_main_startup(facts, frames, reasoning, progressed=scan.progress > 0)  # kland2
     if facts.stage == "startup" and tb is None and not facts.cut and frames[0].func == "<module>":
         # pytest's report of an error whose outermost frame is a module's top level: pytest imported a test
         # module or conftest (its reports of a test start at the test's function): collection
@@ -476,6 +480,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
+    _add_fact(facts, installed_main_value(facts, frames, reasoning), reasoning)  # kland2
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
     library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
@@ -490,6 +495,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     _add_fact(facts, ggml_backend_misuse(facts, scan), reasoning)  # kland1 (section at the end)
+    _add_fact(facts, near_tolerance(facts, scan), reasoning)  # kland2
+    abi_checked_extension(facts, reasoning)  # kland2
     for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     # a setting the run was given, refused (kcfg2)
@@ -2302,3 +2309,188 @@ def ggml_backend_misuse(facts: Facts, scan: ScanResult) -> str | None:
     if not _RUNTIME_MISUSE.search(text) or _RUNTIME_FAULT.search(text):
         return None
     return GGML_MISUSE
+
+
+# --- kland2: installed code outside site-packages, a control-flow branch's origin, a tolerance just missed ----------
+# Code that an installer put outside ``site-packages`` is still not the program's own:
+# - a distribution's package manager installs an application's private modules under ``/usr/lib/<package>/``,
+#   ``/usr/libexec/<package>/`` or ``/usr/share/<package>/`` (the Filesystem Hierarchy Standard: /usr/lib holds
+#   "object files and internal binaries that are not intended to be executed directly by users", /usr/share
+#   architecture-independent data, each package in a subdirectory of its own); a user's program does not live
+#   there. ``/usr/lib/python3.X/`` (the standard library) and ``dist-packages`` are read before this.
+# - a virtual environment's folder (``.venv``, ``venv``: the venv module's and the packaging guides' conventional
+#   name; tox's and nox's ``.tox/<env>``, ``.nox/<env>``) holds what pip installed: its ``site-packages`` (read
+#   before this), pip's checkouts of editable VCS requirements (``<venv>/src/<name>/``, pip's documented default
+#   ``--src``), and the same paths shortened by a paste (``.venv/.../transformers/x.py``).
+_SYSTEM_PACKAGE = re.compile(r"^/usr/(?:local/)?(?:lib(?:64|exec)?|share)/(?P<pkg>(?!python\d)[A-Za-z][\w.+-]*)/.")
+_VENV_PACKAGE = re.compile(
+    r"(?:^|/)(?:\.?venv|\.tox/[^/]+|\.nox/[^/]+)/(?:\.{3}|…|src)/(?P<pkg>(?!lib\b|lib64\b|python\d|bin\b)[A-Za-z_][\w.-]*)/."
+)
+
+
+def installed_outside_site(path: str) -> str | None:
+    """The package whose installed code a frame's file is, when an installer put it outside ``site-packages``: a
+    distribution's application under ``/usr/lib/<package>/`` (``/usr/libexec``, ``/usr/share``), or a package in a
+    virtual environment's folder whose path a paste shortened (``.venv/.../pkg/mod.py``) or pip's checkout of an
+    editable requirement (``venv/src/pkg/…``). ``path`` uses forward slashes."""
+    m = _SYSTEM_PACKAGE.match(path) or _VENV_PACKAGE.search(path)
+    return m["pkg"] if m else None
+
+
+# JAX's tracer errors name the function being traced when the value was refused (jax/_src/interpreters/
+# partial_eval.py, ``_origin_msg``: "The error occurred while tracing the function <name> at <file>:<line> for
+# <transform>."). lax's control flow (cond, switch, scan, while_loop: ``_initial_style_jaxpr`` with the primitive's
+# name, "while_cond" and "while_loop" for while_loop's two functions) traces the branch or body function that its
+# caller wrote and handed it: a function defined in a library's file (a lambda, a local function) is that
+# library's own code, run under the trace, and the code that used the traced value as a concrete one ran inside
+# it. ``jit`` is not read: its function is often a wrapper that a library puts around the program's (Haiku's
+# ``apply_fn``, a module's ``apply``).
+_TRACED_FUNCTION = re.compile(
+    r"while tracing the function \S+ at \[?(?P<path>(?:[A-Za-z]:)?[^\s:\]\[]+):(?P<line>\d+)\]?(?:\([^)\s]*\))?"
+    r" for (?P<transform>cond|switch|scan|while_cond|while_loop)\b"
+)
+
+
+def traced_branch_origin(facts: Facts, reasoning: Reasoning) -> None:
+    """A JAX tracer error with no frame outside JAX and NumPy, whose message names the control-flow branch or body
+    being traced as a library's function: that library's code used the traced value (``raiser:trace_library``, as
+    a shown library frame or ``_trace_origin``'s lines would make it). The program's own function, or any other
+    transform, leaves the raiser unseen."""
+    if facts.family != TRACE_FAMILY or facts.raiser is not None:
+        return
+    if (facts.exc_type or "").rsplit(".", 1)[-1] in _TRACER_LEAKS:
+        return
+    m = _TRACED_FUNCTION.search("\n".join((facts.message, facts.error_head)).replace("\\\\", "\\"))
+    if m is None:
+        return
+    fr = Frame(m["path"], int(m["line"]), "")
+    kind, pkg = frame_owner(fr, reasoning.libraries)
+    if kind != "library" or not pkg or _package(pkg) in _TRACE_CONDUIT:
+        return
+    facts.raise_frame, facts.raiser, facts.library = fr, kind, pkg
+
+
+# A comparison with an explicit tolerance that failed by less than the tolerance itself: numpy.testing's
+# assert_allclose ("Not equal to tolerance rtol=R, atol=A", then "Max absolute difference: D" and "Max relative
+# difference: Q"; numpy 2 adds "among violations"; an element fails when |actual - desired| > atol + rtol *
+# |desired|), assert_array_almost_equal ("Arrays are not almost equal to N decimals": it fails when the difference
+# is not below 1.5 * 10**-N) and torch.testing.assert_close ("Greatest absolute difference: D at index … (up to A
+# allowed)", "Greatest relative difference: Q … (up to R allowed)"; a scalar prints "Absolute difference: D (up to A
+# allowed)"). A result within twice the allowed difference agrees with the expected value to the order of the
+# tolerance the test chose: the computation is right to that precision and the test's tolerance is too tight for the
+# dtype, the platform or the algorithm (the tolerance is the test's own choice); a wrong result misses by orders of
+# magnitude. The tests' code leads, the code under test recedes. (Differences of a few ulp with an exact comparison
+# are float-rounding's.)
+_TOL_HEADER = re.compile(r"Not equal to tolerance rtol=(?P<rtol>[\d.eE+-]+), atol=(?P<atol>[\d.eE+-]+)")
+_TOL_DECIMALS = re.compile(r"Arrays are not almost equal to (?P<dec>\d+) decimals")
+_TOL_ABS = re.compile(r"Max absolute difference(?: among violations)?: (?P<v>[\d.eE+-]+|inf|nan)")
+_TOL_REL = re.compile(r"Max relative difference(?: among violations)?: (?P<v>[\d.eE+-]+|inf|nan)")
+_CLOSE_ABS = re.compile(
+    r"(?:Greatest a|\bA)bsolute difference: (?P<v>[\d.eE+-]+|inf|nan)(?: at index \([^)]*\))? \(up to (?P<tol>[\d.eE+-]+) allowed\)"
+)
+_CLOSE_REL = re.compile(
+    r"(?:Greatest r|\bR)elative difference: (?P<v>[\d.eE+-]+|inf|nan)(?: at index \([^)]*\))? \(up to (?P<tol>[\d.eE+-]+) allowed\)"
+)
+NEAR_TOLERANCE = "cue:near_tolerance"
+NEAR_FACTOR = 2.0  # a difference within twice what the test allowed
+
+
+def _num(text: str) -> float | None:
+    try:
+        return float(text.rstrip("."))
+    except ValueError:
+        return None
+
+
+def _allowed(abs_diff: float, rel_diff: float | None, atol: float, rtol: float) -> float:
+    """What the comparison allowed at the worst element: atol + rtol * |desired|, |desired| read as D / Q."""
+    desired = abs_diff / rel_diff if rel_diff and rel_diff == rel_diff and rel_diff != float("inf") else 0.0
+    return atol + rtol * desired
+
+
+TOLERANCE_HINT = "reason.tolerance_report"  # the hint rule that keeps a comparison's report lines (05-reasoning.toml)
+REPORT_LINES = 8  # the first report lines read: one comparison's tolerance and differences
+
+
+def near_tolerance(facts: Facts, scan: ScanResult) -> str | None:
+    """``cue:near_tolerance`` when a tolerance comparison's report (the failing message, or the report lines that
+    the hint rule ``reason.tolerance_report`` kept: pytest prints them as E lines under the exception) shows a
+    difference within NEAR_FACTOR of what the test allowed. The first report of the log is read."""
+    if facts.family != "assertion":
+        return None
+    kept = [f.text for f in scan.findings if f.rule.id == TOLERANCE_HINT][:REPORT_LINES]
+    text = "\n".join([facts.message, *kept])
+    a = _TOL_ABS.search(text)
+    if a is not None and (h := _TOL_HEADER.search(text)) is not None:
+        d, rtol, atol = _num(a["v"]), _num(h["rtol"]), _num(h["atol"])
+        q = _TOL_REL.search(text)
+        if d is None or rtol is None or atol is None:
+            return None
+        allowed = _allowed(d, _num(q["v"]) if q else None, atol, rtol)
+    elif a is not None and (dec := _TOL_DECIMALS.search(text)) is not None:
+        d, allowed = _num(a["v"]), 1.5 * 10.0 ** -int(dec["dec"])
+    elif (c := _CLOSE_ABS.search(text)) is not None:
+        d, atol = _num(c["v"]), _num(c["tol"])
+        r = _CLOSE_REL.search(text)
+        if d is None or atol is None:
+            return None
+        allowed = _allowed(d, _num(r["v"]) if r else None, atol, _num(r["tol"]) or 0.0 if r else 0.0)
+    else:
+        return None
+    if d is None or d != d or allowed <= 0:
+        return None
+    return NEAR_TOLERANCE if d <= NEAR_FACTOR * allowed else None
+
+
+def installed_main_value(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:library_internal`` for an AttributeError on a builtin value (``'bool' object has no attribute
+    'lower'``) raised where every frame, from the outermost module's top level down, is one installed package's or
+    the standard library's: the run's main module is installed code (a distribution's application, a package's
+    script), so no caller's frame handed the value in; the package's own code made it (a default, its own parse).
+    ``_library_raise`` leaves such a value to the caller, which is right only where a caller is shown."""
+    if facts.raiser != "library" or not facts.library_only or not frames or "raiser:library_internal" in facts.active:
+        return None
+    if facts.family != "attribute" or frames[0].func != "<module>":
+        return None
+    attr = _OBJECT_ATTR.search(facts.message or "")
+    if attr is None or attr["cls"] not in _VALUE_TYPES:
+        return None
+    owners = {frame_owner(fr, reasoning.libraries) for fr in frames}
+    packages = {_package(p) for k, p in owners if k == "library" and p}
+    if len(packages) != 1 or any(k not in ("library", "stdlib") for k, _ in owners):
+        return None
+    return "raiser:library_internal"
+
+
+def installed_main_startup(facts: Facts, frames: list[Frame], reasoning: Reasoning, progressed: bool) -> None:
+    """Stage ``startup`` where the run's main module is installed code (its outermost frame is an installed
+    package's top level, ``installed_outside_site``'s application or a package's script) and the failing call is a
+    constructor that this top level called directly, before any progress: the objects the program builds before
+    its work, as kstage reads the program's own constructors (``_constructor_frame`` leaves libraries' constructors
+    out because a library builds helper objects inside any call; here no program's call is around it)."""
+    if facts.stage is not None or progressed or len(frames) < 2 or frames[0].func != "<module>":
+        return
+    top, ctor = frame_owner(frames[0], reasoning.libraries), frame_owner(frames[1], reasoning.libraries)
+    if top[0] != "library" or ctor != top or frames[1].func != "__init__":
+        return
+    facts.stage, facts.stage_frame = "startup", frames[1]
+
+
+# Cython's size check (``cue:compiled_abi``) raises in the compiled module's initialisation (``File "src/epr.pyx",
+# line 1, in init epr``): the frame names the extension that was built against the other release. Its ``.pyx`` path is
+# the build tree's, not a file of the program that ran: the module is a built binary (a wheel's, or a build left from
+# another release), so the frame is not the program's own code.
+_CYTHON_INIT = re.compile(r"\.(?:pyx|pxd|pxi)$")
+COMPILED_ABI = "cue:compiled_abi"
+
+
+def abi_checked_extension(facts: Facts, reasoning: Reasoning) -> None:
+    """Read the Cython module whose initialisation failed the size check as a built extension (``raiser:library``),
+    not as the program's code (``raiser:user``), when its frame is the raise site."""
+    fr = facts.raise_frame
+    if COMPILED_ABI not in facts.cued or fr is None or "raiser:user" not in facts.active:
+        return
+    if not (fr.func == "init" or fr.func.startswith("init ")) or not _CYTHON_INIT.search(fr.file):
+        return
+    _retract(facts, "raiser:user")
+    _add_fact(facts, "raiser:library", reasoning)
