@@ -9,7 +9,7 @@
 - ``cann.rt.stream_context`` (55-cann-catalogue.toml) also reads the runtime's own spellings of 107003.
 - ``download.html_page_saved_as_file`` (58-download-catalogue.toml): pickle's "invalid load key, '<'" and torch's
   weights-only "Unsupported operand 60" are a web page saved in place of the file: the downloader or the URL.
-- ``vllm.bf16_needs_sm80`` (59-vllm-catalogue.toml): vLLM's dtype gate on a pre-Ampere GPU: the dtype setting, a
+- ``vllm.bf16_needs_sm80`` (44-serving-catalogue.toml): vLLM's dtype gate on a pre-Ampere GPU: the dtype setting, a
   framework that builds the engine second.
 
 Train logs are diagnosed with every rule and with the explaining rules left out (``bench/confusion.py``); the

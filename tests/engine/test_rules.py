@@ -38,6 +38,17 @@ def test_every_builtin_pack_loads_and_every_rule_has_causes_or_a_role():
         assert r.causes or r.noise or r.stage, r.id
 
 
+def test_each_builtin_rule_id_is_defined_by_one_pack():
+    """A later pack replaces a rule of the same id (so a team's or a plugin's pack can override a built-in one):
+    two built-in packs defining one id would silently drop the earlier rule (two helpers' passes merged, say)."""
+    owners: dict[str, list[str]] = {}
+    for name, text in _builtin_packs():
+        for rule in parse_pack(text, name)[0]:
+            owners.setdefault(rule.id, []).append(name)
+    assert len(owners) > 50
+    assert {i: packs for i, packs in owners.items() if len(packs) > 1} == {}
+
+
 def test_a_pack_with_an_unknown_category_is_rejected_with_the_rule_named():
     bad = PACK.replace('category = "hardware"', 'category = "gremlins"')
     with pytest.raises(RuleError, match="acme.flux_capacitor"):

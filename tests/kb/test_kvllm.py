@@ -69,14 +69,6 @@ def test_the_kv_cache_rule_reads_the_numbers_of_the_message():
     assert top.rule == "vllm.kv_cache_too_small" and "131072" in top.summary
 
 
-def test_bf16_on_a_pre_ampere_gpu_names_dtype_gpu_and_the_library_that_built_the_engine():
-    """Train log: NeMo RL created vllm.LLM with dtype="auto" on a V100 (compute capability 7.0)."""
-    d = diagnose([str(train_log_path("pytorch/nemo_rl_vllm_bf16_default_on_v100"))])
-    assert fired(d, "vllm.bf16_needs_sm80")
-    assert d.profile.stage == "startup"
-    assert top3(d) == ["config", "hardware", "library"]
-
-
 def test_rays_list_of_causes_is_not_a_segfault():
     """The raylet's report lists SIGSEGV among possible causes; that hint is not a segmentation fault."""
     for name in ("ray_worker_crash", "ray_actor_died"):
