@@ -487,6 +487,8 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
+    _add_fact(facts, keras_hdf5_str_attrs(facts), reasoning)  # ktf2
+    _add_fact(facts, weights_file_format(facts), reasoning)  # ktf2
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
     _add_fact(facts, _fixture_provider(facts, scan), reasoning)
     _add_fact(facts, pytest_internal_error(facts), reasoning)  # kpytest5
@@ -2494,3 +2496,35 @@ def abi_checked_extension(facts: Facts, reasoning: Reasoning) -> None:
         return
     _retract(facts, "raiser:user")
     _add_fact(facts, "raiser:library", reasoning)
+
+
+# --- ktf2: Keras's HDF5 loaders under h5py 3, and a weights file that is not in its format ---
+# h5py 3.0 reads variable-length string attributes as ``str`` (h5py 2 returned ``bytes``); the HDF5 loaders of
+# Keras < 2.4 and tf.keras < 2.4 (keras/engine/topology.py, saving.py, network.py, tensorflow/python/keras/saving/
+# hdf5_format.py) call ``.decode('utf8')`` on them and fail with "'str' object has no attribute 'decode'"
+# (TensorFlow 2.4's and Keras 2.4's fixes; the pin ``h5py<3`` of the releases before): the installed h5py against
+# the installed Keras, not the program's code.
+_KERAS_HDF5_LOADER = re.compile(
+    r"(?:^|/)(?:tf_)?keras/(?:src/)?(?:engine/(?:topology|saving|network)|saving/(?:legacy/)?hdf5_format)\.py$"
+)
+_STR_DECODE = re.compile(r"'str' object has no attribute 'decode'")
+H5PY3_STR_ATTRS = "api:h5py3_str_attrs"
+# a file-format error (``cue:file_format``: HDF5's "file signature not found", PIL's, gzip's) raised while the frames
+# load a checkpoint (a ``[[frame_stage]]`` of stage checkpoint: load_weights, load_model, load_state_dict, …): the
+# file that is not in its format is the weights file itself (an LFS pointer, an interrupted download, another format)
+WEIGHTS_FILE_FORMAT = "file:weights_format"
+
+
+def keras_hdf5_str_attrs(facts: Facts) -> str | None:
+    """``api:h5py3_str_attrs``: "'str' object has no attribute 'decode'" raised in Keras's (or tf.keras's) own
+    HDF5 loading module, the frame that decodes the file's attributes."""
+    fr = facts.raise_frame
+    if fr is None or facts.family != "attribute" or not _STR_DECODE.search(facts.message or ""):
+        return None
+    return H5PY3_STR_ATTRS if _KERAS_HDF5_LOADER.search(fr.file.replace("\\", "/")) else None
+
+
+def weights_file_format(facts: Facts) -> str | None:
+    """``file:weights_format``: the message says the file is not in its format and the frames show a checkpoint
+    being loaded (the stage from the frames, not the message's words)."""
+    return WEIGHTS_FILE_FORMAT if facts.stage == "checkpoint" and "cue:file_format" in facts.cued else None
