@@ -79,6 +79,9 @@ def test_lookalikes_stay_out():
     # Python's json says "Expecting value"; only serde_json's lower-case wording is the tokenizers file's
     py_json = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
     assert not fired(_diag(py_json), "tokenizers.file_not_json")
+    # pydantic-core also parses with serde's words, inside its own validation report
+    pyd = "  Invalid JSON: expected value at line 1 column 1 [type=json_invalid, input_value='x', input_type=str]\n"
+    assert not fired(_diag(pyd), "tokenizers.file_not_json")
     # TensorRT's builder names its IBuilderConfig, not a datasets configuration
     trt = "[TRT] [BuilderConfig] Try decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().\n"
     assert not fired(_diag(trt), "datasets.config_name_required")
