@@ -31,7 +31,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 
 def test_the_pack_loads_and_its_ids_are_its_own():
     rules = pack_rules(PACK_NAME)
-    assert len(rules) == 20
+    assert len(rules) == 22
     assert not {r.id for r in rules} & ids_in_other_packs(PACK)
     for r in rules:
         assert r.causes and all(c.fix_hints for c in r.causes), r.id
