@@ -93,3 +93,17 @@ def test_a_node_failure_that_carries_the_providers_own_error_is_left_to_that_lay
     assert not fired(diag, "ort.node_run_failed")
     assert diag.profile.type == "backend"
     assert "environment" in top3(diag)
+
+
+def test_the_provider_warning_gives_way_to_a_later_error_of_the_run():
+    # the session falls back to the CPU and runs on: an unrelated error after the warning is the failure, the
+    # missing provider stays among the causes (downstream = true; without it the warning led)
+    tail = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/work/prog.py", line 9, in <module>\n'
+        "    label = labels[name]\n"
+        "KeyError: 'cat'\n"
+    )
+    diag = diagnose(texts={"stderr": (DATA / "cuda.log").read_text() + tail}, exit_code=1)
+    assert diag.root_causes[0].rule != "ort.provider_not_available", [c.rule for c in diag.root_causes]
+    assert fired(diag, "ort.provider_not_available")
