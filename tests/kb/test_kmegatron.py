@@ -48,7 +48,14 @@ def test_it_diagnoses_the_real_log(label):
 
 def test_megatron_s_layout_checks_are_startup_config_not_the_generic_value_error():
     """Without the pack the ValueError/RuntimeError differential put the program's model first."""
-    for log in ("mcore_world.log", "mcore_heads.log", "mcore_sp.log", "mcore_batch.log"):
+    for log in (
+        "mcore_world.log",
+        "mcore_heads.log",
+        "mcore_sp.log",
+        "mcore_batch.log",
+        "mcore_fp16_bf16.log",
+        "titan_dims.log",
+    ):
         diag = diagnose([str(DATA / log)], exit_code=1)
         assert top3(diag)[0] == "config", log
         assert diag.profile.stage == "startup", (log, diag.profile.stage)
