@@ -1,0 +1,3 @@
+from megatron.core.transformer.transformer_config import TransformerConfig
+
+config = TransformerConfig(num_layers=2, hidden_size=64, num_attention_heads=4, bf16=True, fp8_param=True)
