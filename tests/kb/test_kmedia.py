@@ -1,5 +1,6 @@
 """The media I/O catalogue (39-media-io-catalogue.toml): OpenCV's binding and colour conversions, Pillow's
-fromarray and image combination, imageio's plugin lookup, torchaudio's backends and TorchCodec, librosa's
+fromarray and image combination, imageio's plugin lookup, torchaudio's backends and TorchCodec, soundfile's
+format check, librosa's
 audio checks, albumentations' input checks. No train log of the thread corpus shows these families, so each
 rule is shown on output the real library printed here (``tests/data/kb/kmedia``: ``NAME.out`` is what
 ``job.py`` printed, ``jobs.json`` holds each job's source; the interpreter prefix is rewritten to
@@ -32,6 +33,8 @@ CASES = {
     "cv_not_array": ("opencv.binding_argument_type", "model", None),
     "cv_rect_float": ("opencv.binding_argument_type", "model", None),
     "cv_layout": ("opencv.binding_argument_type", "model", None),
+    "cv_imwrite_no_ext": ("opencv.imwrite_no_writer", "config", "model"),
+    "cv_resize_zero": ("opencv.resize_zero_size", "model", "dataset"),
     "pil_fromarray_float": ("pil.fromarray_dtype", "model", None),
     "pil_fromarray_chw": ("pil.fromarray_dtype", "model", None),
     "pil_paste_mask": ("pil.images_mismatch", "model", "dataset"),
@@ -39,6 +42,7 @@ CASES = {
     "imageio_no_backend": ("imageio.no_backend", "environment", "dataset"),
     "imageio_v2_format": ("imageio.no_backend", "environment", "dataset"),
     "torchaudio_no_backend": ("torchaudio.no_backend", "environment", None),
+    "sf_subtype": ("soundfile.format_subtype", "model", "config"),
     "librosa_int_audio": ("librosa.integer_audio", "model", None),
     "librosa_nonfinite": ("librosa.non_finite_audio", "model", "dataset"),
     "alb_shapes": ("albumentations.target_shapes", "dataset", "model"),
@@ -56,7 +60,15 @@ def test_the_pack_loads_and_each_rule_has_a_case():
     for r in mine:
         families[r.id.split(".")[0]] = families.get(r.id.split(".")[0], 0) + 1
         assert r.causes and all(c.fix_hints for c in r.causes), r.id
-    assert families == {"opencv": 5, "pil": 2, "imageio": 1, "torchaudio": 2, "librosa": 2, "albumentations": 3}
+    assert families == {
+        "opencv": 7,
+        "pil": 2,
+        "imageio": 1,
+        "torchaudio": 2,
+        "soundfile": 1,
+        "librosa": 2,
+        "albumentations": 3,
+    }
 
 
 def test_no_rule_of_the_pack_replaces_another_packs_rule():
