@@ -1,6 +1,6 @@
 """The media I/O catalogue (39-media-io-catalogue.toml): OpenCV's binding and colour conversions, Pillow's
 fromarray and image combination, imageio's plugin lookup, torchaudio's backends and TorchCodec, soundfile's
-format check, librosa's
+format check, transformers' audio feature extractors' sampling rate, librosa's
 audio checks, albumentations' input checks. No train log of the thread corpus shows these families, so each
 rule is shown on output the real library printed here (``tests/data/kb/kmedia``: ``NAME.out`` is what
 ``job.py`` printed, ``jobs.json`` holds each job's source; the interpreter prefix is rewritten to
@@ -43,6 +43,7 @@ CASES = {
     "imageio_v2_format": ("imageio.no_backend", "environment", "dataset"),
     "torchaudio_no_backend": ("torchaudio.no_backend", "environment", None),
     "sf_subtype": ("soundfile.format_subtype", "model", "config"),
+    "hf_sampling_rate": ("audio.sampling_rate_mismatch", "model", "dataset"),
     "librosa_int_audio": ("librosa.integer_audio", "model", None),
     "librosa_nonfinite": ("librosa.non_finite_audio", "model", "dataset"),
     "alb_shapes": ("albumentations.target_shapes", "dataset", "model"),
@@ -66,6 +67,7 @@ def test_the_pack_loads_and_each_rule_has_a_case():
         "imageio": 1,
         "torchaudio": 2,
         "soundfile": 1,
+        "audio": 1,
         "librosa": 2,
         "albumentations": 3,
     }
