@@ -461,6 +461,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # pytest's report of an error whose outermost frame is a module's top level: pytest imported a test
         # module or conftest (its reports of a test start at the test's function): collection
         facts.stage = "collection"
+    interactive_import_crash(facts, scan, analysis.profile.type == "crash" and not frames)  # kland3
     _activate(facts, analysis, frames, reasoning.libraries)
     if tb is None and "raiser:unseen" in facts.active:
         # pytest's report of a failed test names the exception a test or the code under test raised: its
@@ -2528,3 +2529,40 @@ def weights_file_format(facts: Facts) -> str | None:
     """``file:weights_format``: the message says the file is not in its format and the frames show a checkpoint
     being loaded (the stage from the frames, not the message's words)."""
     return WEIGHTS_FILE_FORMAT if facts.stage == "checkpoint" and "cue:file_format" in facts.cued else None
+
+
+# --- kland3: a crash while an interactive or one-line import ran ---------------------------------------------------
+# The interactive interpreter echoes each statement after its prompt (``>>> import torch``) and a shell echoes the
+# command line (``$ python -c "import torch"``); the statement runs before the next prompt is printed. A process that
+# dies of a signal (the shell's "Illegal instruction", "Segmentation fault", "Aborted", "Bus error" line) with such an
+# echoed import as the last statement and no prompt after it died while that import ran: the interpreter loading the
+# package and its extension modules, before any of the program's own steps (start-up). Python's own tracebacks and
+# frames, where printed, place it instead (``stage_from_frames``).
+_IMPORT_STMT = (
+    r"(?:import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*|from\s+[\w.]+\s+import\s+[\w., ()*]+?)"
+)
+# only import statements: ``>>> import torch``, ``python -c "import numpy; import torch"`` (a statement that calls
+# anything after the import could be what died)
+_REPL_IMPORT = re.compile(rf"^\s*(?:>>>|In \[\d+\]:)\s*{_IMPORT_STMT}\s*;?\s*$")
+_SHELL_IMPORT = re.compile(
+    rf"(?:^|[$#%>]\s*)python[\d.]*(?:\.exe)?\s+(?:-\S+\s+)*-c\s+([\"'])(?:\s*{_IMPORT_STMT}\s*;?)+\s*\1\s*$"
+)
+_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)|(?:^|\s)[$#%]\s+\S")
+
+
+def interactive_import_crash(facts: Facts, scan: ScanResult, crashed: bool) -> None:
+    """Stage ``startup`` for a crash whose log ends with an echoed import statement (a ``>>>`` prompt's or a shell's
+    ``python -c "import …"``) followed by no further prompt: the import was running when the process died. Only where
+    no frame, traceback or progress says more."""
+    if not crashed or facts.stage is not None or facts.exc_type or scan.progress > 0:
+        return
+    for info in scan.sources.values():
+        last = None
+        for i, line in enumerate(info.tail):
+            if _REPL_IMPORT.search(line) or _SHELL_IMPORT.search(line):
+                last = i
+            elif last is not None and _PROMPT.search(line):
+                last = None  # a later prompt: the import returned
+        if last is not None and any(t.strip() for t in info.tail[last + 1 :]):
+            facts.stage = "startup"
+            return
