@@ -83,6 +83,20 @@ def check_labelled_log(data: Path, label: dict) -> Diagnosis:
     return diag
 
 
+def check_pack_rules(rules: list[Rule]) -> None:
+    """A catalogue pack's shape: every rule names causes, every cause says how to fix it, and no rule offers one
+    category twice (its alternatives are distinct hypotheses)."""
+    for r in rules:
+        assert r.causes, r.id
+        assert all(c.fix_hints for c in r.causes), r.id
+        cats = [c.category for c in r.causes]
+        assert len(cats) == len(set(cats)), (r.id, cats)
+
+
+def rules_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules"
+
+
 def ids_in_other_packs(pack: Path) -> set[str]:
     """The rule ids of every built-in pack but ``pack`` (a new pack's ids must be its own)."""
     others: set[str] = set()

@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, pack_rules, top3, train_log_with_rules
+from tests.kb.kb_helpers import (
+    check_pack_rules,
+    fired,
+    ids_in_other_packs,
+    pack_rules,
+    rules_dir,
+    top3,
+    train_log_with_rules,
+)
 
 PACK = "37-numpy-pandas-catalogue.toml"
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "kb" / "knumpy"
@@ -48,19 +56,11 @@ def test_it_loads_the_pack_without_a_warning():
     families = {lib: sum(r.id.startswith(lib + ".") for r in mine) for lib in ("numpy", "pandas", "sklearn")}
     assert sum(families.values()) == len(mine), [r.id for r in mine]
     assert families == {"numpy": 12, "pandas": 17, "sklearn": 16}, families  # removed APIs: 42-removed-apis.toml
-    for r in mine:
-        assert r.causes, r.id
-        assert all(c.fix_hints for c in r.causes), r.id
-        cats = [c.category for c in r.causes]
-        assert len(cats) == len(set(cats)), (r.id, cats)
+    check_pack_rules(mine)
 
 
 def test_no_rule_of_the_pack_replaces_another_packs_rule():
-    from pytest_faildiag.rules import _builtin_packs, build_ruleset
-
-    others = [(n, t) for n, t in _builtin_packs() if n != PACK]
-    other_ids = {r.id for r in build_ruleset(others).rules}
-    assert not other_ids & {r.id for r in pack_rules(PACK)}
+    assert not ids_in_other_packs(rules_dir() / PACK) & {r.id for r in pack_rules(PACK)}
 
 
 # ---------------------------------------------------------------------- train logs of the thread corpus

@@ -15,6 +15,7 @@ import pytest
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import (
     check_labelled_log,
+    check_pack_rules,
     check_text_alone,
     fired,
     ids_in_other_packs,
@@ -33,8 +34,7 @@ def test_the_pack_loads_and_its_ids_are_its_own():
     rules = pack_rules(PACK_NAME)
     assert len(rules) == 22
     assert not {r.id for r in rules} & ids_in_other_packs(PACK)
-    for r in rules:
-        assert r.causes and all(c.fix_hints for c in r.causes), r.id
+    check_pack_rules(rules)
 
 
 def test_every_rule_of_the_pack_has_a_real_log():
