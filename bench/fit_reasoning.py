@@ -121,6 +121,29 @@ def _diagnose(case: Case, rs: Any) -> list[str]:
     return [c.category for c in d.root_causes]
 
 
+# contexts the differential saw that are no entry of the loaded rule set's [[context]] list (reasoning code may add
+# a marker of its own, e.g. a fact with no factors): nothing to fit, so they are skipped and counted here
+SKIPPED: Counter[str] = Counter()
+
+
+def _context_indices(active: list[tuple[str, str, dict[str, float]]], rs: Any, skipped: Counter[str]) -> list[int]:
+    """Indices into ``rs.reasoning.contexts`` of the active contexts: by the identity of the entry's factors, else
+    by an entry with the same fact and equal factors; one that matches no entry (or has no factors) is skipped and
+    counted in ``skipped``."""
+    ctxs = rs.reasoning.contexts
+    by_id = {id(c.factors): i for i, c in enumerate(ctxs)}
+    out = []
+    for fact, _why, factors in active:
+        i = by_id.get(id(factors))
+        if i is None and factors:
+            i = next((j for j, c in enumerate(ctxs) if c.fact == fact and c.factors == factors), None)
+        if i is None:
+            skipped[fact] += 1
+            continue
+        out.append(i)
+    return out
+
+
 @contextmanager
 def _recording(sink: list[dict[str, Any]]) -> Iterator[None]:
     """Wrap the ranker's call of the differential to note the family and the contexts it saw."""
@@ -131,8 +154,7 @@ def _recording(sink: list[dict[str, Any]]) -> Iterator[None]:
     def spy(facts: Any, analysis: Any, rs: Any, present: dict[str, float], primary: bool) -> Any:
         failed = analysis.failed or analysis.profile.first_failure is not None or facts.cut
         family = reason.symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
-        index = {id(c.factors): i for i, c in enumerate(rs.reasoning.contexts)}
-        sink.append({"family": family, "primary": primary, "contexts": [index[id(f)] for _, _, f in facts.contexts]})
+        sink.append({"family": family, "primary": primary, "contexts": _context_indices(facts.contexts, rs, SKIPPED)})
         return original(facts, analysis, rs, present, primary)
 
     rank.differential = spy  # type: ignore[assignment]
@@ -144,6 +166,7 @@ def _recording(sink: list[dict[str, Any]]) -> Iterator[None]:
 
 def record(cases: list[Case]) -> list[Record]:
     rs = _ruleset(None)
+    SKIPPED.clear()
     out = []
     for case in cases:
         seen: list[dict[str, Any]] = []
@@ -372,6 +395,11 @@ def run(
         + ", ".join(f"{f}:{n}({sum(r.primary for r in recs if r.family == f)})" for f, n in fams.most_common())
     )
     out(f"logs with no symptom family (rank.fallback_causes, its per-stack priors): {fams.get(None, 0)}")
+    if SKIPPED:
+        out(
+            "contexts skipped (no [[context]] entry of the rule set to fit): "
+            + ", ".join(f"{f}:{n}" for f, n in SKIPPED.most_common())
+        )
     results: dict[str, Any] = {"hand": score(base), "hand_threads": score(base, thr), "cv": {}, "records": recs}
     for mode in ("priors", "factors", "both"):
         for method in ("rate", "mle") if mode != "factors" else ("mle",):
