@@ -23,7 +23,10 @@ Only changes that improve the CV score are candidates for the TOML (a train-fit 
 proves nothing). A family whose listed categories include one that a catalogue fact puts first keeps it
 first (``ORDER_FACTS``). Nothing is written: the numbers are applied by hand, in place.
 
-    PYTHONPATH=. .venv/bin/python bench/fit_reasoning.py [--with-kb] [--folds 5] [--k 2,5,10]
+``--without-rules`` records, fits and scores each log with the rules that explained it left out (as
+``bench/confusion.py --without-rules`` does): a failure no rule knows, where the differential ranks alone.
+
+    PYTHONPATH=. .venv/bin/python bench/fit_reasoning.py [--with-kb] [--folds 5] [--k 2,5,10] [--without-rules]
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Record:
     threads: bool  # a thread-corpus log (the kb fixtures are the extra, in-sample training data)
     top1: bool = False  # with the hand-set numbers
     top3: bool = False
+    drop: frozenset[str] = frozenset()  # with --without-rules: the rules that explained it, left out of every run
 
 
 @dataclass
@@ -112,13 +116,48 @@ def _ruleset(setting: Setting | None) -> Any:
     return rs
 
 
-def _diagnose(case: Case, rs: Any) -> list[str]:
+def _diagnose(case: Case, rs: Any, drop: frozenset[str] = frozenset()) -> list[str]:
+    return [c.category for c in _diagnosis(case, rs, drop).root_causes]
+
+
+def _diagnosis(case: Case, rs: Any, drop: frozenset[str] = frozenset()) -> Any:
+    from bench.ablate_rules import dropping
     from pytest_faildiag.engine.api import diagnose
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), dropping(set(drop)):
         warnings.simplefilter("ignore")
-        d = diagnose([str(f) for f in case.files], exit_code=case.exit_code, command=case.command, ruleset=rs)
-    return [c.category for c in d.root_causes]
+        return diagnose([str(f) for f in case.files], exit_code=case.exit_code, command=case.command, ruleset=rs)
+
+
+def _explaining_rules(case: Case, rs: Any) -> frozenset[str]:
+    """The rules that explained the log (``bench/confusion.py --without-rules``'s: every root cause's rule but the
+    engine's own reasoning)."""
+    from bench.accuracy import OWN
+
+    return frozenset(c.rule for c in _diagnosis(case, rs).root_causes if not c.rule.startswith(OWN))
+
+
+# contexts the differential saw that are no entry of the loaded rule set's [[context]] list (reasoning code may add
+# a marker of its own, e.g. a fact with no factors): nothing to fit, so they are skipped and counted here
+SKIPPED: Counter[str] = Counter()
+
+
+def _context_indices(active: list[tuple[str, str, dict[str, float]]], rs: Any, skipped: Counter[str]) -> list[int]:
+    """Indices into ``rs.reasoning.contexts`` of the active contexts: by the identity of the entry's factors, else
+    by an entry with the same fact and equal factors; one that matches no entry (or has no factors) is skipped and
+    counted in ``skipped``."""
+    ctxs = rs.reasoning.contexts
+    by_id = {id(c.factors): i for i, c in enumerate(ctxs)}
+    out = []
+    for fact, _why, factors in active:
+        i = by_id.get(id(factors))
+        if i is None and factors:
+            i = next((j for j, c in enumerate(ctxs) if c.fact == fact and c.factors == factors), None)
+        if i is None:
+            skipped[fact] += 1
+            continue
+        out.append(i)
+    return out
 
 
 @contextmanager
@@ -131,8 +170,7 @@ def _recording(sink: list[dict[str, Any]]) -> Iterator[None]:
     def spy(facts: Any, analysis: Any, rs: Any, present: dict[str, float], primary: bool) -> Any:
         failed = analysis.failed or analysis.profile.first_failure is not None or facts.cut
         family = reason.symptom_family(facts, analysis, rs, rules_fired=not primary, failed=failed)
-        index = {id(c.factors): i for i, c in enumerate(rs.reasoning.contexts)}
-        sink.append({"family": family, "primary": primary, "contexts": [index[id(f)] for _, _, f in facts.contexts]})
+        sink.append({"family": family, "primary": primary, "contexts": _context_indices(facts.contexts, rs, SKIPPED)})
         return original(facts, analysis, rs, present, primary)
 
     rank.differential = spy  # type: ignore[assignment]
@@ -142,13 +180,17 @@ def _recording(sink: list[dict[str, Any]]) -> Iterator[None]:
         rank.differential = original  # type: ignore[assignment]
 
 
-def record(cases: list[Case]) -> list[Record]:
+def record(cases: list[Case], without_rules: bool = False) -> list[Record]:
+    """One record per log; with ``without_rules`` each log is run (here and in the CV) with the rules that explained
+    it left out, as a failure no rule knows (the differential's numbers matter most there)."""
     rs = _ruleset(None)
+    SKIPPED.clear()
     out = []
     for case in cases:
         seen: list[dict[str, Any]] = []
+        drop = _explaining_rules(case, rs) if without_rules else frozenset()
         with _recording(seen):
-            cats = _diagnose(case, rs)
+            cats = _diagnose(case, rs, drop)
         info = seen[-1] if seen else {"family": None, "primary": False, "contexts": []}
         out.append(
             Record(
@@ -160,6 +202,7 @@ def record(cases: list[Case]) -> list[Record]:
                 case.source == "threads",
                 bool(cats) and cats[0] == case.category,
                 case.category in cats[:3],
+                drop,
             )
         )
     return out
@@ -326,7 +369,7 @@ def cross_validate(
                 continue
             rs = _ruleset(fit([r for r in recs if fold_of(r.name, folds, seed) != k]))
             for i in held:
-                cats = _diagnose(cases[i], rs)
+                cats = _diagnose(cases[i], rs, recs[i].drop)
                 result[i][0] += (bool(cats) and cats[0] == cases[i].category) / repeats
                 result[i][1] += (cases[i].category in cats[:3]) / repeats
     return [(a, b) for a, b in result]
@@ -350,10 +393,19 @@ def _mark(fitted: tuple[int, float, float], hand: tuple[int, float, float]) -> s
 
 
 def run(
-    cases: list[Case], folds: int, ks: list[float], repeats: int = 1, out: Callable[[str], None] = print
+    cases: list[Case],
+    folds: int,
+    ks: list[float],
+    repeats: int = 1,
+    out: Callable[[str], None] = print,
+    without_rules: bool = False,
 ) -> dict[str, Any]:
     """Record, then cross-validate every setting; returns the figures (used by the test and the report)."""
-    recs = record(cases)
+    recs = record(cases, without_rules)
+    if without_rules:
+        out(
+            f"without rules: each log run with the rules that explained it left out ({sum(bool(r.drop) for r in recs)} logs)"
+        )
     rs = _ruleset(None)
     hand = _hand_priors(rs)
     factors = [dict(c.factors) for c in rs.reasoning.contexts]
@@ -372,6 +424,11 @@ def run(
         + ", ".join(f"{f}:{n}({sum(r.primary for r in recs if r.family == f)})" for f, n in fams.most_common())
     )
     out(f"logs with no symptom family (rank.fallback_causes, its per-stack priors): {fams.get(None, 0)}")
+    if SKIPPED:
+        out(
+            "contexts skipped (no [[context]] entry of the rule set to fit): "
+            + ", ".join(f"{f}:{n}" for f, n in SKIPPED.most_common())
+        )
     results: dict[str, Any] = {"hand": score(base), "hand_threads": score(base, thr), "cv": {}, "records": recs}
     for mode in ("priors", "factors", "both"):
         for method in ("rate", "mle") if mode != "factors" else ("mle",):
@@ -443,13 +500,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="fold assignments averaged over")
     ap.add_argument("--k", default="2,5,10,20", help="Dirichlet strengths to try (pseudo-logs)")
     ap.add_argument("--contexts", action="store_true", help="also CV each context's factors alone")
+    ap.add_argument(
+        "--without-rules", action="store_true", help="fit and score with each log's explaining rules left out"
+    )
     a = ap.parse_args(argv)
     ks = [float(x) for x in a.k.split(",")]
     cases = train_cases(a.with_kb, a.threads, a.kb)
     if not cases:
         print("no train logs found", file=sys.stderr)
         return 2
-    results = run(cases, a.folds, ks, a.repeats)
+    results = run(cases, a.folds, ks, a.repeats, without_rules=a.without_rules)
     hand = results["hand"]
     best = max(results["cv"], key=lambda key: score(results["cv"][key])[1:])
     print(f"\nbest CV setting: {best} all {fmt(score(results['cv'][best]))} (hand {fmt(hand)})")

@@ -106,3 +106,40 @@ def test_fitted_factor_keeps_the_direction_the_entry_states() -> None:
     assert out["model"] >= 1.0  # a lift stays a lift
     assert out["library"] <= 1.0  # a lowering stays a lowering, however the labels disagree
     assert out["environment"] <= fr.REFUTES  # a refuting factor stays refuting
+
+
+def test_spy_indexes_every_context_and_skips_what_it_cannot_fit() -> None:
+    # the loaded rule set's own entries are found by identity, a copy of an entry's factors by its fact and
+    # factors; a marker the reasoning code adds itself (no entry, no factors) is skipped and counted, not a KeyError
+    from collections import Counter
+
+    from pytest_faildiag.rules import load_ruleset
+
+    rs = load_ruleset()
+    ctxs = rs.reasoning.contexts
+    j = next(i for i, c in enumerate(ctxs) if c.factors)
+    last = len(ctxs) - 1
+    skipped: Counter[str] = Counter()
+    active = [
+        (ctxs[last].fact, ctxs[last].why, ctxs[last].factors),
+        (ctxs[j].fact, ctxs[j].why, dict(ctxs[j].factors)),
+        ("type:unsupported_op", "a marker of the reasoning code", {}),
+    ]
+    got = fr._context_indices(active, rs, skipped)
+    assert got[0] == last and ctxs[got[1]].fact == ctxs[j].fact and ctxs[got[1]].factors == ctxs[j].factors
+    assert len(got) == 2 and skipped == Counter({"type:unsupported_op": 1})
+
+
+def test_without_rules_leaves_each_logs_explaining_rules_out_of_every_run(tmp_path: Path) -> None:
+    cases = fr.train_cases(False, _corpus(tmp_path))
+    lines: list[str] = []
+    results = fr.run(cases, folds=2, ks=[1e9], repeats=1, out=lines.append, without_rules=True)
+    recs = results["records"]
+    assert any(r.drop for r in recs)  # a rule explained the missing module: it is left out
+    assert any(line.startswith("without rules:") for line in lines)
+    rs = fr._ruleset(None)
+    for case, r in zip(cases, recs, strict=True):
+        assert r.drop == fr._explaining_rules(case, rs)
+        assert not r.drop & {c.rule for c in fr._diagnosis(case, rs, r.drop).root_causes}
+    # numbers shrunk infinitely toward the hand-set ones score as the hand-set ones, with the same rules left out
+    assert fr.score(results["cv"]["priors/rate/all/k=1e+09"]) == results["hand"]
