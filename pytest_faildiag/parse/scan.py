@@ -70,6 +70,14 @@ _STRUCTURAL = [
     # throwing an instance of 'X'``, then ``  what():  <message>``, the exception's ``what()``: its message line
     # names no error word (``connect [127.0.1.1]:3210: Connection refused``) but is the error
     rb"  what\(\):  ",
+    # the stack dumpers users run on a hung job (``_PYSPY_THREAD``): py-spy's thread header and its process line,
+    # pystack's thread header, gdb's Python frame (``py-bt-full``, ``bt``), torch's flight recorder's stack of a
+    # timed-out collective (ProcessGroupNCCL's watchdog) and its analyser's (``fr_trace``)
+    rb"Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active|gil)",
+    rb"(?m:^Process \d+: )",
+    rb"Traceback for thread \d",
+    rb"Frame 0x[0-9a-fA-F]+, for file ",
+    rb"(?:Stack trace of the failed collective|collective stack trace):",
 ]
 # What Hyperscan searches instead of a marker whose literal healthy logs are full of (``mpscan.Patterns.
 # prefilters``): ``.py:`` is in every line of a logger printing ``trainer.py:412``, and anchoring on it cost
@@ -128,6 +136,37 @@ WRAP_WIDTH = 40
 # errors print every thread's stack; the thread that died is the one named ``Current thread 0x… (most recent
 # call first):``: its innermost frame is the Python code that was running when the process crashed
 _FATAL = "Fatal Python error: "
+# The stack dumpers users run on a hung job print each thread's Python frames in a format of their own; each is
+# read as a ``StackDump`` (``kind`` names the tool), so the dump reasoning sees where the threads wait:
+# * py-spy ``dump``: ``Process 9162: python train.py`` and ``Python v3.11.7 (…)`` above, then per thread
+#   ``Thread 9162 (idle): "MainThread"`` (``Thread 0x7F…`` where the OS thread id is unknown; ``active``,
+#   ``+gil``) and its frames innermost first as ``    func (file.py:12)`` (the file relative to its ``sys.path``
+#   entry unless ``--full-filenames``); ``--native`` adds native frames (``    0x7f… (libc.so.6)``,
+#   ``    PyThread_acquire_lock_timed (libpython3.11.so.1.0)``), ``--locals`` a frame's ``Arguments:``/``Locals:``
+#   indented under it
+# * pystack ``remote``/``core``: ``Traceback for thread 9164 (python) [] (most recent call last):``, its frames
+#   outermost first as ``    (Python) File "x.py", line 10, in worker`` with the code below; ``--native`` adds
+#   ``    (C) File "…", line N, in func (lib.so)``
+# * gdb with CPython's ``python-gdb.py``: ``py-bt`` prints ``Traceback (most recent call first):`` and Python's
+#   own frame lines (with the code), a builtin as ``  <built-in method __enter__ of _thread.lock object at
+#   remote 0x…>``; ``py-bt-full`` and ``bt`` name a frame as ``#13 Frame 0x7f…, for file x.py, line 10, in worker
+#   (args)`` (in ``bt``, inside ``_PyEval_EvalFrameDefault (…, f=Frame 0x…, …)``)
+# * torch's flight recorder: ProcessGroupNCCL's watchdog logs ``Stack trace of the failed collective: `` and
+#   the collective's Python stack as it was called, innermost first, ``#0 all_reduce from …/distributed_c10d.py:
+#   2696`` (``FlightRecorder::Entry::getTraceback``); its analyser ``fr_trace`` logs ``collective stack trace:``
+#   then ``all_reduce at …/distributed_c10d.py:2696`` lines (``flight_recorder/components/utils.format_frame``)
+_PYSPY_THREAD = re.compile(r'^Thread (?P<id>0x[0-9A-Fa-f]+|\d+) \((?P<state>[a-z+]+)\)(?:: "(?P<name>.*)")?\s*$')
+_PYSPY_FRAME = re.compile(r"^ {4}(?P<func>\S.*?) \((?P<file>[^()\s]+?)(?::(?P<line>\d+))?\)\s*$")
+_PYSTACK_THREAD = re.compile(r"^Traceback for thread (?P<id>\d+)(?: \((?P<name>[^)]*)\))?")
+_PYSTACK_FRAME = re.compile(r'^\s+\((?P<kind>Python|C)\) File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+_GDB_FRAME = re.compile(r"Frame 0x[0-9a-fA-F]+, for file (?P<file>.+?), line (?P<line>\d+), in (?P<func>[^\s(),]+)")
+_GDB_LINE = re.compile(r"^#\d+ ")
+# what py-bt prints in place of a Python frame (a builtin, a frame it cannot read, the interpreter's own states)
+_GDB_NOT_FRAME = ("<built-in ", "(unable to read", "(frame information", "Waiting for the GIL", "Garbage-collecting")
+_FR_FRAME = re.compile(
+    r"^\s*(?:#\d+ (?P<func>\S+) from (?P<file>\S.*?)|(?P<func2>\S+) at (?P<file2>\S+?)):(?P<line>\d+)\s*$"
+)
+_PROCESS_LINE = re.compile(r"^Process (?P<pid>\d+): (?P<cmd>.+)$")
 # GitHub Actions prints a workflow command's annotation before the line's text in its raw log: ``##[error]``,
 # ``##[warning]``, ``##[group]`` …
 _GHA_COMMAND = re.compile(r"##\[[a-z]+\]")
@@ -283,6 +322,9 @@ class StackDump:
     frames: list[Frame] = field(default_factory=list)
     innermost_first: bool = False
     rank: str | None = None
+    # the tool that printed it: "" (faulthandler, pytest-timeout), "py-spy", "pystack", "gdb", "flight-recorder"
+    kind: str = ""
+    process: str = ""  # the process it was taken from, where the tool named it (py-spy's ``Process N: cmd``)
 
     @property
     def innermost(self) -> list[Frame]:
@@ -349,6 +391,9 @@ class _Scanner:
         # JAX's SimplifiedTraceback was printed: its chain header is no chain
         self.jax_note: dict[str | None, bool] = {}
         self.dump: StackDump | None = None
+        self.dump_code = False  # the last line read in a tool's dump was a Python frame: code may follow
+        self.dump_line = False  # the line read is a stack dumper's frame, code or locals (``_tool_dump_line``)
+        self.process = ""  # py-spy's ``Process N: cmd`` line last read: the process its thread dumps are of
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
@@ -403,8 +448,9 @@ class _Scanner:
             and not _FRAME.match(body)
             and not self._at_margin(body, rank)
         )
+        self.dump_line = False
         self._structure(number, body, rank)
-        if not is_code:
+        if not is_code and not self.dump_line:  # a tool's dump line is a frame, its code or its locals
             self._keywords(number, text, body, rank, seen)
 
     def _strip_prefix(self, body: str) -> str:
@@ -421,7 +467,8 @@ class _Scanner:
                 self.prefix = _learnt(head)
         elif at == 0:
             self.prefix = None
-        elif not self.open_tb and "File " in body:
+        elif not self.open_tb and (self.dump is None or not self.dump.kind) and "File " in body:
+            # (pystack's ``(Python) File …`` frames in its dump are read there: no prefix)
             # frames printed without their header (a logger's ``format_tb``, an excerpt) behind a prefix:
             # the prefix is what comes before the frame (and before Python's own two-space indentation)
             at = body.find('File "')
@@ -453,7 +500,10 @@ class _Scanner:
             self._keep(self.res.elastic, self.elastic)
             return
         if self.dump is not None:
-            fm = _FRAME.match(body)
+            if self.dump.kind and self._tool_dump_line(body, stripped):
+                self.dump_line = True
+                return
+            fm = _FRAME.match(body) if not self.dump.kind else None
             if fm:
                 if len(self.dump.frames) < MAX_FRAMES:
                     frame = Frame(fm["file"], int(fm["line"]), fm["func"])
@@ -476,12 +526,22 @@ class _Scanner:
                 self.source, number, thread, innermost_first="most recent call first" in body, rank=rank
             )
             self._keep(self.res.dumps, self.dump)
+            if thread == "Traceback":  # gdb's ``py-bt`` (``_PYSPY_THREAD``): Python's frames, their code, builtins
+                self.dump.kind = "gdb"
+                self.dump_code = False
             if self.fatal and thread.startswith("Current thread"):
                 # the thread a fatal error stopped: its stack is where the process crashed, read as a
                 # traceback cut before any exception (no exception was raised)
                 self.fatal = False
                 self.crashed = Traceback(self.source, number, rank=rank, seq=self._seq(), headless=True)
                 self._keep_tb(self.crashed)
+            return
+        # a stack dumper's header (``_tool_dump_header``): py-spy's and pystack's start with "T", py-spy's process
+        # line with "P"; one test of the first character spares most lines the method's call
+        c0 = body[:1]
+        if (c0 == "T" or c0 == "P" or "Frame 0x" in body or "collective" in body) and self._tool_dump_header(
+            number, body, stripped, rank
+        ):
             return
         if headers and "Traceback (most recent call last)" in body:
             ipy = _IPY_HEADER.match(body.lstrip())
@@ -676,6 +736,93 @@ class _Scanner:
         if exc.rsplit(".", 1)[-1] == _JAX_NOTE:
             self.res.tracebacks[:] = [t for t in self.res.tracebacks if t is not tb]
             self.jax_note[rank] = True
+
+    def _tool_dump_header(self, number: int, body: str, stripped: str, rank: str | None) -> bool:
+        """A stack dumper's header (``_PYSPY_THREAD``): opens its dump; py-spy's process line is kept for the
+        thread dumps below it. Plain substring tests first: most lines hold none of these."""
+        dump: StackDump | None = None
+        frame: Frame | None = None
+        if body[:7] == "Thread " and (m := _PYSPY_THREAD.match(body)) is not None:
+            name = f' "{m["name"]}"' if m["name"] else ""
+            dump = StackDump(self.source, number, f"Thread {m['id']}{name} ({m['state']})", innermost_first=True)
+            dump.kind, dump.process = "py-spy", self.process
+        elif body[:21] == "Traceback for thread " and (m := _PYSTACK_THREAD.match(body)) is not None:
+            name = f" ({m['name']})" if m["name"] else ""
+            dump = StackDump(self.source, number, f"Thread {m['id']}{name}")
+            dump.kind = "pystack"
+        elif "Frame 0x" in body and (gm := _GDB_FRAME.search(body)) is not None:
+            dump = StackDump(self.source, number, "gdb backtrace", innermost_first=True)
+            dump.kind = "gdb"
+            frame = Frame(gm["file"], int(gm["line"]), gm["func"])
+        elif "collective" in body and ("failed collective:" in body or "collective stack trace:" in body):
+            dump = StackDump(self.source, number, "the timed-out collective's caller", innermost_first=True)
+            dump.kind = "flight-recorder"
+        elif body[:8] == "Process " and (pm := _PROCESS_LINE.match(stripped)) is not None:
+            self.process = pm["cmd"][:200]
+            return False
+        if dump is None:
+            return False
+        dump.rank = rank
+        if frame is not None:
+            dump.frames.append(frame)
+        self.dump = dump
+        self.dump_code = frame is not None
+        self._keep(self.res.dumps, dump)
+        return True
+
+    def _tool_dump_line(self, body: str, stripped: str) -> bool:
+        """A line of an open stack dumper's dump (``_PYSPY_THREAD``): its Python frames are kept, in the order
+        printed, its native frames and the lines that belong to it skipped; False where the dump has ended."""
+        d = self.dump
+        assert d is not None
+        kind = d.kind
+        fr: Frame | None = None
+        code_ok, self.dump_code = self.dump_code, False
+        if kind == "py-spy":
+            if body[:4] != "    ":
+                return False
+            if body[:8] == "        ":  # ``--locals``: ``Arguments:``, ``Locals:`` and the values under them
+                return True
+            m = _PYSPY_FRAME.match(body)
+            if m is None:  # a frame at py-spy's indentation still: a native one its pattern does not read
+                return True
+            if m["line"] is not None:  # a native frame names its library, no line
+                # py-spy names a function by its qualified name on Python 3.11+ (``Queue.get``,
+                # ``main.<locals>.run``); a traceback and the other dumpers by its own name (``get``)
+                func = m["func"]
+                fr = Frame(m["file"], int(m["line"]), func[func.rfind(".") + 1 :] if "." in func else func)
+        elif kind == "pystack":
+            if code_ok and body[:8] == "        " and stripped:
+                d.frames[-1].code = stripped[:300]
+                return True
+            m = _PYSTACK_FRAME.match(body)
+            if m is None:
+                return body[:5] == "    (" or body[:5] == "    ["  # pystack's notes on a thread's state
+            if m["kind"] == "Python":
+                fr = Frame(m["file"], int(m["line"]), m["func"])
+        elif kind == "gdb":
+            if code_ok and body[:4] == "    " and stripped:
+                d.frames[-1].code = stripped[:300]
+                return True
+            if body[:1] == "#" and _GDB_LINE.match(body):
+                gm = _GDB_FRAME.search(body)
+                if gm is not None:
+                    fr = Frame(gm["file"], int(gm["line"]), gm["func"])
+            elif (fm := _FRAME.match(body)) is not None:
+                fr = Frame(fm["file"], int(fm["line"]), fm["func"])
+            elif stripped.startswith(_GDB_NOT_FRAME):
+                return True
+            elif not (body[:1] in (" ", "\t") and d.frames and stripped):
+                return False  # indented: the rest of a ``bt`` line wrapped by gdb
+        else:  # flight-recorder
+            m = _FR_FRAME.match(body)
+            if m is None:
+                return False
+            fr = Frame(m["file"] or m["file2"], int(m["line"]), m["func"] or m["func2"])
+        if fr is not None and len(d.frames) < MAX_FRAMES:
+            d.frames.append(fr)
+            self.dump_code = True
+        return True
 
     def _ipython_line(self, tb: Traceback, body: str) -> bool:
         """A frame or a numbered code line of IPython's traceback (``_IPY_FRAME``); False for anything else
@@ -1532,7 +1679,8 @@ def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | by
             sc.dump = None
         return
     sc.feed_line(number, text, seen)
-    sc.generic(number, text)
+    if not sc.dump_line:
+        sc.generic(number, text)
 
 
 def count_progress(result: ScanResult, data: bytes | bytearray, n: int | None = None) -> None:
