@@ -17,7 +17,7 @@ from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, Frame, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
-from .reason import Facts, apply_context, calibrate, category_lifts, differential, diversify, kept_homes
+from .reason import Facts, apply_context, calibrate, category_lifts, differential, diversify, frame_owner, kept_homes
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -185,11 +185,12 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
         inner = d.innermost
         if not inner:
             continue
+        libraries = ruleset.reasoning.libraries
         for entry in ruleset.stuck_frames:
-            fr = _match_stuck(entry, inner)
+            fr = _match_stuck(entry, inner, libraries)
             if fr is None:
                 continue
-            user = next((x for x in inner if not x.is_library), None)
+            user = next((x for x in inner if frame_owner(x, libraries)[0] in ("user", "test")), None)
             where = f"{Path(fr.file).name}:{fr.line}"
             if user is not None and user is not fr:
                 where += f", called from {user.file}:{user.line}" + (f" ({user.code})" if user.code else "")
@@ -216,13 +217,18 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
     return out
 
 
-def _match_stuck(entry: dict[str, Any], frames: list[Frame]) -> Frame | None:
+def _match_stuck(entry: dict[str, Any], frames: list[Frame], libraries: frozenset[str]) -> Frame | None:
+    """The innermost frame when it fits the entry: its function, its file and its owner (``owner``: who owns
+    the file by ``frame_owner``, the reading every traceback gets, so that a dumper's paths relative to
+    ``sys.path`` — py-spy prints ``torch/utils/data/dataloader.py`` — are a library's as an installed path is)."""
     func_re = re.compile(entry.get("func", ".*"))
     file_re = re.compile(entry["file"]) if entry.get("file") else None
     fr = frames[0]
-    if func_re.search(fr.func) and (file_re is None or file_re.search(fr.file)):
-        return fr
-    return None
+    if not func_re.search(fr.func) or (file_re is not None and not file_re.search(fr.file)):
+        return None
+    if entry.get("owner") and frame_owner(fr, libraries)[0] != entry["owner"]:
+        return None
+    return fr
 
 
 def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> list[RootCause]:

@@ -222,6 +222,10 @@ class RuleSet:
         return None
 
 
+# who owns a frame's file (``engine.reason.frame_owner``): what a ``[[stuck_frame]]``'s ``owner`` may name
+FRAME_OWNERS = frozenset({"user", "test", "library", "stdlib"})
+
+
 class RuleError(ValueError):
     pass
 
@@ -407,7 +411,13 @@ def _assemble(parsed: list[_Parsed], *, lazy: bool, keyword_pattern: bytes | Non
             else:
                 seen[r.id] = len(rules)
                 rules.append(r)
-        stuck.extend(extra.get("stuck_frame", []))
+        for entry in extra.get("stuck_frame", []):
+            if entry.get("owner", "user") not in FRAME_OWNERS:
+                warnings.warn(
+                    f"faildiag: a stuck_frame of {name} skipped: unknown owner {entry['owner']!r}", stacklevel=3
+                )
+                continue
+            stuck.append(entry)
         fallback.update(extra.get("fallback", {}))
         for k, v in extra.get("next_actions", {}).items():
             actions.setdefault(k, []).extend(v)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.engine.rank import stuck_points
 from pytest_faildiag.parse.scan import ScanResult, StackDump, scan_file, scan_text
@@ -162,3 +164,23 @@ def test_lines_like_a_header_elsewhere_open_no_dump():
     text = "Process 3: started\nThread 12 is done\nFrame 0x10 dropped\nERROR: collective failed\n"
     scan_text(text, "log", load_ruleset(), res)
     assert not res.dumps
+
+
+def test_a_dumpers_relative_library_path_is_the_librarys_frame():
+    """py-spy prints paths relative to ``sys.path`` (``ray/_private/worker.py``), so the stuck-frame table's last
+    entries place the innermost frame by its owner as every traceback's frames are placed (``owner``), not by
+    a ``site-packages`` folder the dump does not print: the Ray worker's wait is a library call that never
+    returned, not the program's own code."""
+    diag = diagnose([train_log_path("pytorch/ray_train_dataloader_fork_after_cuda_deadlock")])
+    stuck = [rc for rc in diag.root_causes if rc.rule == "stuck_frame"]
+    assert stuck and stuck[0].category == "library" and "worker.py" in stuck[0].summary
+    # the program's own file in the same kind of dump is still the program's
+    res = _scan(DUMPS / "pyspy_lock_deadlock.txt")
+    assert stuck_points(res, load_ruleset())[0]["category"] == "model"
+
+
+def test_a_stuck_frame_naming_an_unknown_owner_is_skipped_with_a_warning():
+    team = '[[stuck_frame]]\nfunc = ".*"\nowner = "librar"\ncategory = "library"\nsummary = "x"\n'
+    with pytest.warns(UserWarning, match="unknown owner 'librar'"):
+        rs = load_ruleset([("team.toml", team)])
+    assert all(entry.get("owner") != "librar" for entry in rs.stuck_frames)
