@@ -184,3 +184,14 @@ def test_a_stuck_frame_naming_an_unknown_owner_is_skipped_with_a_warning():
     with pytest.warns(UserWarning, match="unknown owner 'librar'"):
         rs = load_ruleset([("team.toml", team)])
     assert all(entry.get("owner") != "librar" for entry in rs.stuck_frames)
+
+
+def test_gdbs_no_source_line_is_not_a_missing_file():
+    """gdb prints ``57\t./nptl/futex-internal.c: No such file or directory.`` where it has no source to list for
+    the frame it stopped in: an aside of the backtrace, not a path the program failed to open."""
+    for name in ("gdb_pybt_lock_deadlock", "gdb_pybtfull_lock_deadlock"):
+        diag = diagnose([DUMPS / f"{name}.txt"], exit_code=1)
+        assert not any(rc.rule == "py.file_not_found" for rc in diag.root_causes), name
+        assert diag.root_causes[0].rule == "stuck_frame", name
+    diag = diagnose(texts={"stderr": "cat: /data/train.txt: No such file or directory\n"}, exit_code=1)
+    assert diag.root_causes[0].rule == "py.file_not_found"
