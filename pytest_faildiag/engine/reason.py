@@ -82,6 +82,16 @@ SYNTAX_FAMILY = "syntax"  # the [[exception]] family of SyntaxError and its subc
 # a log level below error: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so", a
 # UserWarning); NCCL's WARN level is how it reports its errors, so it is read
 _CHATTER = re.compile(r"\b(?:INFO|DEBUG|TRACE)\b|(?i:warning)")
+_NEVER = re.compile(r"(?!)")  # what a named text matches in a rule set whose packs lack it: nothing
+
+
+def _text(reasoning: Reasoning, name: str) -> re.Pattern[str]:
+    """The named text ``name`` of the packs' ``[patterns]`` tables (``rules/05-reasoning.toml``): the words a library
+    or a tool prints that a reasoning step looks for, kept as data (a team's pack may extend or replace one) and
+    compiled once by the loader with the rest of the rule set. Parsing mechanics (path shapes, frame, report and
+    prompt formats) stay regexes of this module."""
+    pattern: re.Pattern[str] = reasoning.patterns.get(name, _NEVER)
+    return pattern
 
 
 @dataclass
@@ -288,16 +298,13 @@ def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
 
 
 # a test runner's own words: unittest's and pytest's reports, pytest's fixture errors, and the section headers
-# pytest puts over each error it reports (``_PYTEST_COLLECT_HEADER``; "ERROR at setup/teardown of <test>")
-_TEST_RUN = re.compile(
-    r"\b(?:ERROR|FAIL)(?: at (?:setup|teardown) of|:) \S*test|\bfixture '\w+' not found|\bRan \d+ tests? in "
-    r"|test session starts|short test summary|\bpy\.?test\b|\bunittest\b|\btest (?:file|module)s? we want to collect"
-    r"|\bERROR at (?:setup|teardown) of\b|\bERROR collecting\b|\bImportError while importing test module\b"
-    r"|\bImportError while loading conftest\b|\bInterrupted: \d+ errors? during collection\b"
-)
+# pytest puts over each error it reports (``[patterns] pytest_collect_header``; "ERROR at setup/teardown of <test>"):
+# ``[patterns] test_runner_words``
 
 
-def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str], lead: str = "") -> bool:
+def _tests_seen(
+    scan: ScanResult, analysis: Analysis, libraries: frozenset[str], reasoning: Reasoning, lead: str = ""
+) -> bool:
     """Whether the failure happened while tests ran: a pytest run, a test's frame in any traceback, or
     unittest's report lines. Without any of them no test's code was on the way, so a cause in the tests
     is not a candidate (a bare ``AssertionError`` in a script is the script's or a library's)."""
@@ -310,7 +317,8 @@ def _tests_seen(scan: ScanResult, analysis: Analysis, libraries: frozenset[str],
         if not _run_as_script(tb.frames) and any(frame_owner(fr, libraries)[0] == "test" for fr in tb.frames):
             return True
     texts = [text for _src, _ln, text in scan.error_lines[:200]] + [f.text for f in analysis.findings[:8]] + [lead]
-    return any(_TEST_RUN.search(text) for text in texts)
+    words = _text(reasoning, "test_runner_words")
+    return any(words.search(text) for text in texts)
 
 
 def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, str, list[Frame], str, int | None]:
@@ -443,7 +451,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
             facts.lead = _failure_tail(scan, reasoning)
     facts.error_head = "\n".join(text for _src, _ln, text in scan.error_lines[:LOG_RESOURCE_LINES])
     facts.error_head_bare = _PATHS.sub(" ", facts.error_head)
-    facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, facts.lead)
+    facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, reasoning, facts.lead)
     facts.native_tail = _native_tail(scan, reasoning.libraries)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
@@ -462,13 +470,13 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # module or conftest (its reports of a test start at the test's function): collection
         facts.stage = "collection"
     interactive_import_crash(facts, scan, analysis.profile.type == "crash" and not frames)  # kland3
-    _activate(facts, analysis, frames, reasoning.libraries)
+    _activate(facts, analysis, frames, reasoning.libraries, reasoning)
     if tb is None and "raiser:unseen" in facts.active:
         # pytest's report of a failed test names the exception a test or the code under test raised: its
         # frames were left out of the paste, not absent (``_log_report`` reads these E lines the same way)
         facts.active.remove("raiser:unseen")
     _tests_ran_under_hypothesis(facts)
-    _pytest_sections(facts, analysis)
+    _pytest_sections(facts, analysis, reasoning)
     pytest_import_mismatch(facts, analysis, scan, reasoning)  # kpytest5
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
@@ -488,19 +496,19 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
     _add_fact(facts, _spawn_missing(facts), reasoning)
-    _add_fact(facts, keras_hdf5_str_attrs(facts), reasoning)  # ktf2
+    _add_fact(facts, keras_hdf5_str_attrs(facts, reasoning), reasoning)  # ktf2
     _add_fact(facts, weights_file_format(facts), reasoning)  # ktf2
     _add_fact(facts, UNTESTED_ASSERT if _untested_assert(facts) else None, reasoning)
-    _add_fact(facts, _fixture_provider(facts, scan), reasoning)
-    _add_fact(facts, pytest_internal_error(facts), reasoning)  # kpytest5
+    _add_fact(facts, _fixture_provider(facts, scan, reasoning), reasoning)
+    _add_fact(facts, pytest_internal_error(facts, reasoning), reasoning)  # kpytest5
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
     _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
-    _add_fact(facts, ggml_backend_misuse(facts, scan), reasoning)  # kland1 (section at the end)
-    _add_fact(facts, near_tolerance(facts, scan), reasoning)  # kland2
+    _add_fact(facts, ggml_backend_misuse(facts, scan, reasoning), reasoning)  # kland1 (section at the end)
+    _add_fact(facts, near_tolerance(facts, scan, reasoning), reasoning)  # kland2
     abi_checked_extension(facts, reasoning)  # kland2
-    for fact in settings_and_data(facts, analysis, frames):  # the user's settings, the data (section below)
+    for fact in settings_and_data(facts, analysis, frames, reasoning):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
     # a setting the run was given, refused (kcfg2)
     for fact in refused_settings(facts, analysis, scan, frames, reasoning):
@@ -592,7 +600,7 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         and facts.stage is None
         and not progressed
         and not facts.tests_seen
-        and _CTOR_SIGNATURE.search(facts.message or "")
+        and _text(rs.reasoning, "constructor_signature").search(facts.message or "")
     ):
         # a constructor's signature refused its call (``Trainer.__init__() got an unexpected keyword
         # argument``) in a program, not a test, before any progress: the run building its objects
@@ -754,22 +762,19 @@ _PYTEST_PLUGIN = re.compile(r"(?:site|dist)-packages/pytest_\w+(?:\.py$|/)")
 _CONSTANT_ASSERT = re.compile(r"\s*assert\s+(?:0|False|None|\(\)|\[\]|''|\"\")\s*$")
 
 
-_MISSING_MODULE = re.compile(
-    r"No module named '(?P<a>[\w.]+)'|cannot import name '?\w+'? from (?:partially initialized module )?'?(?P<b>[\w.]+)"
-)
 # the file Python loaded the module from, which its ImportError names last: ``cannot import name 'x' from
 # 'app' (/src/app.py)``, ``… from partially initialized module 'app' (most likely due to a circular import)
 # (/src/app.py)``; ``(unknown location)`` for a namespace package
 _MODULE_FILE = re.compile(r"\((?P<path>[^()\n]+\.py[cw]?)\)\s*$", re.MULTILINE)
 
 
-def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) -> str | None:
+def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str], reasoning: Reasoning) -> str | None:
     """The module that could not be imported belongs to the project itself. Then no install fixes it; the
     project's layout, its import path or its own code does. Three things say so: the file Python loaded
     it from (the ImportError names it) is not an installed package's; a folder of the program's or the
     tests' own frames is its top package (``tests.conftest`` imported from ``tests/unit/test_x.py``); or
     one of those frames is its file (a single-file module such as ``app.py`` beside the test)."""
-    m = _MISSING_MODULE.search(facts.message)
+    m = _text(reasoning, "missing_module").search(facts.message)
     if not m:
         return None
     module = m["a"] or m["b"]
@@ -798,11 +803,8 @@ def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str]) ->
 # an API the message names with its module: ``module 'M' has no attribute 'x'`` (Python's AttributeError on a
 # module), ``cannot import name 'x' from 'M'`` (ImportError of ``from M import x``), ``No module named 'M.sub'``
 # (Python names the first part of a dotted import that fails: M itself imported, so the installed M lacks
-# ``sub``; a missing top-level package is "No module named 'M'", an install, not an API)
-_MODULE_API = re.compile(
-    r"module '(?P<a>[\w.]+)' has no attribute\b|cannot import name '?\w+'? from (?:partially initialized module )?'?(?P<b>[\w.]+)"
-    r"|No module named '(?P<c>\w+)\.\w[\w.]*'"
-)
+# ``sub``; a missing top-level package is "No module named 'M'", an install, not an API): ``[patterns]
+# module_lacks_name``; the module a missing module or name belongs to: ``[patterns] missing_module``
 # a file inside an installed package (``…/site-packages/torch/lib/fbgemm.dll``, ``…\Lib\site-packages\…``)
 # (a code location ``…/site-packages/x/log.py:16`` or a frame line is where code ran, not a file it failed on)
 _INSTALLED_PATH = re.compile(
@@ -822,13 +824,10 @@ _NOT_MESSAGE = re.compile(r'^\s*File "|(?i:warning)')
 # library whose release still asks for such a name (and whose requirements admit the jax that removed it) is
 # what has to change: its next release is the fix, pinning the older jax the alternative. (The program's own
 # code asking is the convention's mismatch, environment first.) A missing submodule (``No module named
-# 'jax.numpy'``) is not a removed name but a broken or stale jax install.
-_JAX_REMOVED = re.compile(
-    r"module '(?:jax|jaxlib)(?:\.[\w.]+)?' has no attribute\b|cannot import name '?\w+'? from '?(?:jax|jaxlib)(?:\.[\w.]+)?'?(?:\s|$)"
-)
+# 'jax.numpy'``) is not a removed name but a broken or stale jax install (``[patterns] jax_name_missing``).
 # jax._src.deprecations raises its own message for a name whose deprecation ended ("jax.interpreters.pxla.MapTracer
-# was removed in JAX v0.10.0.", "jax.device_put_replicated is deprecated; use jax.device_put instead")
-_JAX_REMOVED_OWN = re.compile(r"^\s*(?:jax|jaxlib)\.[\w.]+ (?:was removed in JAX\b|is deprecated\b)")
+# was removed in JAX v0.10.0.", "jax.device_put_replicated is deprecated; use jax.device_put instead"): ``[patterns]
+# jax_removed_note``
 _JAX_PACKAGES = frozenset({"jax", "jaxlib"})
 TRACE_FAMILY = "trace"  # the [[exception]] family of JAX's tracer errors (jax.errors)
 # the packages a traced value passes through to the conversion that fails: JAX's own, and NumPy's functions
@@ -856,16 +855,16 @@ def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | 
     Either way the program's code did not make the call. Raised in the program's own frame, or called from
     it, this says nothing new (the code was written for another version, or it is wrong): the message's
     cues weigh it. A name of jax/jaxlib asked for by another library's frame is ``api:jax_removed_in_library``
-    (``_JAX_REMOVED``): JAX removes names on a published schedule, so that library's release, which admits a
+    (``[patterns] jax_name_missing``): JAX removes names on a published schedule, so that library's release, which admits a
     jax it cannot run with, is what has to change."""
-    jax_name = _JAX_REMOVED.search(facts.message or "") or (
-        facts.family == "attribute" and _JAX_REMOVED_OWN.search(facts.message or "")
+    jax_name = _text(reasoning, "jax_name_missing").search(facts.message or "") or (
+        facts.family == "attribute" and _text(reasoning, "jax_removed_note").search(facts.message or "")
     )
     if jax_name and facts.raiser == "library" and _package(facts.library or "") not in _JAX_PACKAGES:
         return "api:jax_removed_in_library"
     if facts.raiser != "library" or not facts.library:
         return None
-    m = _MODULE_API.search(facts.message)
+    m = _text(reasoning, "module_lacks_name").search(facts.message)
     if m:
         same = _package(m["a"] or m["b"] or m["c"]) == _package(facts.library)
         return "api:own_library" if same else "api:cross_library"
@@ -897,8 +896,7 @@ _ENTRY_FAMILIES = frozenset({"value_error", "type_error"})
 # ``'X' object has no attribute 'y'``: Python's AttributeError on an instance (a module's is ``module 'M'``,
 # read by _api_user). On a builtin value type the code received a value of another type than it expects
 # (a str where an object was expected: the caller's value); on NoneType or a class of its own, the code's
-# own state or its contract with another library broke
-_OBJECT_ATTR = re.compile(r"'(?P<cls>[\w.]+)' object has no attribute\b")
+# own state or its contract with another library broke (``[patterns] object_has_no_attribute``)
 _VALUE_TYPES = frozenset(
     {"str", "bytes", "bytearray", "int", "float", "complex", "bool", "list", "tuple", "dict", "set", "frozenset"}
 )
@@ -930,7 +928,11 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     caller's frame called (at most ``ENTRY_DEPTH`` frames of one package below it): a check of the values
     the caller passed, so the caller's code, configuration or data is the home. The frame right below the
     raising code tells who handed over the value."""
-    if facts.raiser != "library" or not facts.library or _MODULE_API.search(facts.message or ""):
+    if (
+        facts.raiser != "library"
+        or not facts.library
+        or _text(reasoning, "module_lacks_name").search(facts.message or "")
+    ):
         return None
     if API_CUE in facts.cued:
         return None  # a call that does not fit a signature: who made it is _api_user's and the version cues'
@@ -949,7 +951,7 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
         return None
     if family == "assertion" and (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
         return None  # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller
-    attr = _OBJECT_ATTR.search(facts.message or "")
+    attr = _text(reasoning, "object_has_no_attribute").search(facts.message or "")
     if attr and attr["cls"] in _VALUE_TYPES:
         return None  # a value of a builtin type where the code expected an object: the caller's value
     if family == "type_error" and "cue:input_check" in facts.cued:
@@ -961,13 +963,7 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
 
 # what a NotImplementedError that names no feature of the library speaks of: a kernel, an operator or primitive, a
 # dtype, a device, platform or backend (no kernel or lowering for this device/dtype: the operator's), or a method a
-# subclass must override (an abstract base: the caller's class lacks it)
-_NOT_A_FEATURE = re.compile(
-    r"(?i)aten::|\bkernels?\b|\bop(?:erator|eration)?s?\b|\bdtypes?\b|\b(?:b?float|half|int|uint|complex)\d*\b|\bbf16\b"
-    r"|\bfp\d+\b|\b(?:cuda|cpu|gpu|mps|xpu|npu|tpu|xla|rocm|hip|meta|sparse|quantized)\b|\bbackends?\b|\bdevices?\b"
-    r"|\bprimitives?\b|\bplatforms?\b|subclass|overrid|abstract|\b(?:must|should) (?:be )?implement|\bimplement (?:this|it)\b"
-    r"|missing the required"
-)
+# subclass must override (an abstract base: the caller's class lacks it): ``[patterns] not_a_feature``
 
 
 def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
@@ -984,7 +980,7 @@ def _library_gap(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str
     if frame_owner(frames[-1], reasoning.libraries)[0] != "library":
         return None
     message = (facts.message or "").strip()
-    if not message or _NOT_A_FEATURE.search(_PATHS.sub(" ", message)):
+    if not message or _text(reasoning, "not_a_feature").search(_PATHS.sub(" ", message)):
         return None
     return LIBRARY_GAP
 
@@ -1038,11 +1034,8 @@ def _names_installed_file(facts: Facts, analysis: Analysis) -> bool:
 # a file name that is no file: ``<stdin>``, ``<string>``, ``<frozen …>``, ``<ipython-input-…>``; a real file
 # under a redacted folder (``<path>/pkg/mod.py``) is still the program's file
 _PSEUDO_FILE = re.compile(r"^<[^/\\]*>$")
-# Python's message when a constructor's signature refuses its call (CPython's argument checks)
-_CTOR_SIGNATURE = re.compile(
-    r"\b__init__\(\) (?:got an unexpected keyword argument|got multiple values for argument|missing \d+ required|"
-    r"takes (?:from )?\d+)"
-)
+# Python's message when a constructor's signature refuses its call (CPython's argument checks): ``[patterns]
+# constructor_signature``
 
 
 def _import_frame(frames: list[Frame], i: int, reasoning: Reasoning) -> bool:
@@ -1174,7 +1167,9 @@ def stage_from_log(analysis: Analysis, facts: Facts, progressed: bool) -> None:
         prof.stage = "startup"
 
 
-def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str]) -> None:
+def _activate(
+    facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str], reasoning: Reasoning
+) -> None:
     act = facts.active
     if facts.raiser == "user":
         act.append("raiser:user")
@@ -1199,7 +1194,7 @@ def _activate(facts: Facts, analysis: Analysis, frames: list[Frame], libraries: 
     syntax = _syntax_file(facts)
     if syntax:
         act.append(syntax)
-    own = _own_module(facts, frames, libraries) if facts.family == "import" else None
+    own = _own_module(facts, frames, libraries, reasoning) if facts.family == "import" else None
     if own:
         act.append("import:own_module")
         if _TEST_FILE.search(own.replace(".", "/") + ".py"):
@@ -1716,39 +1711,22 @@ def _conftest_reraise(facts: Facts) -> None:
 
 # the variables a launcher sets for each process it starts (torch/distributed/run.py's "Environment
 # Variables": torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, MASTER_ADDR,
-# MASTER_PORT; the env:// rendezvous reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
-LAUNCHER_VARS = (
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "ROLE_RANK",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-)
-_LAUNCHER_VAR = "|".join(LAUNCHER_VARS)
+# MASTER_PORT; the env:// rendezvous reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): ``[patterns] launcher_var``
 # KeyError's message is the missing key's repr; the env:// rendezvous names the variable it lacks
-# (torch/distributed/rendezvous.py: "environment variable {var} expected, but not set")
-_LAUNCHER_KEY = re.compile(rf"^\s*['\"](?:{_LAUNCHER_VAR})['\"]\s*$")
-_LAUNCHER_UNSET = re.compile(
-    rf"\b(?:environment variable|env var(?:iable)?)\s+['\"`]?(?:{_LAUNCHER_VAR})['\"`]?\s+"
-    rf"(?:expected, but not set|(?:is )?not set|(?:is )?missing|must be set|is required)"
-)
+# (torch/distributed/rendezvous.py: "environment variable {var} expected, but not set"): ``[patterns] launcher_key``,
+# ``launcher_unset``
 # conv's check of its input (aten's Convolution.cpp): "Given groups=1, weight of size [...], expected input[...]
-# to have C channels, but got D channels instead"
-_CONV_CHANNELS = re.compile(r"to have (?P<want>\d+) channels, but got (?P<got>\d+) channels instead")
+# to have C channels, but got D channels instead" (``[patterns] conv_channels``)
 # the channel counts of a sample's own format: a grayscale (1), RGB (3) or RGBA/CMYK (4) image (PIL's modes
 # L, RGB, RGBA, CMYK), a mono (1) or stereo (2) audio signal; a layer inside a network has its own widths
 SAMPLE_CHANNELS = frozenset({1, 2, 3, 4})
 # the batch a DataLoader builds from unequal samples: default_collate's own check for sequences, and
-# torch.stack's check when it stacks the samples' tensors (torch/utils/data/_utils/collate.py)
-_COLLATE_OWN = re.compile(r"each element in list of batch should be of equal size")
-_STACK_UNEQUAL = re.compile(r"stack expects each tensor to be equal size")
+# torch.stack's check when it stacks the samples' tensors (torch/utils/data/_utils/collate.py): ``[patterns]
+# collate_unequal``, ``stack_unequal``
 _COLLATE_FUNC = re.compile(r"collate")
 
 
-def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame]) -> list[str]:
+def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame], reasoning: Reasoning) -> list[str]:
     """The facts of this section that hold: ``cfg:launcher_env`` (a variable a launcher sets for every process
     it starts is missing: the script was run without the launcher, or the launcher was told other processes),
     ``data:sample_channels`` (a convolution's input has the channel count of another sample format than the
@@ -1757,13 +1735,16 @@ def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame]) -> 
     out = []
     text = _message_text(facts, analysis)
     short = (facts.exc_type or "").rsplit(".", 1)[-1]
-    if (short == "KeyError" and _LAUNCHER_KEY.match(facts.message or "")) or _LAUNCHER_UNSET.search(text):
+    key, unset = _text(reasoning, "launcher_key"), _text(reasoning, "launcher_unset")
+    if (short == "KeyError" and key.match(facts.message or "")) or unset.search(text):
         out.append("cfg:launcher_env")
-    m = _CONV_CHANNELS.search(text)
+    m = _text(reasoning, "conv_channels").search(text)
     if m and m["want"] != m["got"] and {int(m["want"]), int(m["got"])} <= SAMPLE_CHANNELS:
         out.append("data:sample_channels")
     collating = facts.stage == "data" or any(_COLLATE_FUNC.search(fr.func or "") for fr in frames)
-    if _COLLATE_OWN.search(text) or (_STACK_UNEQUAL.search(text) and collating):
+    if _text(reasoning, "collate_unequal").search(text) or (
+        _text(reasoning, "stack_unequal").search(text) and collating
+    ):
         out.append("data:unequal_samples")
     return out
 
@@ -1826,8 +1807,8 @@ SETTING_REFUSED = "cfg:setting_refused"  # its words: [patterns] setting_refused
 # library: 8.0.5 but source was compiled with: 8.1.0"): the copy the dynamic loader found comes first in its search
 # path, which the user's LD_LIBRARY_PATH (PATH on Windows) sets, or from a system-wide install
 LIBRARY_SEARCH_PATH = "cfg:library_search_path"  # its words: [patterns] loaded_other_build
-# where the run's device index came from: the launcher's index of the process on its node
-_LOCAL_RANK = re.compile(r"(?i)\blocal_?rank\b")
+# where the run's device index came from: the launcher's index of the process on its node (``[patterns]
+# local_rank_word``)
 RANKS_EXCEED_DEVICES = "cfg:ranks_exceed_devices"
 
 
@@ -1849,7 +1830,9 @@ def refused_settings(
         pattern = reasoning.patterns.get(words)
         if pattern is not None and (pattern.search(text) or pattern.search(lines)):
             out.append(fact)
-    if "cue:device_ordinal" in facts.cued and any(_LOCAL_RANK.search(fr.code or "") for fr in frames):
+    if "cue:device_ordinal" in facts.cued and any(
+        _text(reasoning, "local_rank_word").search(fr.code or "") for fr in frames
+    ):
         out.append(RANKS_EXCEED_DEVICES)
     return out
 
@@ -1901,7 +1884,6 @@ API_CROSS = "api:cross_library"
 LIBRARY_INTERNAL = "raiser:library_internal"
 ABSENT_CUE = "cue:absent"
 _RAISE_SITE_FACTS = (LIBRARY_OP, "raiser:library", "raiser:library_only")
-_SIGNATURE_MISSING = re.compile(r"(?i)\bmissing \d+ required (?:positional|keyword-only) arguments?\b")
 
 
 def _foreign_getattr(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> bool:
@@ -1925,14 +1907,15 @@ def _retract(facts: Facts, fact: str) -> None:
 
 
 def _signature_not_absent(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> bool:
-    """Whether ``cue:absent`` held only on a call's missing required argument (``_SIGNATURE_MISSING``)."""
+    """Whether ``cue:absent`` held only on a call's missing required argument (``[patterns] signature_missing``)."""
     if ABSENT_CUE not in facts.cued:
         return False
     entry = next((c for c in reasoning.contexts if c.fact == ABSENT_CUE and c.pattern is not None), None)
     if entry is None or entry.pattern is None:
         return False
     text = _message_text(facts, analysis)
-    return bool(_SIGNATURE_MISSING.search(text)) and not entry.pattern.search(_SIGNATURE_MISSING.sub(" ", text))
+    missing = _text(reasoning, "signature_missing")
+    return bool(missing.search(text)) and not entry.pattern.search(missing.sub(" ", text))
 
 
 def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], reasoning: Reasoning) -> None:
@@ -1969,19 +1952,11 @@ def library_home_facts(facts: Facts, analysis: Analysis, frames: list[Frame], re
 # a lambda, a local function, a module or an open handle: that code's owner (the test's, the program's, a
 # library's), not the installation, even when a new Python's default start method exposed it.
 
-_PYTEST_COLLECT_HEADER = re.compile(
-    r"\bERROR collecting\b|\bImportError while importing test module\b|\bImportError while loading conftest\b|"
-    r"\bInterrupted: \d+ errors? during collection\b"
-)
-_PYTEST_SETUP_HEADER = re.compile(r"\bERROR at (?:setup|teardown) of\b")
 TEST_SETUP_CUE = "cue:test_setup"  # [[context]]: pytest's words for a test's set-up or the suite's layout
 AVAILABLE_FIXTURES = "reason.pytest_available_fixtures"  # hint rule keeping pytest's "available fixtures:" line
-FIXTURE_PROVIDER = "fixture:provider_installed"
-_FIXTURE_MISSING = re.compile(r"\bfixture '(?P<name>\w+)' not found\b")
-_AVAILABLE_LINE = re.compile(r"\bavailable fixtures: (?P<names>.+?)\s*$")
+FIXTURE_PROVIDER = "fixture:provider_installed"  # its words: [patterns] fixture_not_found, available_fixtures
 FIXTURE_FAMILY = 2  # listed fixtures named after the missing one that make a provider's family
 _SPAWN_LAUNCH = re.compile(r"(?:^|/)multiprocessing/popen_(?:spawn_posix|spawn_win32|forkserver)\.py$")
-_PICKLE_REFUSED = re.compile(r"(?i)\b(?:can'?t|cannot) pickle\b|\bPicklingError\b|\bnot picklable\b")
 _SPAWN_FACT = {
     "test": "spawn:unpicklable_test",
     "user": "spawn:unpicklable_user",
@@ -1989,11 +1964,15 @@ _SPAWN_FACT = {
 }
 
 
-def _pytest_sections(facts: Facts, analysis: Analysis) -> None:
-    """pytest's collection headers in the log's error lines (``_PYTEST_COLLECT_HEADER``): a collector's error is
+def _pytest_sections(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> None:
+    """pytest's collection headers in the log's error lines (``[patterns] pytest_collect_header``): a collector's error is
     the collection's (``stage:collection`` where neither the frames nor a rule placed the failure). That tests
-    ran is read with the other test runners' words (``_TEST_RUN``, ``_tests_seen``)."""
-    if facts.stage is None and not analysis.stage_by_rule and _PYTEST_COLLECT_HEADER.search(facts.error_head):
+    ran is read with the other test runners' words (``[patterns] test_runner_words``, ``_tests_seen``)."""
+    if (
+        facts.stage is None
+        and not analysis.stage_by_rule
+        and _text(reasoning, "pytest_collect_header").search(facts.error_head)
+    ):
         facts.stage = "collection"
         facts.active.append("stage:collection")
 
@@ -2003,7 +1982,7 @@ def _setup_header(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
     say it: the section's error is a fixture's (``cue:test_setup``), whatever the message below it."""
     if TEST_SETUP_CUE in facts.cued:
         return
-    if not _PYTEST_SETUP_HEADER.search(facts.error_head):
+    if not _text(reasoning, "pytest_setup_header").search(facts.error_head):
         return
     for ctx in reasoning.contexts:
         if ctx.fact == TEST_SETUP_CUE:
@@ -2012,19 +1991,20 @@ def _setup_header(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
             return
 
 
-def _fixture_provider(facts: Facts, scan: ScanResult) -> str | None:
+def _fixture_provider(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> str | None:
     """``fixture:provider_installed``: pytest's list of the available fixtures holds a family (``FIXTURE_FAMILY``
     or more) of fixtures named after the missing one (its ``_``-separated words in order inside theirs), so the
     plugin that provides them is installed."""
-    missing = {m["name"] for _src, _ln, t in scan.pytest_errors if (m := _FIXTURE_MISSING.search(t))}
-    missing |= {m["name"] for m in _FIXTURE_MISSING.finditer(facts.error_head)}
-    missing |= {m["name"] for f in scan.findings if (m := _FIXTURE_MISSING.search(f.text))}
+    not_found, available = _text(reasoning, "fixture_not_found"), _text(reasoning, "available_fixtures")
+    missing = {m["name"] for _src, _ln, t in scan.pytest_errors if (m := not_found.search(t))}
+    missing |= {m["name"] for m in not_found.finditer(facts.error_head)}
+    missing |= {m["name"] for f in scan.findings if (m := not_found.search(f.text))}
     if not missing:
         return None
     # pytest prints the list behind its "> " marker, which the scanner reads as code (no rule matches there): the
     # last lines of each log keep it, as the end of a short run's report
     lists = [f.groups.get("names") or "" for f in scan.findings if f.rule.id == AVAILABLE_FIXTURES]
-    lists += [m["names"] for info in scan.sources.values() for t in info.tail if (m := _AVAILABLE_LINE.search(t))]
+    lists += [m["names"] for info in scan.sources.values() for t in info.tail if (m := available.search(t))]
     for names in lists:
         listed = [n.strip() for n in names.split(",") if n.strip()]
         for name in missing:
@@ -2041,7 +2021,7 @@ def _spawn_unpicklable(facts: Facts, frames: list[Frame], reasoning: Reasoning) 
     cannot be pickled. Its owner is the innermost frame outside the standard library above those frames; none
     shown in a test run is a test's (pytest's report of a test starts at the test's function, or the paste cut
     it)."""
-    if not _PICKLE_REFUSED.search(f"{facts.exc_type or ''}: {facts.message}"):
+    if not _text(reasoning, "pickle_refused").search(f"{facts.exc_type or ''}: {facts.message}"):
         return None
     at = next((i for i, fr in enumerate(frames) if _SPAWN_LAUNCH.search(fr.file.replace("\\", "/"))), None)
     if at is None:
@@ -2173,19 +2153,18 @@ LOOPBACK_CUE = "cue:loopback_peer"
 # another folder is the run's set-up, not a test's code).
 IMPORT_MISMATCH_HINT = "reason.pytest_import_mismatch"  # hint rule keeping pytest's mismatch lines
 MISMATCH_BASENAME = "pytest:mismatch_basename"
-MISMATCH_INSTALLED = "pytest:mismatch_installed"
-_MISMATCH_HAVE = re.compile(r"\bimported module '[\w.]+' has this __file__ attribute:")
-_MISMATCH_WANT = re.compile(r"\bwhich is not the same as the test file we want to collect:")
+MISMATCH_INSTALLED = "pytest:mismatch_installed"  # the report's words: [patterns] import_mismatch_have, _want
 
 
-def _mismatch_paths(lines: list[str]) -> tuple[str, str] | None:
+def _mismatch_paths(lines: list[str], reasoning: Reasoning) -> tuple[str, str] | None:
     """The two paths of pytest's import-mismatch report in these lines (each on the line below its header)."""
+    have_words, want_words = _text(reasoning, "import_mismatch_have"), _text(reasoning, "import_mismatch_want")
     for i, text in enumerate(lines[:-1]):
-        if not _MISMATCH_HAVE.search(text):
+        if not have_words.search(text):
             continue
         have = lines[i + 1].strip()
         want = next(
-            (lines[j + 1].strip() for j in range(i + 2, min(i + 4, len(lines) - 1)) if _MISMATCH_WANT.search(lines[j])),
+            (lines[j + 1].strip() for j in range(i + 2, min(i + 4, len(lines) - 1)) if want_words.search(lines[j])),
             "",
         )
         return have, want
@@ -2201,7 +2180,7 @@ def pytest_import_mismatch(facts: Facts, analysis: Analysis, scan: ScanResult, r
     seen = any(f.rule.id == IMPORT_MISMATCH_HINT for f in scan.findings)
     paths = None
     for info in scan.sources.values():
-        paths = paths or _mismatch_paths(info.tail)
+        paths = paths or _mismatch_paths(info.tail, reasoning)
     if not seen and paths is None:
         return
     fact = MISMATCH_BASENAME
@@ -2242,13 +2221,12 @@ def cython_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | No
 # exception never gets there: ``runtestprotocol`` catches it in the test's set-up, call or teardown and reports it as
 # a failure or an error. So the raiser is pytest's code or a hook implementation (an installed plugin's, or a
 # conftest's), not the code under test.
-PYTEST_INTERNAL = "pytest:internalerror"
-_INTERNALERROR = re.compile(r"^\s*INTERNALERROR>", re.M)
+PYTEST_INTERNAL = "pytest:internalerror"  # its words: [patterns] pytest_internalerror
 
 
-def pytest_internal_error(facts: Facts) -> str | None:
+def pytest_internal_error(facts: Facts, reasoning: Reasoning) -> str | None:
     """``pytest:internalerror`` when an error line of the log is pytest's INTERNALERROR report."""
-    return PYTEST_INTERNAL if _INTERNALERROR.search(facts.error_head) else None
+    return PYTEST_INTERNAL if _text(reasoning, "pytest_internalerror").search(facts.error_head) else None
 
 
 # --- the installed releases shown changing before an API mismatch (kowner) ------------------------------------
@@ -2285,31 +2263,18 @@ def _installed_in_run(facts: Facts, scan: ScanResult) -> str | None:
 # (``cue:ggml_backend_misuse``). A device id out of range (107001, invalid device ordinal) is the run's selection, not
 # read here.
 GGML_HINT = "reason.ggml_backend_lines"  # the hint rule keeping ggml's "current device: N, in function F at" lines
-GGML_MISUSE = "cue:ggml_backend_misuse"
-_GGML_CALLER = re.compile(r"current device: -?\d+, in function ~?ggml_\w*")
-_RUNTIME_MISUSE = re.compile(
-    r"(?:error code is |result = |ret=|errorCode = )10700[2-5]\b|ACL_ERROR_RT_(?:STREAM_CONTEXT|MODEL_CONTEXT"
-    r"|STREAM_MODEL|CONTEXT_NULL)|\b(?:stream|model) (?:is )?not in (?:the )?current (?:context|ctx)\b"
-    r"|context pointer null|\binvalid resource handle\b|\bcontext is destroyed\b|\binvalid device context\b"
-    r"|CUDA_ERROR_INVALID_(?:CONTEXT|HANDLE)|cudaErrorInvalidResourceHandle|cudaErrorContextIsDestroyed",
-    re.IGNORECASE,
-)
-_RUNTIME_FAULT = re.compile(
-    r"out of memory|\billegal (?:memory )?(?:address|instruction)|launch failure|\bmisaligned address"
-    r"|device-side assert|\b50\d{4}\b|aicore|aicpu|ECC error|\bXid\b",
-    re.IGNORECASE,
-)
+GGML_MISUSE = "cue:ggml_backend_misuse"  # its words: [patterns] ggml_caller, runtime_misuse, runtime_fault
 
 
-def ggml_backend_misuse(facts: Facts, scan: ScanResult) -> str | None:
+def ggml_backend_misuse(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> str | None:
     """``cue:ggml_backend_misuse`` when ggml's error handler names a ggml function whose runtime call failed and the
     runtime's words (the head of the error lines, the handler's lines) say the call misused a stream, model, context
     or handle, with no device fault or exhaustion named beside them."""
     lines = [f.text for f in scan.findings if f.rule.id == GGML_HINT]
-    if not any(_GGML_CALLER.search(t) for t in lines):
+    if not any(_text(reasoning, "ggml_caller").search(t) for t in lines):
         return None
     text = "\n".join([facts.message or "", facts.error_head, *lines])
-    if not _RUNTIME_MISUSE.search(text) or _RUNTIME_FAULT.search(text):
+    if not _text(reasoning, "runtime_misuse").search(text) or _text(reasoning, "runtime_fault").search(text):
         return None
     return GGML_MISUSE
 
@@ -2348,10 +2313,6 @@ def installed_outside_site(path: str) -> str | None:
 # library's own code, run under the trace, and the code that used the traced value as a concrete one ran inside
 # it. ``jit`` is not read: its function is often a wrapper that a library puts around the program's (Haiku's
 # ``apply_fn``, a module's ``apply``).
-_TRACED_FUNCTION = re.compile(
-    r"while tracing the function \S+ at \[?(?P<path>(?:[A-Za-z]:)?[^\s:\]\[]+):(?P<line>\d+)\]?(?:\([^)\s]*\))?"
-    r" for (?P<transform>cond|switch|scan|while_cond|while_loop)\b"
-)
 
 
 def traced_branch_origin(facts: Facts, reasoning: Reasoning) -> None:
@@ -2363,7 +2324,9 @@ def traced_branch_origin(facts: Facts, reasoning: Reasoning) -> None:
         return
     if (facts.exc_type or "").rsplit(".", 1)[-1] in _TRACER_LEAKS:
         return
-    m = _TRACED_FUNCTION.search("\n".join((facts.message, facts.error_head)).replace("\\\\", "\\"))
+    m = _text(reasoning, "jax_traced_function").search(
+        "\n".join((facts.message, facts.error_head)).replace("\\\\", "\\")
+    )
     if m is None:
         return
     fr = Frame(m["path"], int(m["line"]), "")
@@ -2383,17 +2346,7 @@ def traced_branch_origin(facts: Facts, reasoning: Reasoning) -> None:
 # tolerance the test chose: the computation is right to that precision and the test's tolerance is too tight for the
 # dtype, the platform or the algorithm (the tolerance is the test's own choice); a wrong result misses by orders of
 # magnitude. The tests' code leads, the code under test recedes. (Differences of a few ulp with an exact comparison
-# are float-rounding's.)
-_TOL_HEADER = re.compile(r"Not equal to tolerance rtol=(?P<rtol>[\d.eE+-]+), atol=(?P<atol>[\d.eE+-]+)")
-_TOL_DECIMALS = re.compile(r"Arrays are not almost equal to (?P<dec>\d+) decimals")
-_TOL_ABS = re.compile(r"Max absolute difference(?: among violations)?: (?P<v>[\d.eE+-]+|inf|nan)")
-_TOL_REL = re.compile(r"Max relative difference(?: among violations)?: (?P<v>[\d.eE+-]+|inf|nan)")
-_CLOSE_ABS = re.compile(
-    r"(?:Greatest a|\bA)bsolute difference: (?P<v>[\d.eE+-]+|inf|nan)(?: at index \([^)]*\))? \(up to (?P<tol>[\d.eE+-]+) allowed\)"
-)
-_CLOSE_REL = re.compile(
-    r"(?:Greatest r|\bR)elative difference: (?P<v>[\d.eE+-]+|inf|nan)(?: at index \([^)]*\))? \(up to (?P<tol>[\d.eE+-]+) allowed\)"
-)
+# are float-rounding's.) The reports' words: ``[patterns] numpy_*`` and ``torch_close_*``.
 NEAR_TOLERANCE = "cue:near_tolerance"
 NEAR_FACTOR = 2.0  # a difference within twice what the test allowed
 
@@ -2415,7 +2368,7 @@ TOLERANCE_HINT = "reason.tolerance_report"  # the hint rule that keeps a compari
 REPORT_LINES = 8  # the first report lines read: one comparison's tolerance and differences
 
 
-def near_tolerance(facts: Facts, scan: ScanResult) -> str | None:
+def near_tolerance(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> str | None:
     """``cue:near_tolerance`` when a tolerance comparison's report (the failing message, or the report lines that
     the hint rule ``reason.tolerance_report`` kept: pytest prints them as E lines under the exception) shows a
     difference within NEAR_FACTOR of what the test allowed. The first report of the log is read."""
@@ -2423,18 +2376,18 @@ def near_tolerance(facts: Facts, scan: ScanResult) -> str | None:
         return None
     kept = [f.text for f in scan.findings if f.rule.id == TOLERANCE_HINT][:REPORT_LINES]
     text = "\n".join([facts.message, *kept])
-    a = _TOL_ABS.search(text)
-    if a is not None and (h := _TOL_HEADER.search(text)) is not None:
+    a = _text(reasoning, "numpy_max_abs").search(text)
+    if a is not None and (h := _text(reasoning, "numpy_tolerance").search(text)) is not None:
         d, rtol, atol = _num(a["v"]), _num(h["rtol"]), _num(h["atol"])
-        q = _TOL_REL.search(text)
+        q = _text(reasoning, "numpy_max_rel").search(text)
         if d is None or rtol is None or atol is None:
             return None
         allowed = _allowed(d, _num(q["v"]) if q else None, atol, rtol)
-    elif a is not None and (dec := _TOL_DECIMALS.search(text)) is not None:
+    elif a is not None and (dec := _text(reasoning, "numpy_decimals").search(text)) is not None:
         d, allowed = _num(a["v"]), 1.5 * 10.0 ** -int(dec["dec"])
-    elif (c := _CLOSE_ABS.search(text)) is not None:
+    elif (c := _text(reasoning, "torch_close_abs").search(text)) is not None:
         d, atol = _num(c["v"]), _num(c["tol"])
-        r = _CLOSE_REL.search(text)
+        r = _text(reasoning, "torch_close_rel").search(text)
         if d is None or atol is None:
             return None
         allowed = _allowed(d, _num(r["v"]) if r else None, atol, _num(r["tol"]) or 0.0 if r else 0.0)
@@ -2455,7 +2408,7 @@ def installed_main_value(facts: Facts, frames: list[Frame], reasoning: Reasoning
         return None
     if facts.family != "attribute" or frames[0].func != "<module>":
         return None
-    attr = _OBJECT_ATTR.search(facts.message or "")
+    attr = _text(reasoning, "object_has_no_attribute").search(facts.message or "")
     if attr is None or attr["cls"] not in _VALUE_TYPES:
         return None
     owners = {frame_owner(fr, reasoning.libraries) for fr in frames}
@@ -2508,19 +2461,18 @@ def abi_checked_extension(facts: Facts, reasoning: Reasoning) -> None:
 _KERAS_HDF5_LOADER = re.compile(
     r"(?:^|/)(?:tf_)?keras/(?:src/)?(?:engine/(?:topology|saving|network)|saving/(?:legacy/)?hdf5_format)\.py$"
 )
-_STR_DECODE = re.compile(r"'str' object has no attribute 'decode'")
-H5PY3_STR_ATTRS = "api:h5py3_str_attrs"
+H5PY3_STR_ATTRS = "api:h5py3_str_attrs"  # its words: [patterns] str_decode
 # a file-format error (``cue:file_format``: HDF5's "file signature not found", PIL's, gzip's) raised while the frames
 # load a checkpoint (a ``[[frame_stage]]`` of stage checkpoint: load_weights, load_model, load_state_dict, …): the
 # file that is not in its format is the weights file itself (an LFS pointer, an interrupted download, another format)
 WEIGHTS_FILE_FORMAT = "file:weights_format"
 
 
-def keras_hdf5_str_attrs(facts: Facts) -> str | None:
+def keras_hdf5_str_attrs(facts: Facts, reasoning: Reasoning) -> str | None:
     """``api:h5py3_str_attrs``: "'str' object has no attribute 'decode'" raised in Keras's (or tf.keras's) own
     HDF5 loading module, the frame that decodes the file's attributes."""
     fr = facts.raise_frame
-    if fr is None or facts.family != "attribute" or not _STR_DECODE.search(facts.message or ""):
+    if fr is None or facts.family != "attribute" or not _text(reasoning, "str_decode").search(facts.message or ""):
         return None
     return H5PY3_STR_ATTRS if _KERAS_HDF5_LOADER.search(fr.file.replace("\\", "/")) else None
 

@@ -8,7 +8,7 @@
   initialize backend '<platform>': …", before "Requested backend <platform>, but it failed to initialize: …"): the
   failure is the device back end's (its runtime, its plugin, the platform chosen), which the generic runtime family
   does not list.
-- pytest's "ERROR collecting <path>" header (``_TEST_RUN``, ``_PYTEST_COLLECT_HEADER``) (or "Interrupted: N errors during collection")
+- pytest's "ERROR collecting <path>" header (``[patterns] test_runner_words``, ``pytest_collect_header``) (or "Interrupted: N errors during collection")
   says that pytest ran and failed while collecting tests, where no session header, no frame and no rule said so: the
   tests ran (``run:tests``, not ``run:no_tests``), so the tests' code stays a hypothesis.
 
@@ -24,7 +24,6 @@ import warnings
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from pytest_faildiag.engine.reason import _PYTEST_COLLECT_HEADER
 from pytest_faildiag.rules import load_ruleset
 from tests.kb.kb_helpers import context_checks, context_facts, top3, train_log_with_rules, train_log_without_rules
 
@@ -150,7 +149,7 @@ def test_train_log_a_collection_error_keeps_the_tests_code_without_the_rules() -
     ],
 )
 def test_the_collection_words(text: str, fires: bool) -> None:
-    assert bool(_PYTEST_COLLECT_HEADER.search(text)) is fires
+    assert bool(load_ruleset().reasoning.patterns["pytest_collect_header"].search(text)) is fires
 
 
 def test_real_pytest_run_a_pasted_errors_section_says_tests_ran(pytester: pytest.Pytester) -> None:
