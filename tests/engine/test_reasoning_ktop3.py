@@ -48,7 +48,10 @@ def test_a_collection_error_no_rule_knows_keeps_the_installed_versions_among_the
     code that the pytest run lifted, so it is the tests' code at the third place that the kept home could
     take, and a lifted hypothesis keeps it."""
     diag, label = train_log(
-        "pytest_python/py_marshmallow4_removed_field_kwargs_collection_errors", "30-python.toml", "40-pytest.toml"
+        "pytest_python/py_marshmallow4_removed_field_kwargs_collection_errors",
+        "30-python.toml",
+        "31-python-apps-catalogue.toml",
+        "40-pytest.toml",
     )
     assert label["category"] == "environment"
     assert all(c.rule.startswith("differential:") for c in diag.root_causes)  # no rule explains it here
