@@ -484,6 +484,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, installed_main_value(facts, frames, reasoning), reasoning)  # kland2
+    _add_fact(facts, nnx_mutation_owner(facts, frames, reasoning), reasoning)  # kjax12
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
     library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
@@ -2591,3 +2592,23 @@ def coordination_rpc_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning
     tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]
     text = "\n".join([facts.message or "", facts.error_head, *tails])
     _cue_in(facts, reasoning, (COORDINATION_RPC,), text)
+
+
+NNX_MUTATION_LIBRARY = "raiser:nnx_mutation_library"
+# the packages an NNX object's mutation passes through before Flax's check raises (Flax itself, and JAX's
+# transforms that call the program's or a library's function)
+_NNX_CONDUIT = frozenset({"flax", "jax", "jaxlib", "numpy"})
+
+
+def nnx_mutation_owner(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """Flax NNX's ``TraceContextError`` is raised by the objects' own ``__setattr__``/``__delattr__`` for the
+    statement that assigned: the innermost frame outside Flax, JAX, NumPy and the standard library made the
+    mutation. A library's frame there is that library's code (``raiser:nnx_mutation_library``)."""
+    if (facts.exc_type or "").rsplit(".", 1)[-1] != "TraceContextError":
+        return None
+    for fr in reversed(frames):
+        kind, pkg = frame_owner(fr, reasoning.libraries)
+        if kind == "stdlib" or _package(pkg or "") in _NNX_CONDUIT:
+            continue
+        return NNX_MUTATION_LIBRARY if kind == "library" else None
+    return None

@@ -174,3 +174,38 @@ def test_a_status_code_without_the_coordination_rpc_is_not_read():
     assert "cue:coordination_rpc" not in fact_statuses(diag)
     diag = _diagnose("DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/Heartbeat\n")
     assert "cue:coordination_rpc" in fact_statuses(diag)
+
+
+# --- Flax NNX's mutation from another trace level -------------------------------------------------------------------
+
+NNX_LOG = "jax/keras_nnx_t5backbone_tracecontexterror"
+
+
+def test_a_library_s_mutation_refused_by_flax_nnx_is_that_library_s():
+    # keras_hub's T5 layer, built inside Keras' symbolic call, assigns to an NNX object of another trace level
+    diag, label = train_log_without_rules(NNX_LOG)
+    assert label["category"] == "library"
+    assert "raiser:nnx_mutation_library" in fact_statuses(diag)
+    assert top3(diag)[0] == "library"
+    with_rules, _ = train_log_with_rules(NNX_LOG)
+    assert top3(with_rules)[0] == "library"
+
+
+def _nnx_text(caller: str) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/proj/train.py", line 10, in <module>\n'
+        "    main()\n"
+        f'  File "{caller}", line 20, in update\n'
+        "    self.count.value += 1\n"
+        '  File "/home/user/venv/lib/python3.11/site-packages/flax/nnx/variablelib.py", line 167, in __setattr__\n'
+        "    raise errors.TraceContextError(\n"
+        "flax.errors.TraceContextError: Cannot mutate Variable from a different trace level\n"
+    )
+
+
+def test_the_program_s_own_mutation_is_not_read_as_a_library_s():
+    lib = _diagnose(_nnx_text("/home/user/venv/lib/python3.11/site-packages/somelib/layers.py"))
+    assert "raiser:nnx_mutation_library" in fact_statuses(lib)
+    own = _diagnose(_nnx_text("/home/user/proj/model.py"))
+    assert "raiser:nnx_mutation_library" not in fact_statuses(own)
