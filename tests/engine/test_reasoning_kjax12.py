@@ -1,4 +1,4 @@
-"""The kjax12 block (rules/05-reasoning.toml ``# --- kjax12 ---``, rules/74-jax-catalogue.toml, engine/reason.py
+"""The kjax12 block (rules/05-reasoning.toml ``# --- kjax12 ---``, rules/71-jax-libraries.toml, engine/reason.py
 ``script_not_collected``; docs/engine.md): facts found on the JAX train logs whose true home the engine ranked second.
 
 - Flax 0.7.1 turned ``flax_return_frozendict`` off: Module.init/apply return plain dicts, so FrozenDict's own
