@@ -464,6 +464,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
         # does not always print the test's own entry as a frame)
         facts.called_from_test = True
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning, progressed=scan.progress > 0)
+    script_not_collected(facts, frames, tb is not None and _run_as_script(frames))  # kjax12
     installed_main_startup(facts, frames, reasoning, progressed=scan.progress > 0)  # kland2
     if facts.stage == "startup" and tb is None and not facts.cut and frames[0].func == "<module>":
         # pytest's report of an error whose outermost frame is a module's top level: pytest imported a test
@@ -481,6 +482,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.contexts = context_factors(facts, analysis, reasoning)
     stage_words_in_log(facts, scan, reasoning)  # kstage3
     _resources_in_error_lines(facts, reasoning)
+    coordination_rpc_in_log(facts, scan, reasoning)  # kjax12
     _npu_message_cues(facts, scan, reasoning)
     _npu_argument_refused(facts, scan, reasoning)  # kasc6
     _setup_header(facts, scan, reasoning)
@@ -490,6 +492,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, installed_main_value(facts, frames, reasoning), reasoning)  # kland2
+    _add_fact(facts, nnx_mutation_owner(facts, frames, reasoning), reasoning)  # kjax12
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
     library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
@@ -2518,3 +2521,46 @@ def interactive_import_crash(facts: Facts, scan: ScanResult, crashed: bool) -> N
         if last is not None and any(t.strip() for t in info.tail[last + 1 :]):
             facts.stage = "startup"
             return
+
+
+# --- kjax12 ---
+def script_not_collected(facts: Facts, frames: list[Frame], script: bool) -> None:
+    """A file named like a test whose top level is a Python traceback's outermost frame ran as the main program
+    (``_run_as_script``: ``python test_x.py``, a repro script): no runner imported it, so the ``[[frame_stage]]``
+    entry that reads a test module's top level as pytest's collection does not hold there. The stage it set is
+    withdrawn (left to the rule, the other frames and the message's words); a test module that pytest imported
+    sits below importlib's or pytest's frames and keeps it."""
+    if script and facts.stage == "collection" and facts.stage_frame is frames[0]:
+        facts.stage, facts.stage_frame = None, None
+
+
+COORDINATION_RPC = "cue:coordination_rpc"  # its words: the [[context]] of that fact (# --- kjax12 --- in 05-reasoning)
+
+
+def coordination_rpc_in_log(facts: Facts, scan: ScanResult, reasoning: Reasoning) -> None:
+    """XLA's coordination service names a failed RPC as a path ("RPC: /tensorflow.CoordinationService/RegisterTask"),
+    which the message's path filter blanks: read it in the failing message, the log's error lines and each log's last
+    lines as printed."""
+    tails = [t for info in scan.sources.values() for t in list(info.tail)[-TAIL_READ:]]
+    text = "\n".join([facts.message or "", facts.error_head, *tails])
+    _cue_in(facts, reasoning, (COORDINATION_RPC,), text)
+
+
+NNX_MUTATION_LIBRARY = "raiser:nnx_mutation_library"
+# the packages an NNX object's mutation passes through before Flax's check raises (Flax itself, and JAX's
+# transforms that call the program's or a library's function)
+_NNX_CONDUIT = frozenset({"flax", "jax", "jaxlib", "numpy"})
+
+
+def nnx_mutation_owner(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """Flax NNX's ``TraceContextError`` is raised by the objects' own ``__setattr__``/``__delattr__`` for the
+    statement that assigned: the innermost frame outside Flax, JAX, NumPy and the standard library made the
+    mutation. A library's frame there is that library's code (``raiser:nnx_mutation_library``)."""
+    if (facts.exc_type or "").rsplit(".", 1)[-1] != "TraceContextError":
+        return None
+    for fr in reversed(frames):
+        kind, pkg = frame_owner(fr, reasoning.libraries)
+        if kind == "stdlib" or _package(pkg or "") in _NNX_CONDUIT:
+            continue
+        return NNX_MUTATION_LIBRARY if kind == "library" else None
+    return None
