@@ -495,6 +495,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, nnx_mutation_owner(facts, frames, reasoning), reasoning)  # kjax12
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
+    _add_fact(facts, library_own_error(facts, frames, reasoning), reasoning)  # klibbug
     library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
     _add_fact(facts, _checkpoint_key(facts), reasoning)
@@ -2564,3 +2565,40 @@ def nnx_mutation_owner(facts: Facts, frames: list[Frame], reasoning: Reasoning) 
             continue
         return NNX_MUTATION_LIBRARY if kind == "library" else None
     return None
+
+
+# --- klibbug: a library's own exception class ------------------------------------------------------------------
+# Python's documented convention for a call's bad input is a TypeError ("an operation or function is applied to an
+# object of inappropriate type") or a ValueError ("an argument that has the right type but an inappropriate value");
+# libraries follow it at their entry checks (``raiser:library_entry``) or name a class of their own for the input
+# (``ValidationError``, ``MisconfigurationException``, ``RepositoryNotFoundError``). A class of a library's own
+# package that names neither -- TFLite's ``ConverterError``, Flax NNX's ``TraceContextError``, datasets'
+# ``ExpectedMoreSplits``, coverage's ``CoverageException`` -- is that library reporting that its own operation (a
+# conversion, a trace context, a verification of what it built) failed. Raised by a ``raise`` statement of that
+# library's own code (the innermost frame, shown), with a class the [[exception]] catalogue does not name (the
+# catalogue gives the documented classes their homes) and, where Python printed the class's module, a module of
+# the raising package: ``raiser:library_own_error`` lifts the library a little. The generic runtime family such a
+# class falls into was set for a bare RuntimeError, which frameworks raise for a caller's misuse too.
+LIBRARY_OWN_ERROR = "raiser:library_own_error"
+
+
+def library_own_error(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:library_own_error`` (klibbug, block comment above)."""
+    if facts.raiser != "library" or not facts.library or not frames or not facts.exc_type:
+        return None
+    qualified = facts.exc_type
+    short = qualified.rsplit(".", 1)[-1]
+    if isinstance(getattr(builtins, short, None), type) or qualified in reasoning.exceptions:
+        return None
+    if short in reasoning.exceptions:
+        return None
+    refused_input = reasoning.patterns.get("input_error_class")
+    if refused_input is None or refused_input.search(short):
+        return None
+    last = frames[-1]
+    kind, pkg = frame_owner(last, reasoning.libraries)
+    if kind != "library" or not pkg or not _RAISE_STATEMENT.match(last.code or ""):
+        return None
+    if "." in qualified and _package(qualified) != _package(pkg):
+        return None  # another package's class (``raise requests.HTTPError``): not this library's own statement
+    return LIBRARY_OWN_ERROR
