@@ -466,6 +466,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.stage, facts.stage_frame = stage_from_frames(frames, reasoning, progressed=scan.progress > 0)
     script_not_collected(facts, frames, tb is not None and _run_as_script(frames))  # kjax12
     installed_main_startup(facts, frames, reasoning, progressed=scan.progress > 0)  # kland2
+    main_constructor_startup(facts, frames, reasoning, progressed=scan.progress > 0)  # kland4
     if facts.stage == "startup" and tb is None and not facts.cut and frames[0].func == "<module>":
         # pytest's report of an error whose outermost frame is a module's top level: pytest imported a test
         # module or conftest (its reports of a test start at the test's function): collection
@@ -511,6 +512,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     _add_fact(facts, ggml_backend_misuse(facts, scan, reasoning), reasoning)  # kland1 (section at the end)
     _add_fact(facts, near_tolerance(facts, scan, reasoning), reasoning)  # kland2
+    _add_fact(facts, main_thread_loop_unset(facts, frames, reasoning), reasoning)  # kland4
     abi_checked_extension(facts, reasoning)  # kland2
     for fact in settings_and_data(facts, analysis, frames, reasoning):  # the user's settings, the data (section below)
         _add_fact(facts, fact, reasoning)
@@ -2602,3 +2604,48 @@ def library_own_error(facts: Facts, frames: list[Frame], reasoning: Reasoning) -
     if "." in qualified and _package(qualified) != _package(pkg):
         return None  # another package's class (``raise requests.HTTPError``): not this library's own statement
     return LIBRARY_OWN_ERROR
+
+
+# --- kland4: a constructor the main program's top level called before any progress ---------------------------------
+def main_constructor_startup(facts: Facts, frames: list[Frame], reasoning: Reasoning, progressed: bool) -> None:
+    """Stage ``startup`` where the outermost frame is the top level (``<module>``) of the program's own main script and
+    the failing call is a constructor (``__init__``) that this top level called directly, before the log shows any
+    progress: an object the script builds before its work (an autocast context, a model, a loader), as kstage reads the
+    program's own constructors and kland2 an installed application's. A library's constructor called from inside any
+    other function is not read (libraries build helper objects inside any call)."""
+    if facts.stage is not None or progressed or len(frames) < 2 or frames[0].func != "<module>":
+        return
+    if frames[1].func != "__init__" or frame_owner(frames[0], reasoning.libraries)[0] != "user":
+        return
+    facts.stage, facts.stage_frame = "startup", frames[1]
+
+
+# --- kland4: the main thread's asyncio event loop, unset ----------------------------------------------------------
+# asyncio's default policy (asyncio/events.py, BaseDefaultEventLoopPolicy.get_event_loop) creates a loop for the main
+# thread only while nobody has called set_event_loop() in it; asyncio.run() and asyncio.Runner (and test runners'
+# loops built on them, unittest's IsolatedAsyncioTestCase) call set_event_loop(None) when they close.
+# So "There is no current event loop in thread 'MainThread'" on Pythons before 3.14 means that an earlier asyncio.run()
+# or loop fixture unset the loop and a later synchronous get_event_loop() found none: in a test run, another test or
+# the tests' loop handling (the same test passes alone). Python 3.14 made get_event_loop() raise whenever no loop is
+# current (the documentation's "Changed in version 3.14"): on 3.14 or later (the asyncio frame's path names the
+# release), in a test or not, the calling code was written for the implicit loop of the older Pythons.
+TEST_LOOP_UNSET = "cue:test_loop_unset"
+LOOP_CHANGED_AT_314 = "cue:loop_changed_at_release"
+
+
+def main_thread_loop_unset(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``cue:loop_changed_at_release`` for the main thread's missing event loop raised by a Python 3.14+ asyncio (its
+    frame's path names the release: every caller of get_event_loop() without a running loop fails there, in a test or
+    not); else ``cue:test_loop_unset`` for the same words in a test run (an earlier loop unset it)."""
+    words = reasoning.patterns.get("no_current_main_loop")
+    if words is None or not words.search("\n".join((facts.message, facts.error_head, facts.lead))):
+        return None
+    release = reasoning.patterns.get("asyncio_release_path")
+    if release is not None:
+        for fr in frames:
+            m = release.search(fr.file.replace("\\", "/"))
+            if m and int(m["minor"]) >= 14:
+                return LOOP_CHANGED_AT_314
+    if "run:pytest" in facts.active or "run:tests" in facts.active:
+        return TEST_LOOP_UNSET
+    return None
