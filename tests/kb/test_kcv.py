@@ -21,6 +21,7 @@ PACK = "59-cv-tabular-catalogue.toml"
 # fixture, rule, first category (either of a|b), type
 CASES = [
     ("mm_registry", "openmmlab.registry_key_missing", "config", "runtime_error"),
+    ("mm_notype", "openmmlab.cfg_without_type", "config", "runtime_error"),
     ("mm_dup", "openmmlab.registry_duplicate", "model", "runtime_error"),
     ("fvcore_dup", "openmmlab.registry_duplicate", "model", "runtime_error"),
     ("mmdet_version", "openmmlab.version_assert", "environment", "runtime_error"),
@@ -53,6 +54,7 @@ CASES = [
     ("cb_target", "catboost.target_single_value", "dataset", "runtime_error"),
     ("lgb_param", "lightgbm.parameter_check", "config", "runtime_error"),
     ("lgb_cuda", "lightgbm.tree_learner_not_built", "environment", "runtime_error"),
+    ("lgb_label", "lightgbm.label_out_of_range", "dataset", "runtime_error"),
     ("lgb_file", "lightgbm.data_file", "config", "runtime_error"),
     ("lgb_reuse", "lightgbm.dataset_changed_after_construct", "model", "runtime_error"),
     ("wandb_nokey", "wandb.no_api_key", "config", "runtime_error"),
