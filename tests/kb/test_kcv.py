@@ -33,6 +33,7 @@ CASES = [
     ("fvcore_reg", "detectron2.registry_key_missing", "config", "runtime_error"),
     ("yacs_key", "yacs.non_existent_config_key", "config", "runtime_error"),
     ("d2_data", "detectron2.dataset_not_registered", "config", "runtime_error"),
+    ("d2_meta", "detectron2.metadata_conflict", "model", "runtime_error"),
     ("d2_c", "detectron2.c_extension_missing", "environment", "runtime_error"),
     ("d2_cfg", "detectron2.config_file_missing", "config", "runtime_error"),
     ("timm_unknown", "timm.unknown_model", "config", "runtime_error"),
