@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame
+from ..parse.scan import JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame, raised_line
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks
 
@@ -338,7 +338,7 @@ def _pytest_facts(scan: ScanResult, reasoning: Reasoning) -> tuple[str | None, s
     # --tb=short and collection errors print ``E   ExcType: message`` right after the entries, without a
     # raise-site line: the last such E line names the exception (the root of its chain), the entries
     # before it are its frames
-    raised = [(src, line, parsed) for src, line, text in scan.pytest_errors if (parsed := exception_line(text.strip()))]
+    raised = [(src, line, parsed) for src, line, text in scan.pytest_errors if (parsed := raised_line(text.strip()))]
     if raised:
         i = _chain_root(scan, raised)
         src, line, (exc, msg) = raised[i]
@@ -371,7 +371,7 @@ def _e_message(scan: ScanResult, src: str, line: int, exc: str = "") -> str:
     lines = [t for (s2, ln, t) in scan.pytest_errors if s2 == src and ln < line]
     short = exc.rsplit(".", 1)[-1]
     for text in reversed(lines[-40:]):
-        parsed = exception_line(text.strip()) if short else None
+        parsed = raised_line(text.strip()) if short else None
         if parsed and parsed[0].rsplit(".", 1)[-1] == short:
             return parsed[1]
     return lines[-1] if lines else ""

@@ -47,7 +47,8 @@ COUNT_SPARSE = 64
 
 # pytest's ``path.py:N: in f`` entries (Windows paths too), at a line's start or behind a launcher's or a
 # paste's prefix (``[rank3]:``, ``0: ``, ``> ``): after a character no path holds
-_PY_LOCATION = rb"(?m:(?:^|[^\w\n/.\-\\:])[\w/.\-\\:]+\.py:\d+: \w)"
+# (``--tb=long`` prints an entry that is not the innermost as ``path.py:N: `` with nothing after, below its code)
+_PY_LOCATION = rb"(?m:(?:^|[^\w\n/.\-\\:])[\w/.\-\\:]+\.py:\d+: (?:\w|\r?$))"
 _STRUCTURAL = [
     rb"Traceback \(most recent call last\)",
     rb"Root Cause \(first observed failure\)",
@@ -82,7 +83,7 @@ _STRUCTURAL = [
 # What Hyperscan searches instead of a marker whose literal healthy logs are full of (``mpscan.Patterns.
 # prefilters``): ``.py:`` is in every line of a logger printing ``trainer.py:412``, and anchoring on it cost
 # half the scan of a training log; every line holding ``_PY_LOCATION`` also holds ``\d: \w``, few others do.
-_PREFILTERS = ((_PY_LOCATION, rb"\d: \w"),)
+_PREFILTERS = ((_PY_LOCATION, rb"(?m:\d: (?:\w|\r?$))"),)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>[^\s(]+)')
 # a SyntaxError's last frame has no function: it names the file (or ``<string>``) that does not parse
 _SYNTAX_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+\.py|<[^"]+>)", line (?P<line>\d+)\s*$')
@@ -179,7 +180,7 @@ _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # (Python 3.11's builtin groups, ``ExceptionGroup: msg (2 sub-exceptions)``, end with neither)
 _EXC_LINE = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|ExceptionGroup)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|ExceptionGroup|EOFError|StopIteration|KeyboardInterrupt)(?::\s?(?P<msg>.*))?$"
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|ExceptionGroup)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|ExceptionGroup|EOFError|StopIteration|StopAsyncIteration|KeyboardInterrupt|Failed|Skipped|XFailed)(?::\s?(?P<msg>.*))?$"
 )
 _PYTEST_E = re.compile(r"^E {3}(?P<text>.*)$")
 _PYTEST_E_SQUEEZED = re.compile(r"^E\s+(?P<text>.*)$")
@@ -190,11 +191,12 @@ _CLASS_LINE = re.compile(r"^[A-Z]\w*(?::\s|:?$)")
 _NAME_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
 _PYTEST_E_BEHIND = re.compile(r"[\s:>\]|]E {3}(?P<text>.*)$")  # behind a launcher's, a CI log's or a paste's prefix
 # pytest's long and short tracebacks end each entry with ``path.py:LINE: ExcType`` (the raise site)
-_PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$")
+# (``--tb=long``: the entries before the innermost end with ``path.py:LINE: `` alone, their code above them)
+_PYTEST_LOC = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+):(?: (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*))?$")
 # pytest's ``--tb=line`` report: one line per failure, the raise site and the exception's first line
 _PYTEST_LINE_SITE = re.compile(r"^(?P<file>[\w/.\-\\:]+\.py):(?P<line>\d+): (?P<type>)(?P<rest>[A-Za-z_][\w.]*: .*)$")
 _PYTEST_LOC_BEHIND = re.compile(
-    r"[\s>\]|]:?(?P<file>[\w/.\-\\]+(?::\\)?[\w/.\-\\]*\.py):(?P<line>\d+): (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*)$"
+    r"[\s>\]|]:?(?P<file>[\w/.\-\\]+(?::\\)?[\w/.\-\\]*\.py):(?P<line>\d+):(?: (?P<type>in [\w<>.]+|[A-Za-z_][\w.]*))?$"
 )
 # PyTorch's ``Module.load_state_dict`` raises ``RuntimeError("Error(s) in loading state_dict for M:\n\t" +
 # "\n\t".join(error_msgs))`` (torch/nn/modules/module.py): each line of its report starts with one of these. A
@@ -215,7 +217,7 @@ _MEM = re.compile(r"(?i)\bmem(?:ory)?\b[^0-9\n]{0,24}?(?P<v>\d+(?:\.\d+)?)\s*(?P
 # capitalised name and ``: `` is that form. Warnings are left out: printed alone they are not failures.
 # ``Name: msg``; never ``Name::member`` (a C++ qualified name in a native backtrace, ``c10::DistError::DistError``)
 _BARE_EXC = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception)(?::(?!:)\s?(?P<msg>.*))?$"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)|Exception|(?:_pytest\.fixtures\.)?ScopeMismatch)(?::(?!:)\s?(?P<msg>.*))?$"
 )
 _BARE_QUALIFIED = re.compile(r"^(?P<type>(?:[a-z_][a-z0-9_]*\.)+_?[A-Z][A-Za-z0-9_]*(?<!Warning)): (?P<msg>\S.*)$")
 # pytest's short summary names what failed each test, a warning included: run with warnings as errors
@@ -898,7 +900,7 @@ class _Scanner:
             return True  # the raise site ``path.py:N: AssertionError`` (its E lines show ``assert …`` alone)
         head = msg.removesuffix("...").strip()[:40]
         for _src, _ln, text in self.res.pytest_errors[-20:]:
-            got = exception_line(text.strip())
+            got = raised_line(text.strip())
             if got and got[0].rsplit(".", 1)[-1] == short and got[1].strip().startswith(head):
                 return True
         return False
@@ -1188,6 +1190,24 @@ def exception_line(text: str) -> tuple[str, str] | None:
 
 
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+# pytest's ``E   `` lines print the exception a test raised, whatever its class is named: pytest's own outcomes
+# (``Failed`` of ``pytest.fail``, ``Skipped``, ``XFailed``: _pytest/outcomes.py sets their ``__module__`` to
+# "builtins", so Python prints them unqualified), ``StopIteration`` and ``StopAsyncIteration``, and a warning
+# raised as an error (``-W error``, ``filterwarnings = error``). Printed alone, such a line is no failure.
+_RAISED_NAMED = re.compile(
+    r"^(?P<type>Failed|Skipped|XFailed|StopIteration|StopAsyncIteration|(?:[A-Za-z_]\w*\.)*[A-Z]\w*Warning)(?::\s?(?P<msg>.*))?$"
+)
+
+
+def raised_line(text: str) -> tuple[str, str] | None:
+    """(exception class, message) of an exception line pytest printed as the exception a test raised (an
+    ``E   `` line): ``exception_line``'s classes and those named otherwise (``_RAISED_NAMED``)."""
+    got = exception_line(text)
+    if got is None and text[:1] in _NAME_START and (m := _RAISED_NAMED.match(text)) is not None:
+        return m["type"], m["msg"] or ""
+    return got
 
 
 def jax_unwrapped(exc: str, msg: str) -> tuple[str, str]:
