@@ -6,8 +6,10 @@ checkpoint save/load; a two-process gloo torchrun with TORCH_CPP_LOG_LEVEL=INFO 
 TORCH_DISTRIBUTED_DEBUG=INFO; a passing pytest run with skips, an xfail and warnings; `python -X importtime -c
 "import torch"`; gdb's backtrace of a sleeping interpreter; pip install/uninstall/download/check into a throwaway
 venv; torch's CPU-only warnings (amp/autocast without CUDA, DataLoader worker count, sparse/nested betas);
-torch.compile runs whose graph breaks Dynamo handled (TORCH_LOGS=graph_breaks); the profiler's table; and
-`python -m torch.utils.collect_env`.
+torch.compile runs whose graph breaks Dynamo handled (TORCH_LOGS=graph_breaks); the profiler's table;
+`python -m torch.utils.collect_env`; a torch C++ extension built by load_inline (ninja, a compiler warning);
+Lightning fit/validate on the CPU (one process, DDP over gloo); a transformers load report and Trainer run; pip
+installs of the Lightning and transformers stacks; a gloo rank started before its master.
 
 No rule of any kind may name a cause of these runs: nothing failed. (The test checks every rule, not only
 those with requires_failure=false: a graph-break log also holds "User code traceback:" blocks that the scanner
