@@ -8,6 +8,7 @@ cause supported only by inference never outranks one seen directly at equal prio
 from __future__ import annotations
 
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,7 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
             fr = _match_stuck(entry, inner, libraries)
             if fr is None:
                 continue
-            user = next((x for x in inner if frame_owner(x, libraries)[0] in ("user", "test")), None)
+            user = next((x for x in inner if _dump_owner(x, libraries) in ("user", "test")), None)
             where = f"{Path(fr.file).name}:{fr.line}"
             if user is not None and user is not fr:
                 where += f", called from {user.file}:{user.line}" + (f" ({user.code})" if user.code else "")
@@ -217,18 +218,44 @@ def stuck_points(scan: ScanResult, ruleset: RuleSet) -> list[dict[str, Any]]:
     return out
 
 
+def _dump_owner(frame: Frame, libraries: frozenset[str]) -> str:
+    """``frame_owner`` for a stack dumper's frame. py-spy prints a module's path relative to the ``sys.path``
+    entry it was found on (``selectors.py``, ``multiprocessing/connection.py``, ``torch/utils/data/...``); a
+    relative path whose top-level module Python's own list of its standard library names
+    (``sys.stdlib_module_names``) is that library's, not the program's (a script of the program shadowing a
+    standard module is misread: it breaks the program's imports anyway)."""
+    owner = frame_owner(frame, libraries)[0]
+    path = frame.file.replace("\\", "/")
+    if owner == "user" and not path.startswith(("/", "~", ".", "<")) and ":" not in path[:3]:
+        if path.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names:
+            return "stdlib"
+    return owner
+
+
+def _waiting_window(frames: list[Frame], libraries: frozenset[str]) -> list[Frame]:
+    """The innermost frames that say *how* a thread waits (the standard library's selectors, sockets, locks,
+    queues, connections) and the first frame outward, which says *what for*: a DataLoader main thread blocks in
+    ``selectors.select`` under ``multiprocessing``'s queue, called by the DataLoader's ``_try_get_data``."""
+    for i, fr in enumerate(frames):
+        if _dump_owner(fr, libraries) != "stdlib":
+            return frames[: i + 1]
+    return frames
+
+
 def _match_stuck(entry: dict[str, Any], frames: list[Frame], libraries: frozenset[str]) -> Frame | None:
-    """The innermost frame when it fits the entry: its function, its file and its owner (``owner``: who owns
-    the file by ``frame_owner``, the reading every traceback gets, so that a dumper's paths relative to
-    ``sys.path`` — py-spy prints ``torch/utils/data/dataloader.py`` — are a library's as an installed path is)."""
+    """The frame of the waiting window (``_waiting_window``) that fits the entry — its function, its file and
+    its owner (``owner``: who owns the file by ``frame_owner``, the reading every traceback gets, so that a
+    dumper's paths relative to ``sys.path`` are a library's as an installed path is) — the caller first, so
+    that the frame named is the one saying what the thread waits for."""
     func_re = re.compile(entry.get("func", ".*"))
     file_re = re.compile(entry["file"]) if entry.get("file") else None
-    fr = frames[0]
-    if not func_re.search(fr.func) or (file_re is not None and not file_re.search(fr.file)):
-        return None
-    if entry.get("owner") and frame_owner(fr, libraries)[0] != entry["owner"]:
-        return None
-    return fr
+    for fr in reversed(_waiting_window(frames, libraries)):
+        if not func_re.search(fr.func) or (file_re is not None and not file_re.search(fr.file)):
+            continue
+        if entry.get("owner") and _dump_owner(fr, libraries) != entry["owner"]:
+            continue
+        return fr
+    return None
 
 
 def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> list[RootCause]:

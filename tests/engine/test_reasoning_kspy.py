@@ -103,7 +103,10 @@ def test_dataloader_worker_blocked_py_spy_subprocesses_and_pystack():
     assert ("__getitem__", "loader_hang.py", 15) in _where(worker)
     assert worker.process.endswith("loader_hang.py")
     points = stuck_points(res, load_ruleset())
-    assert points and "MainThread" in points[0]["detail"] and "select" in points[0]["detail"]
+    # the main thread blocks in selectors.select under multiprocessing's queue (how it waits); the DataLoader's
+    # _try_get_data, the first frame outward that is not the standard library's, says what it waits for
+    assert points and "MainThread" in points[0]["detail"] and "_try_get_data" in points[0]["detail"]
+    assert points[0]["category"] == "dataset"
     res = _scan(DUMPS / "pystack_dataloader_blocked.txt")
     assert [f.func for f in res.dumps[-1].innermost][:6] == ["select", "wait", "_poll", "poll", "get", "_try_get_data"]
     assert not any("timeout" in text for _, _, text in res.error_lines)
