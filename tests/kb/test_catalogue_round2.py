@@ -70,10 +70,11 @@ LOGS = [
     # same page: EB0000 = TBE cannot compile this Transpose specification: report it (operator)
     ("ms_eb0000_transpose_exceeds_ub", "cann.tbe.spec_unsupported", "unsupported_op", {"operator"}),
     # https://github.com/vllm-project/vllm-ascend/issues/3960: aclop during NPU graph capture, ERR00007;
-    # turning graph mode off was the way out (config), the op needing aclnn the reason (operator)
+    # turning graph mode off was the way out (config), the op needing aclnn the reason (operator); torch_npu's
+    # own text (kpta5, pta.src.graph_capture_aclop) reads it in place of the generic ERR00007 rule
     (
         "vllm_ascend_aclop_during_graph_capture",
-        "pta.err.feature_not_supported",
+        "pta.src.graph_capture_aclop",
         "unsupported_op",
         {"operator", "config"},
     ),

@@ -37,7 +37,7 @@ CASES = [
 
 
 def test_pack_loads_with_its_rules():
-    ids = {r.id for r in pack_rules(PACK)}
+    ids = {r.id for r in pack_rules(PACK) if not r.id.startswith("pta.src.")}  # pta.src.*: kpta5's (test_kpta5.py)
     assert ids == {case[1] for case in CASES}
 
 
