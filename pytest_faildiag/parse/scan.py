@@ -245,6 +245,22 @@ _PROGRESS = re.compile(
 PROGRESS_ENOUGH = 3
 PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+# A traceback a program printed and handled (kfp2): logging prints a record's ``exc_info`` right under its message
+# line (logging/__init__.py, Formatter.format), so a traceback under a record whose level is below ERROR
+# (``logger.warning(..., exc_info=True)``, ``logger.info``; pytest's captured log ``WARNING  name:file.py:N``,
+# logging's ``WARNING:name:``, a formatted ``… WARNING name: …``, absl's and glog's ``W1202 hh:mm:ss``) is a note,
+# not the failure; so is one in pytest's ``PASSES``/``XPASSES`` sections (the captured output of passing tests,
+# ``-rP``/``-rA``; _pytest/terminal.py, summary_passes). ``logger.exception``/``logger.error`` (ERROR) still count.
+# Such tracebacks, and the findings and error lines read in them, are kept apart (``ScanResult.handled_*``):
+# ``settle_handled`` reads them as evidence only when the run failed and nothing else says how.
+_LOW_RECORD = re.compile(
+    r"(?:\S+\s+){0,3}?[\[(]?(?:DEBUG|INFO|WARNING|WARN)[\])]?(?::|\s)|[\[(]?[DIW]\d{4} \d\d:\d\d:\d\d"
+)
+_PASSES = (b"= PASSES =", b"= XPASSES =")
+# the generic error check's words (``generic``); one inside an identifier, a module path, an object's repr or a
+# package's versioned name (``asyncio.timeouts``, ``timeout_obj=``, ``<Timeout [finished]>``, ``timeout-2.4.0``,
+# ``/errors/``) or in the noun phrase "error handling" reports no error
+_ERROR_WORD = re.compile(r"(?i)error|exception|fatal|killed|abort|segmentation fault|timed out|timeout")
 # JAX's traceback filtering (jax/_src/traceback_util.py) prints a wrapper beside the exception raised through a
 # JAX API boundary (jit, grad, vmap, …): ``UnfilteredStackTrace: TypeError: msg`` chained as the cause of the
 # real exception (the original traceback, unmodified, with JAX's frames), ``FilteredStackTrace: TypeError:
@@ -373,6 +389,10 @@ class ScanResult:
     seq: int = 0
     progress: int = 0  # lines that show training/test progress (step N, epoch N, it/s, loss=…), counted to 3
     counters: dict[bytes, bytes] = field(default_factory=dict)  # a progress counter's word → the first value seen
+    # what the program printed and handled (``_LOW_RECORD``): apart from the evidence until ``settle_handled``
+    handled_tracebacks: list[Traceback] = field(default_factory=list)
+    handled_findings: list[Finding] = field(default_factory=list)
+    handled_error_lines: list[tuple[str, int, str]] = field(default_factory=list)
 
     def rule_ids(self) -> set[str]:
         return {f.rule.id for f in self.findings}
@@ -409,6 +429,16 @@ class _Scanner:
         self.wrapping: dict[str | None, tuple[int, Traceback]] = {}
         # the least indentation of the lines read (a paste indented as a whole has its exception lines there)
         self.floor = MAX_LINE
+        # the chunk read, where the line read starts in it, where pytest's section headers were looked for up to,
+        # and the last line of the chunk before (``_handled``)
+        self.buf: bytes | bytearray | None = None
+        self.start = 0
+        self.looked = 0
+        self.last_line = b""
+        self.passes = False  # inside pytest's PASSES section: the captured output of passing tests
+        self.hushed: Traceback | None = None  # a handled traceback being read (``_LOW_RECORD``)
+        self.after_hushed = False  # the last traceback closed was handled: a chained one is its sequel
+        self.quiet_line = False  # the line read belongs to a handled traceback: what it holds is kept apart
 
     # -- state that forces line mode ------------------------------------------------------------
     @property
@@ -451,7 +481,18 @@ class _Scanner:
             and not self._at_margin(body, rank)
         )
         self.dump_line = False
+        before = self.open_tb.get(rank)
+        quiet = self.hushed is not None and before is self.hushed
         self._structure(number, body, rank)
+        opened = self.open_tb.get(rank)
+        if opened is not None and opened is not before and opened.line == number:
+            quiet = self._handled(opened) or quiet
+        elif self.hushed is not None and all(t is not self.hushed for t in self.open_tb.values()):
+            self.hushed = None  # its exception line was read
+            self.after_hushed = True
+        elif self.after_hushed and "above exception" in body and (_CHAIN[0] in body or _CHAIN[1] in body):
+            quiet = True
+        self.quiet_line = quiet
         if not is_code and not self.dump_line:  # a tool's dump line is a frame, its code or its locals
             self._keywords(number, text, body, rank, seen)
 
@@ -1030,9 +1071,15 @@ class _Scanner:
     def _add_finding(
         self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str
     ) -> None:
+        ts = _timestamp(raw)
+        if self.quiet_line:  # read in a handled traceback: apart (``settle_handled``)
+            self._keep(
+                self.res.handled_findings,
+                Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq()),
+            )
+            return
         count = self.res.hits_per_rule.get(rule.id, 0) + 1
         self.res.hits_per_rule[rule.id] = count
-        ts = _timestamp(raw)
         f = Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq())
         if count <= MAX_FINDINGS_PER_RULE:
             self.res.findings.append(f)
@@ -1059,8 +1106,8 @@ class _Scanner:
             or "timed out" in low
             or "timeout" in low
             or "  what():  " in text  # libstdc++'s terminate handler: the exception's message (``_STRUCTURAL``)
-        ):
-            el = self.res.error_lines
+        ) and _reports_error(text):
+            el = self.res.handled_error_lines if self.quiet_line else self.res.error_lines
             el.append((self.source, number, text.strip()[:500]))
             if len(el) > 400:
                 del el[100:200]  # keep the first 100 and the most recent ones
@@ -1099,6 +1146,52 @@ class _Scanner:
         lst.append(item)
         if len(lst) > cap:
             del lst[1]
+
+    def _handled(self, tb: Traceback) -> bool:
+        """A traceback just opened that the program printed and handled (``_LOW_RECORD``, pytest's PASSES, a
+        chained sequel of one): moved apart from the evidence (``ScanResult.handled_tracebacks``)."""
+        buf, at = self.buf, self.start
+        if buf is None:
+            return False
+        self._section()
+        if at > 0:  # the line just before (the scan skips lines without a keyword)
+            prev = bytes(buf[buf.rfind(b"\n", 0, at - 1) + 1 : at - 1]).rstrip(b"\r")
+        else:
+            prev = self.last_line
+        cut = buf.find(b"Traceback (most recent", at, at + MAX_LINE)  # a prefix before the header: a record's
+        head = bytes(buf[at:cut]) if cut > at + 4 else b""
+        handled = (
+            self.passes
+            or (tb.chained and self.after_hushed)
+            or _LOW_RECORD.match(prev.decode("utf-8", "replace")) is not None
+            or (len(head) > 4 and _LOW_RECORD.match(head.decode("utf-8", "replace")) is not None)
+        )
+        self.after_hushed = False
+        if not handled:
+            self.hushed = None
+            return False
+        tbs = self.res.tracebacks
+        for i in range(len(tbs) - 1, max(-1, len(tbs) - 4), -1):
+            if tbs[i] is tb:
+                del tbs[i]
+                break
+        self._keep(self.res.handled_tracebacks, tb, cap=MAX_TRACEBACKS)
+        self.hushed = tb
+        return True
+
+    def _section(self) -> None:
+        """Whether the line read is in pytest's PASSES/XPASSES sections: the last of its summary's section headers
+        before it (looked for once per chunk's bytes)."""
+        buf, at = self.buf, self.start
+        if buf is None or at <= self.looked:
+            return
+        found = max(buf.rfind(mark, self.looked, at) for mark in _PASSES)
+        sep = buf.rfind(b"==== ", self.looked, at)
+        if sep > found:
+            self.passes = False  # another section (or an "====" line the program printed) since
+        elif found >= 0:
+            self.passes = True
+        self.looked = at
 
     def _keep_tb(self, tb: Traceback) -> None:
         tbs = self.res.tracebacks
@@ -1167,6 +1260,55 @@ class _Seen:
             if kinds & KW_ANY and length > b[2]:
                 b[2] = length
         return {line[at : at + max(ex or fo, card)].decode("utf-8", "replace") for at, (ex, fo, card) in best.items()}
+
+
+def _reports_error(text: str) -> bool:
+    """A generic error word (``_ERROR_WORD``) that is no part of an identifier, a module path or a versioned
+    package name, nor the noun phrase "error handling"; libstdc++'s ``what():`` always reports one."""
+    if "  what():  " in text:
+        return True
+    for m in _ERROR_WORD.finditer(text):
+        word = m.group()
+        if word.lower() == "error" and text[m.end() : m.end() + 9].lower() == " handling":
+            continue
+        a, b = m.start(), m.end()
+        before = text[a - 1 : a]
+        if before == "<":
+            continue  # an object's repr (``<Timeout [finished]>``)
+        if not word.islower():
+            return True  # ``RuntimeError``, ``ERROR``, ``CUDA_ERROR_…``: a class or a level
+        after = text[b : b + 2]
+        if before in (".", "_", "/"):
+            continue
+        if after[:1] == "_" or (after[:1] == "s" and after[1:2] in (".", "/", "_")):
+            continue
+        if after[:1] in ("-", "=") and (after[1:2].isdigit() or after[:1] == "="):
+            continue
+        return True
+    return False
+
+
+def settle_handled(result: ScanResult, exit_code: int | None) -> None:
+    """What the program printed and handled (``_LOW_RECORD``, ``ScanResult.handled_*``) is evidence only when the
+    run failed (an exit status that is not 0, or none known) and nothing else was found to say how: no other
+    traceback, pytest ``E`` line, stack dump or finding that names a cause. Then a best effort (the last
+    exception the program logged before it gave up) beats no diagnosis, and it joins the evidence; else it
+    stays apart. Called once, before the analysis."""
+    if not (result.handled_tracebacks or result.handled_findings or result.handled_error_lines):
+        return
+    if exit_code == 0 or result.tracebacks or result.pytest_errors or result.dumps:
+        return
+    if any(not f.rule.noise and f.rule.causes and not f.rule.requires_failure for f in result.findings):
+        return
+    result.tracebacks = sorted(result.tracebacks + result.handled_tracebacks, key=lambda t: t.seq)
+    result.findings = sorted(result.findings + result.handled_findings, key=lambda f: f.seq)
+    for f in result.handled_findings:
+        result.hits_per_rule[f.rule.id] = result.hits_per_rule.get(f.rule.id, 0) + 1
+    order = {name: i for i, name in enumerate(result.sources)}
+    result.error_lines = sorted(
+        result.error_lines + result.handled_error_lines, key=lambda e: (order.get(e[0], 0), e[1])
+    )
+    result.handled_tracebacks, result.handled_findings, result.handled_error_lines = [], [], []
 
 
 def printed_frame(text: str) -> Frame | None:
@@ -1605,12 +1747,14 @@ def _scan_chunk(
     occurrences per line start (a line without an entry holds none), when it reported them."""
     pos = 0
     n = len(buf) if n is None else n
+    sc.buf, sc.looked = buf, 0
     while pos < n:
         if sc.in_block:
             end = buf.find(b"\n", pos, n)
             end = n if end < 0 else end + 1
             line_no += 1
             raw = buf[pos:end]
+            sc.start = pos
             _process(sc, line_no, raw, _seen(raw, pos, occ, table))
             pos = end
             continue
@@ -1625,8 +1769,14 @@ def _scan_chunk(
         end = n if end < 0 else end + 1
         line_no += 1
         raw = buf[start:end]
+        sc.start = start
         _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
+    # the chunk's last line and its last section header, for the next chunk's first lines (``_handled``)
+    if n:
+        sc.last_line = bytes(buf[buf.rfind(b"\n", 0, n - 1) + 1 : n]).rstrip(b"\r\n")
+        sc.start = n
+        sc._section()
     # tail: the last lines of this chunk replace older ones
     last = buf[_tail_start(buf, n) : n].decode("utf-8", "replace").splitlines()
     for line in last[-TAIL_LINES:]:
