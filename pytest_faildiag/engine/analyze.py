@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import FailurePoint, FailureProfile
-from ..parse.scan import Finding, ScanResult, Traceback
+from ..parse.scan import Finding, ScanResult, Traceback, settle_handled
 from ..rules import RuleSet
 
 _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins on ties of evidence
@@ -143,6 +143,7 @@ def order_key(f: Finding) -> tuple[bool, int, str, int]:
 def analyze(
     scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, command: str | None, hint_stack: str | None = None
 ) -> Analysis:
+    settle_handled(scan, exit_code)  # a traceback the program handled is evidence only when nothing else is
     failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
     findings = _effective(scan, ruleset, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}

@@ -245,6 +245,32 @@ _PROGRESS = re.compile(
 PROGRESS_ENOUGH = 3
 PROGRESS_BYTES = 64 << 20
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+# A traceback a program printed and handled (kfp2). logging prints a record's ``exc_info`` right under its message
+# line (logging/__init__.py, Formatter.format), so a traceback under a record whose level is below ERROR
+# (``logger.warning(..., exc_info=True)``, ``logger.info``: logging's ``WARNING:name:``, a formatted ``… WARNING
+# name: …``, absl's and glog's ``W1202 hh:mm:ss``) may be a note, not the failure; but a program that dies of an
+# uncaught exception right after it logged a line prints the same two lines, and such a traceback is the failure.
+# The traceback is read as handled ("apart") where that is certain: in pytest's ``PASSES``/``XPASSES`` sections
+# (the captured output of passing tests, ``-rP``/``-rA``; _pytest/terminal.py, summary_passes), under a record of
+# pytest's captured log (``WARNING  name:file.py:N msg``: only logging's records are captured there), or under a
+# record below ERROR when the program went on logging records below ERROR right after it (``_went_on``). Under a
+# record below ERROR alone it is a "maybe": evidence unless the run exited 0. ``logger.exception``/``logger.error``
+# (ERROR) always count. What is read in a handled traceback (its findings, its error lines) is kept with it, apart
+# (``ScanResult.handled_*``) or flagged (``Traceback.handled``, ``Finding.handled``, ``ScanResult.maybe_lines``);
+# ``settle_handled`` decides once the exit status is known.
+_LOW_RECORD = re.compile(
+    r"(?:\S+\s+){0,3}?[\[(]?(?:DEBUG|INFO|WARNING|WARN)[\])]?(?::|\s)|[\[(]?[DIW]\d{4} \d\d:\d\d:\d\d"
+)
+_PASSES = (b"= PASSES =", b"= XPASSES =")
+_PYTEST_RECORD = re.compile(r"(?:DEBUG|INFO|WARNING) +[^\s:]+:[^\s:]+:\d+ ")  # _pytest/logging.py DEFAULT_LOG_FORMAT
+# the generic error check's words (``generic``); one inside an identifier, a module path, an object's repr or a
+# package's versioned name (``asyncio.timeouts``, ``timeout_obj=``, ``<Timeout [finished]>``, ``timeout-2.4.0``,
+# ``/errors/``) or in the noun phrase "error handling" reports no error: a line with no other is no failure of a run
+# that exited 0 (``ScanResult.maybe_lines``). Where the run failed such a line is still kept: the generic lines are
+# the reasoning's material (a compiler's ``-Werror=…`` command, a frame ``in error_handler``), not its verdict.
+_ERROR_WORD = re.compile(r"(?i)error|exception|fatal|killed|abort|segmentation fault|timed out|timeout")
+_NAME_REST = re.compile(r"[\w.]*")
+_CODE_SET = re.compile(r"\s*[=:]\s*-?[1-9]")
 # JAX's traceback filtering (jax/_src/traceback_util.py) prints a wrapper beside the exception raised through a
 # JAX API boundary (jit, grad, vmap, …): ``UnfilteredStackTrace: TypeError: msg`` chained as the cause of the
 # real exception (the original traceback, unmodified, with JAX's frames), ``FilteredStackTrace: TypeError:
@@ -265,6 +291,7 @@ class Finding:
     rank: str | None = None
     ts: str | None = None
     seq: int = 0  # global order of discovery across sources
+    handled: bool = False  # read in a traceback that may have been handled (``_LOW_RECORD``)
 
 
 @dataclass
@@ -307,6 +334,7 @@ class Traceback:
     after_code: bool = False  # the last line read was a frame's code: the next is a frame, the exception or its rest
     ipython: bool = False  # IPython's format (``_IPY_FRAME``)
     elided: bool = False  # a paste left lines out after the last frame read: the code below is not that frame's
+    handled: bool = False  # printed under a record below ERROR: maybe handled (``_LOW_RECORD``)
 
     @property
     def user_frame(self) -> Frame | None:
@@ -373,6 +401,13 @@ class ScanResult:
     seq: int = 0
     progress: int = 0  # lines that show training/test progress (step N, epoch N, it/s, loss=…), counted to 3
     counters: dict[bytes, bytes] = field(default_factory=dict)  # a progress counter's word → the first value seen
+    # what the program printed and handled (``_LOW_RECORD``): apart from the evidence until ``settle_handled``
+    handled_tracebacks: list[Traceback] = field(default_factory=list)
+    handled_findings: list[Finding] = field(default_factory=list)
+    handled_error_lines: list[tuple[str, int, str]] = field(default_factory=list)
+    # error lines that report no failure where the run exited 0 (``settle_handled``): read in a "maybe" handled
+    # traceback, or whose error words are all inside names (``_reports_error``)
+    maybe_lines: set[tuple[str, int]] = field(default_factory=set)
 
     def rule_ids(self) -> set[str]:
         return {f.rule.id for f in self.findings}
@@ -409,6 +444,18 @@ class _Scanner:
         self.wrapping: dict[str | None, tuple[int, Traceback]] = {}
         # the least indentation of the lines read (a paste indented as a whole has its exception lines there)
         self.floor = MAX_LINE
+        # the chunk read, where the line read starts in it, where pytest's section headers were looked for up to,
+        # and the last line of the chunk before (``_handled``)
+        self.buf: bytes | bytearray | None = None
+        self.start = 0
+        self.looked = 0
+        self.last_line = b""
+        self.passes = False  # inside pytest's PASSES section: the captured output of passing tests
+        self.n = 0  # the end of the chunk's bytes
+        self.hushed: Traceback | None = None  # a handled traceback being read (``_LOW_RECORD``)
+        self.hush = ""  # how: "apart" or "maybe"
+        self.after_hushed = ""  # how the last traceback closed was handled: a chained one is its sequel
+        self.quiet_line = ""  # the line read belongs to a handled traceback ("apart" or "maybe")
 
     # -- state that forces line mode ------------------------------------------------------------
     @property
@@ -451,7 +498,18 @@ class _Scanner:
             and not self._at_margin(body, rank)
         )
         self.dump_line = False
+        before = self.open_tb.get(rank)
+        quiet = self.hush if self.hushed is not None and before is self.hushed else ""
         self._structure(number, body, rank)
+        opened = self.open_tb.get(rank)
+        if opened is not None and opened is not before and opened.line == number:
+            quiet = self._handled(opened) or quiet
+        elif self.hushed is not None and all(t is not self.hushed for t in self.open_tb.values()):
+            self.hushed = None  # its exception line was read
+            self.after_hushed = self.hush
+        elif self.after_hushed and "above exception" in body and (_CHAIN[0] in body or _CHAIN[1] in body):
+            quiet = self.after_hushed
+        self.quiet_line = quiet
         if not is_code and not self.dump_line:  # a tool's dump line is a frame, its code or its locals
             self._keywords(number, text, body, rank, seen)
 
@@ -1030,10 +1088,16 @@ class _Scanner:
     def _add_finding(
         self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str
     ) -> None:
+        ts = _timestamp(raw)
+        if self.quiet_line == "apart":  # read in a handled traceback (``settle_handled``)
+            self._keep(
+                self.res.handled_findings,
+                Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq()),
+            )
+            return
         count = self.res.hits_per_rule.get(rule.id, 0) + 1
         self.res.hits_per_rule[rule.id] = count
-        ts = _timestamp(raw)
-        f = Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq())
+        f = Finding(rule, self.source, number, text[:1000], groups, rank, ts, self._seq(), bool(self.quiet_line))
         if count <= MAX_FINDINGS_PER_RULE:
             self.res.findings.append(f)
         else:  # keep the first ones and the latest one
@@ -1060,7 +1124,9 @@ class _Scanner:
             or "timeout" in low
             or "  what():  " in text  # libstdc++'s terminate handler: the exception's message (``_STRUCTURAL``)
         ):
-            el = self.res.error_lines
+            el = self.res.handled_error_lines if self.quiet_line == "apart" else self.res.error_lines
+            if el is self.res.error_lines and (self.quiet_line == "maybe" or not _reports_error(text)):
+                self.res.maybe_lines.add((self.source, number))  # no failure in a run that exited 0
             el.append((self.source, number, text.strip()[:500]))
             if len(el) > 400:
                 del el[100:200]  # keep the first 100 and the most recent ones
@@ -1099,6 +1165,52 @@ class _Scanner:
         lst.append(item)
         if len(lst) > cap:
             del lst[1]
+
+    def _handled(self, tb: Traceback) -> str:
+        """Whether a traceback just opened was printed and handled (``_LOW_RECORD``): "apart" (moved apart from
+        the evidence, to ``ScanResult.handled_tracebacks``), "maybe" (flagged) or ""."""
+        buf, at = self.buf, self.start
+        after, self.after_hushed = self.after_hushed, ""
+        if buf is None:
+            return ""
+        self._section()
+        if at > 0:  # the line just before (the scan skips lines without a keyword)
+            prev = bytes(buf[buf.rfind(b"\n", 0, at - 1) + 1 : at - 1]).rstrip(b"\r").decode("utf-8", "replace")
+        else:
+            prev = self.last_line.decode("utf-8", "replace")
+        how = ""
+        if self.passes or _PYTEST_RECORD.match(prev):
+            how = "apart"
+        elif tb.chained and after:
+            how = after
+        elif buf[at : at + 9] == b"Traceback" and _LOW_RECORD.match(prev):
+            # (a header behind a prefix is relayed output, every line under its relay's record: not a record's)
+            how = "apart" if _went_on(buf, at, self.n) else "maybe"
+        self.hushed, self.hush = (tb, how) if how else (None, "")
+        if how == "apart":
+            tbs = self.res.tracebacks
+            for i in range(len(tbs) - 1, max(-1, len(tbs) - 4), -1):
+                if tbs[i] is tb:
+                    del tbs[i]
+                    break
+            self._keep(self.res.handled_tracebacks, tb, cap=MAX_TRACEBACKS)
+        elif how:
+            tb.handled = True
+        return how
+
+    def _section(self) -> None:
+        """Whether the line read is in pytest's PASSES/XPASSES sections: the last of its summary's section headers
+        before it (looked for once per chunk's bytes)."""
+        buf, at = self.buf, self.start
+        if buf is None or at <= self.looked:
+            return
+        found = max(buf.rfind(mark, self.looked, at) for mark in _PASSES)
+        sep = buf.rfind(b"==== ", self.looked, at)
+        if sep > found:
+            self.passes = False  # another section (or an "====" line the program printed) since
+        elif found >= 0:
+            self.passes = True
+        self.looked = at
 
     def _keep_tb(self, tb: Traceback) -> None:
         tbs = self.res.tracebacks
@@ -1167,6 +1279,118 @@ class _Seen:
             if kinds & KW_ANY and length > b[2]:
                 b[2] = length
         return {line[at : at + max(ex or fo, card)].decode("utf-8", "replace") for at, (ex, fo, card) in best.items()}
+
+
+def _reports_error(text: str) -> bool:
+    """A generic error word (``_ERROR_WORD``) that reports an error: not one only inside an identifier, a module
+    path, an object's repr or a versioned package name, nor the noun phrase "error handling". A word in a name
+    still reports one where the name is a qualified exception class (``pip.exceptions.DistributionNotFound``,
+    ``std::runtime_error``) or a code set to a non-zero value (``error_code=507018``, ``error=10``)."""
+    if "  what():  " in text:
+        return True  # libstdc++'s terminate handler
+    for m in _ERROR_WORD.finditer(text):
+        word = m.group()
+        a, b = m.start(), m.end()
+        if word.lower() == "error" and text[b : b + 9].lower() == " handling":
+            continue
+        before = text[a - 1 : a]
+        if before == "<":
+            continue  # an object's repr (``<Timeout [finished]>``)
+        if not word.islower():
+            return True  # ``RuntimeError``, ``ERROR``, ``CUDA_ERROR_…``: a class or a level
+        after = text[b : b + 2]
+        inside = (
+            before in (".", "_", "/", "-")
+            or after[:1] == "_"
+            or (after[:1] == "s" and after[1:2] in (".", "/", "_"))
+            or (after[:1] == "-" and after[1:2].isdigit())
+            or after[:1] == "="
+        )
+        if not inside:
+            return True
+        rest = _NAME_REST.match(text, b)
+        tail = rest.group() if rest else ""
+        if any(c.isupper() for c in tail):
+            return True  # a qualified class: ``hypothesis.errors.Flaky``
+        start = a
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        if text[start - 2 : start] == "::":
+            return True  # a C++ class: ``std::runtime_error``
+        if word != "timeout" and _CODE_SET.match(text, b + len(tail.split(".", 1)[0])):
+            return True  # a code set to a non-zero value: ``error_code=507018``, ``error=10``
+    return False
+
+
+def _went_on(buf: bytes | bytearray, at: int, end: int) -> bool:
+    """Whether the program logged a record below ERROR (``_LOW_RECORD``) right after the traceback whose header
+    line starts at ``buf[at]`` (and after its chained sequels): the first line at the margin after its exception
+    line. A traceback the program died of is followed by the end of the output, the rest of its message, a
+    launcher's error or another rank's output. Not known (False) past ``end`` or 400 lines."""
+    start = buf.find(b"\n", at, end) + 1
+    exc_read = False
+    for _ in range(400):
+        if start <= 0:
+            return False
+        nl = buf.find(b"\n", start, end)
+        if nl < 0:
+            if start >= end:
+                return False
+            nl = end  # the output's last line (a chunk ends at a line's end)
+        line = bytes(buf[start:nl]).rstrip(b"\r")
+        start = nl + 1
+        if not line.strip() or line[:1] in (b" ", b"\t"):
+            continue  # frames, their code, carets; indented notes
+        if b"above exception" in line:
+            exc_read = False  # a chained sequel follows
+            continue
+        if line.startswith(b"Traceback (most recent"):
+            if exc_read:
+                return False  # another traceback, not a sequel: another failure
+            continue
+        if not exc_read:
+            exc_read = True  # the exception line
+            continue
+        return _LOW_RECORD.match(line.decode("utf-8", "replace")) is not None
+    return False
+
+
+def settle_handled(result: ScanResult, exit_code: int | None) -> None:
+    """What the program printed and handled (``_LOW_RECORD``) once the exit status is known. A run that exited 0
+    did not fail: every handled traceback, certain or "maybe", leaves the evidence, and so do the error lines that
+    report no failure (``ScanResult.maybe_lines``). Else a "maybe" stays in it, and
+    what is certainly handled (``ScanResult.handled_*``) joins it only when nothing else says how the run failed
+    (no other traceback, pytest ``E`` line, stack dump or finding that names a cause): a best effort (the last
+    exception the program logged before it gave up) beats no diagnosis. Called once, before the analysis."""
+    if exit_code == 0:
+        maybe = [t for t in result.tracebacks if t.handled]
+        if maybe:
+            result.tracebacks = [t for t in result.tracebacks if not t.handled]
+            result.handled_tracebacks += maybe
+        if any(f.handled for f in result.findings):
+            result.handled_findings += [f for f in result.findings if f.handled]
+            result.findings = [f for f in result.findings if not f.handled]
+        if result.maybe_lines:
+            keep = result.maybe_lines
+            result.handled_error_lines += [e for e in result.error_lines if (e[0], e[1]) in keep]
+            result.error_lines = [e for e in result.error_lines if (e[0], e[1]) not in keep]
+        result.maybe_lines = set()
+        return
+    if not (result.handled_tracebacks or result.handled_findings or result.handled_error_lines):
+        return
+    if result.tracebacks or result.pytest_errors or result.dumps:
+        return
+    if any(not f.rule.noise and f.rule.causes and not f.rule.requires_failure for f in result.findings):
+        return
+    result.tracebacks = sorted(result.tracebacks + result.handled_tracebacks, key=lambda t: t.seq)
+    result.findings = sorted(result.findings + result.handled_findings, key=lambda f: f.seq)
+    for f in result.handled_findings:
+        result.hits_per_rule[f.rule.id] = result.hits_per_rule.get(f.rule.id, 0) + 1
+    order = {name: i for i, name in enumerate(result.sources)}
+    result.error_lines = sorted(
+        result.error_lines + result.handled_error_lines, key=lambda e: (order.get(e[0], 0), e[1])
+    )
+    result.handled_tracebacks, result.handled_findings, result.handled_error_lines = [], [], []
 
 
 def printed_frame(text: str) -> Frame | None:
@@ -1605,12 +1829,14 @@ def _scan_chunk(
     occurrences per line start (a line without an entry holds none), when it reported them."""
     pos = 0
     n = len(buf) if n is None else n
+    sc.buf, sc.looked, sc.n = buf, 0, n
     while pos < n:
         if sc.in_block:
             end = buf.find(b"\n", pos, n)
             end = n if end < 0 else end + 1
             line_no += 1
             raw = buf[pos:end]
+            sc.start = pos
             _process(sc, line_no, raw, _seen(raw, pos, occ, table))
             pos = end
             continue
@@ -1625,8 +1851,14 @@ def _scan_chunk(
         end = n if end < 0 else end + 1
         line_no += 1
         raw = buf[start:end]
+        sc.start = start
         _process(sc, line_no, raw, _seen(raw, start, occ, table))
         pos = end
+    # the chunk's last line and its last section header, for the next chunk's first lines (``_handled``)
+    if n:
+        sc.last_line = bytes(buf[buf.rfind(b"\n", 0, n - 1) + 1 : n]).rstrip(b"\r\n")
+        sc.start = n
+        sc._section()
     # tail: the last lines of this chunk replace older ones
     last = buf[_tail_start(buf, n) : n].decode("utf-8", "replace").splitlines()
     for line in last[-TAIL_LINES:]:
