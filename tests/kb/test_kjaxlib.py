@@ -1,7 +1,8 @@
 """The JAX ecosystem libraries' own error families (75-jax-ecosystem-catalogue.toml): Flax's flax.errors
-catalogue, Haiku's transform contract, Chex's assertions, Optax's chain and partition states, Orbax's step and
-args checks, jaxtyping's type checks and Equinox's error_if and API checks. Each family is shown on the output
-of a real program run on the CPU (tests/data/kb/kjaxlib/README.md: the programs and the library versions)."""
+catalogue and flax.serialization's restore checks, Haiku's transform contract, Chex's assertions, Optax's chain
+and partition states, Orbax's step and args checks, jaxtyping's type checks and Equinox's error_if and API
+checks. Each family is shown on the output of a real program run on the CPU (tests/data/kb/kjaxlib/README.md:
+the programs and the library versions)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ CASES: dict[str, tuple[str, str, str | None]] = {
     "flax_unbind": ("flax.eco.module_contract", "model", None),
     "flax_apply_method": ("flax.eco.module_contract", "model", None),
     "flax_scope_variable": ("flax.eco.variable_not_found", "model", None),
+    "flax_restore_keys": ("flax.eco.restore_structure", "checkpoint", "checkpoint"),
+    "flax_restore_opt_state": ("flax.eco.restore_structure", "checkpoint", "checkpoint"),
     "flax_outdated_ckpt": ("jaxeco.checkpoint_step_exists", "config", "checkpoint"),
     "orbax_step_exists": ("jaxeco.checkpoint_step_exists", "config", "checkpoint"),
     "orbax_args_composite": ("orbax.eco.args_api", "model", "checkpoint"),
