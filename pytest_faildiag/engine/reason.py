@@ -1026,7 +1026,7 @@ CALLER_USER, CALLER_LIBRARY = "caller:user", "caller:library"
 def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
     """``caller:user`` / ``caller:library``: whose code called the framework function that refused, when the
     framework's message says the fix lies in that call."""
-    if not frames or not _text(reasoning, "caller_decides").search(f"{facts.message}\n{facts.lead}"):
+    if not frames or not _text(reasoning, "caller_decides").search(f"{facts.message}\n{facts.lead}\n{facts.error_head}"):
         return None
     for fr in reversed(frames):
         kind, pkg = frame_owner(fr, reasoning.libraries)
