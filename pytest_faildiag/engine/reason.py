@@ -496,6 +496,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, nnx_mutation_owner(facts, frames, reasoning), reasoning)  # kjax12
     _add_fact(facts, _library_gap(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_op(facts, frames, reasoning), reasoning)
+    _add_fact(facts, framework_caller(facts, frames, reasoning), reasoning)  # kland5
     _add_fact(facts, library_own_error(facts, frames, reasoning), reasoning)  # klibbug
     library_home_facts(facts, analysis, frames, reasoning)  # klib3: whose name, whose words (section below)
     _add_fact(facts, _log_report(facts, analysis, scan), reasoning)
@@ -1012,6 +1013,29 @@ def _library_op(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str 
     if not code or _RAISE_STATEMENT.match(code):
         return None
     return LIBRARY_OP
+
+
+# kland5: a framework's refusal whose own message puts the fix in its caller's call (``caller_decides`` in the packs'
+# [patterns]: torch.load's weights_only default). The exception is raised in the framework's own frames, so the
+# raiser facts name the framework; the code that has to change is the innermost frame outside the op frameworks
+# and the standard library, the one that made the call: the program's (``caller:user``) or a library's
+# (``caller:library``, its loader).
+CALLER_USER, CALLER_LIBRARY = "caller:user", "caller:library"
+
+
+def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``caller:user`` / ``caller:library``: whose code called the framework function that refused, when the
+    framework's message says the fix lies in that call."""
+    if not frames or not _text(reasoning, "caller_decides").search(
+        f"{facts.message}\n{facts.lead}\n{facts.error_head}"
+    ):
+        return None
+    for fr in reversed(frames):
+        kind, pkg = frame_owner(fr, reasoning.libraries)
+        if kind == "stdlib" or (kind == "library" and _package(pkg or "") in reasoning.op_frameworks):
+            continue
+        return CALLER_USER if kind in ("user", "test") else CALLER_LIBRARY if kind == "library" and pkg else None
+    return None
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
