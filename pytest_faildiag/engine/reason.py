@@ -491,6 +491,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _conftest_reraise(facts)
     _void_premises(facts)
     _add_fact(facts, _api_user(facts, frames, reasoning), reasoning)
+    _add_fact(facts, assertion_helper(facts, frames, reasoning), reasoning)
     _add_fact(facts, _library_raise(facts, frames, reasoning), reasoning)
     _add_fact(facts, installed_main_value(facts, frames, reasoning), reasoning)  # kland2
     _add_fact(facts, nnx_mutation_owner(facts, frames, reasoning), reasoning)  # kjax12
@@ -958,6 +959,8 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
         return None
     if family == "assertion" and (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
         return None  # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller
+    if family == "assertion" and ASSERTION_HELPER in facts.active:
+        return None  # an assertion helper's error is its caller's check (assertion_helper)
     attr = _text(reasoning, "object_has_no_attribute").search(facts.message or "")
     if attr and attr["cls"] in _VALUE_TYPES:
         return None  # a value of a builtin type where the code expected an object: the caller's value
@@ -1244,6 +1247,7 @@ def _activate(
 # wrapper dict a training script saved), which another version, another model or another saving code wrote
 CHECKPOINT_KEY = "lookup:checkpoint"
 UNTESTED_ASSERT = "raiser:untested_assert"  # an ``assert`` outside any test, not the program's (_untested_assert)
+ASSERTION_HELPER = "raiser:assertion_helper"  # the program called an assert… helper (assertion_helper)
 
 
 # subprocess starts another program by its name or path: a FileNotFoundError raised in its own frame that executes
@@ -1286,9 +1290,25 @@ def _untested_assert(facts: Facts) -> bool:
     (``Failed``) and unittest's ``self.assertX`` are tests' verdicts, and a test's frame makes ``run:tests``."""
     if facts.family != "assertion" or (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
         return False
-    if "run:no_tests" not in facts.active or "cue:input_check" in facts.cued:
+    if "run:no_tests" not in facts.active or "cue:input_check" in facts.cued or ASSERTION_HELPER in facts.active:
         return False
     return facts.raiser in ("library", "stdlib") or (facts.raiser is None and facts.raise_frame is None)
+
+
+def assertion_helper(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``raiser:assertion_helper``: the AssertionError came from an assertion helper the program's own frame
+    called — a function named ``assert…`` (numpy.testing's ``assert_allclose``, torch.testing's ``assert_close``,
+    pandas.testing's ``assert_frame_equal``, chex's ``assert_shape``, unittest's ``assertEqual``): such a helper
+    exists to raise on the values its caller hands over, so its error is the caller's check failing, not an
+    invariant of the helper's own code (``raiser:library_internal``, ``raiser:untested_assert`` do not apply).
+    Read on the call: the caller's line or the first frame of the library's run (``[patterns] assertion_helper``)."""
+    if facts.family != "assertion" or (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
+        return None
+    run = _library_run(frames, reasoning.libraries)
+    if not run or len(run) >= len(frames):
+        return None
+    caller, entry = frames[-len(run) - 1], frames[-len(run)]
+    return ASSERTION_HELPER if _text(reasoning, "assertion_helper").search(f"{caller.code}\n{entry.func}(") else None
 
 
 def _syntax_file(facts: Facts) -> str | None:
