@@ -957,10 +957,10 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
             return "raiser:library_entry"
     if family not in _INTERNAL_FAMILIES or (len(run) < 2 and not facts.library_only):
         return None
-    if family == "assertion" and (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
-        return None  # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller
-    if family == "assertion" and ASSERTION_HELPER in facts.active:
-        return None  # an assertion helper's error is its caller's check (assertion_helper)
+    if family == "assertion" and (not _assertion_error(facts) or ASSERTION_HELPER in facts.active):
+        # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller; an assertion
+        # helper's error: its caller's check (assertion_helper)
+        return None
     attr = _text(reasoning, "object_has_no_attribute").search(facts.message or "")
     if attr and attr["cls"] in _VALUE_TYPES:
         return None  # a value of a builtin type where the code expected an object: the caller's value
@@ -1280,6 +1280,12 @@ def _checkpoint_key(facts: Facts) -> str | None:
     return CHECKPOINT_KEY if stage else None
 
 
+def _assertion_error(facts: Facts) -> bool:
+    """A failed ``assert`` or an ``AssertionError`` raised for one — not pytest's outcomes (``Failed``), which the
+    assertion family also holds."""
+    return facts.family == "assertion" and (facts.exc_type or "").rsplit(".", 1)[-1] == "AssertionError"
+
+
 def _untested_assert(facts: Facts) -> bool:
     """An ``AssertionError`` where no test ran (``run:no_tests``), and no frame of the program's own code raised it
     (only the exception line, or a library's frame). The assertion family reads a failed assert as a test's check
@@ -1288,7 +1294,7 @@ def _untested_assert(facts: Facts) -> bool:
     An assert whose message states what values the call received (``cue:input_check``: "expects uniform dtype
     but got …") is the library checking its caller's values instead, read as such. pytest's outcomes
     (``Failed``) and unittest's ``self.assertX`` are tests' verdicts, and a test's frame makes ``run:tests``."""
-    if facts.family != "assertion" or (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
+    if not _assertion_error(facts):
         return False
     if "run:no_tests" not in facts.active or "cue:input_check" in facts.cued or ASSERTION_HELPER in facts.active:
         return False
@@ -1302,7 +1308,7 @@ def assertion_helper(facts: Facts, frames: list[Frame], reasoning: Reasoning) ->
     exists to raise on the values its caller hands over, so its error is the caller's check failing, not an
     invariant of the helper's own code (``raiser:library_internal``, ``raiser:untested_assert`` do not apply).
     Read on the call: the caller's line or the first frame of the library's run (``[patterns] assertion_helper``)."""
-    if facts.family != "assertion" or (facts.exc_type or "").rsplit(".", 1)[-1] != "AssertionError":
+    if not _assertion_error(facts):
         return None
     run = _library_run(frames, reasoning.libraries)
     if not run or len(run) >= len(frames):
