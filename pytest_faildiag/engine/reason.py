@@ -882,16 +882,25 @@ def _api_user(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | 
     return "api:cross_library" if caller else None
 
 
+def _nearest_outside(
+    frames: list[Frame], libraries: frozenset[str], packages: frozenset[str]
+) -> tuple[str, str | None] | None:
+    """The owner (``frame_owner``) of the innermost frame that is neither the standard library's nor a library
+    among ``packages`` (``_package`` names): the code that called into those packages on the way to the failure."""
+    for fr in reversed(frames):
+        kind, pkg = frame_owner(fr, libraries)
+        if kind == "stdlib" or (kind == "library" and _package(pkg or "") in packages):
+            continue
+        return kind, pkg
+    return None
+
+
 def _calling_library(frames: list[Frame], raiser: str, libraries: frozenset[str]) -> str | None:
     """The library whose code called into the package ``raiser`` on the way to the failure: the nearest
     frame outside that package (the standard library skipped) when it is another library's; None when it
     is the program's or a test's (or there is none)."""
-    for fr in reversed(frames):
-        kind, pkg = frame_owner(fr, libraries)
-        if kind == "stdlib" or (kind == "library" and pkg and _package(pkg) == _package(raiser)):
-            continue
-        return pkg if kind == "library" else None
-    return None
+    owner = _nearest_outside(frames, libraries, frozenset({_package(raiser)}))
+    return owner[1] if owner is not None and owner[0] == "library" else None
 
 
 # exception families that, raised inside a library's own code, state that an invariant of that code broke
@@ -1033,12 +1042,11 @@ def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) ->
         f"{facts.message}\n{facts.lead}\n{facts.error_head}"
     ):
         return None
-    for fr in reversed(frames):
-        kind, pkg = frame_owner(fr, reasoning.libraries)
-        if kind == "stdlib" or (kind == "library" and _package(pkg or "") in reasoning.op_frameworks):
-            continue
-        return CALLER_USER if kind in ("user", "test") else CALLER_LIBRARY if kind == "library" and pkg else None
-    return None
+    owner = _nearest_outside(frames, reasoning.libraries, reasoning.op_frameworks)
+    if owner is None:
+        return None
+    kind, pkg = owner
+    return CALLER_USER if kind in ("user", "test") else CALLER_LIBRARY if kind == "library" and pkg else None
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
@@ -2611,12 +2619,8 @@ def nnx_mutation_owner(facts: Facts, frames: list[Frame], reasoning: Reasoning) 
     mutation. A library's frame there is that library's code (``raiser:nnx_mutation_library``)."""
     if (facts.exc_type or "").rsplit(".", 1)[-1] != "TraceContextError":
         return None
-    for fr in reversed(frames):
-        kind, pkg = frame_owner(fr, reasoning.libraries)
-        if kind == "stdlib" or _package(pkg or "") in _NNX_CONDUIT:
-            continue
-        return NNX_MUTATION_LIBRARY if kind == "library" else None
-    return None
+    owner = _nearest_outside(frames, reasoning.libraries, _NNX_CONDUIT)
+    return NNX_MUTATION_LIBRARY if owner is not None and owner[0] == "library" else None
 
 
 # --- klibbug: a library's own exception class ------------------------------------------------------------------
