@@ -146,3 +146,16 @@ def test_release_without_the_chip_is_the_installation():
     d = _text("ValueError: Unsupported soc_version: AscendDeviceType.UNKNOWN\n")
     assert fired(d, "ascend_own.release_unknown_soc")
     assert d.root_causes[0].category == "environment"
+
+
+def test_runtime_task_timeout_is_a_hang_not_a_device_id():
+    # torch_npu 2.13.0 prints a failed runtime call as "NPU function error: <call>, error code is <N>" (the call is
+    # one of libtorch_npu.so's own strings); 107020 is ACL_ERROR_RT_TASK_TIMEOUT in CANN's runtime code table
+    d = _text(
+        "RuntimeError: synchronize:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:475 NPU function error: "
+        "c10_npu::acl::AclrtSynchronizeDeviceWithTimeout(), error code is 107020\n"
+        "[ERROR] 2026-12-02-07:00:00 (PID:1, Device:0, RankID:3) ERR00100 PTA call acl api failed\n"
+    )
+    assert d.profile.type == "hang"
+    assert _first(d) == ("communication", "ascend_own.rt_task_timeout")
+    assert not fired(d, "ascend.rt_param")
