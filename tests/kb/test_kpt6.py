@@ -8,6 +8,10 @@
   URL's hash is a home beside the download's.
 * load_state_dict's missing/unexpected keys starting with "module." (torch/nn/parallel: the wrapper keeps the network
   as ``module``): the program's save or load code wraps one side, the file is complete.
+* the sampling kernels' asserts (MultinomialKernel.cu, Distributions.cu' Bernoulli) check probabilities, the model's
+  output: NaN/Inf logits or filters that removed every candidate, not the data.
+* torch 2.0's LRScheduler base (torch/optim/lr_scheduler.py): Lightning refusing one of torch's own schedulers is a
+  Lightning release older than the torch; refusing the program's own class is the program's scheduler.
 
 Real outputs under tests/data/kb/kpt6/ (README there says how they were made) and train logs of the corpus.
 """
@@ -42,6 +46,9 @@ def test_the_pack_loads_with_its_rules():
         "torch.cuda.bce_prediction_assert",
         "torch.hub.published_hash_mismatch",
         "torch.state_dict.wrapper_prefix",
+        "torch.cuda.sampling_probability_assert",
+        "torch.optim.builtin_scheduler_refused",
+        "torch.optim.custom_scheduler_refused",
     }
 
 
@@ -167,3 +174,60 @@ def test_a_size_mismatch_without_the_prefix_is_not_read_as_the_wrapper(tmp_path)
     )
     d = diagnose([str(log)], exit_code=1)
     assert not fired(d, "torch.state_dict.wrapper_prefix")
+
+
+# --- sampling kernels' asserts: the probabilities, not the data ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "assertion",
+    [
+        "binarySearchForMultinomial: block: [0,31,0], thread: [0,0,0] Assertion `cumdist[size - 1] > "
+        "static_cast<scalar_t>(0)` failed.",
+        "sampleMultinomialOnce: block: [0,0,0], thread: [0,0,0] Assertion `!_isinf(val)` failed.",
+        "sampleMultinomialOnce: block: [3,0,0], thread: [0,0,0] Assertion `val >= zero` failed.",
+    ],
+)
+def test_multinomial_kernel_asserts_are_the_models_probabilities(tmp_path, assertion):
+    """The kernel's own assert texts (aten/src/ATen/native/cuda/MultinomialKernel.cu) as a CUDA run prints them."""
+    log = tmp_path / "sample.log"
+    log.write_text(
+        f"/pytorch/aten/src/ATen/native/cuda/MultinomialKernel.cu:112: {assertion}\n"
+        "RuntimeError: CUDA error: device-side assert triggered\n"
+    )
+    d = diagnose([str(log)], exit_code=1)
+    assert d.profile.type == "crash"
+    assert fired(d, "torch.cuda.sampling_probability_assert")
+    assert d.root_causes[0].category == "model"
+    assert "dataset" not in top3(d)[:2]
+
+
+def test_the_bce_assert_is_not_read_as_a_sampling_assert(tmp_path):
+    """`val >= zero` is a substring of BCE's `input_val >= zero`: the backquoted keyword keeps them apart."""
+    log = tmp_path / "bce.log"
+    log.write_text(
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:94: operator(): block: [1,0,0], thread: [6,0,0] Assertion "
+        "`input_val >= zero && input_val <= one` failed.\n"
+    )
+    d = diagnose([str(log)], exit_code=1)
+    assert fired(d, "torch.cuda.bce_prediction_assert")
+    assert not fired(d, "torch.cuda.sampling_probability_assert")
+
+
+# --- Lightning's scheduler check and torch 2's LRScheduler base ------------------------------------------------
+
+
+def test_train_builtin_scheduler_refused_is_lightning_older_than_torch():
+    d = _train("pytorch/lightning_lambdalr_scheduler_api_torch2_mismatch")
+    top = d.root_causes[0]
+    assert (top.category, top.rule) == ("environment", "torch.optim.builtin_scheduler_refused")
+    assert not fired(d, "torch.optim.custom_scheduler_refused")
+
+
+def test_real_custom_scheduler_refused_is_the_programs_scheduler():
+    """pytorch_lightning 1.9.0 with torch 2.13 refusing the program's own schedule class (no torch base class)."""
+    d = _real("pl_custom_sched.log")
+    top = d.root_causes[0]
+    assert (top.category, top.rule) == ("model", "torch.optim.custom_scheduler_refused")
+    assert not fired(d, "torch.optim.builtin_scheduler_refused")
+    assert "environment" in top3(d)
