@@ -12,6 +12,8 @@
   output: NaN/Inf logits or filters that removed every candidate, not the data.
 * torch 2.0's LRScheduler base (torch/optim/lr_scheduler.py): Lightning refusing one of torch's own schedulers is a
   Lightning release older than the torch; refusing the program's own class is the program's scheduler.
+* torch.hub.load's own checks (torch/hub.py): hubconf's declared dependencies (environment), an entry point the
+  hubconf lacks (the call's name), the trust question (the call's trust_repo), a ref GitHub does not list.
 
 Real outputs under tests/data/kb/kpt6/ (README there says how they were made) and train logs of the corpus.
 """
@@ -49,6 +51,10 @@ def test_the_pack_loads_with_its_rules():
         "torch.cuda.sampling_probability_assert",
         "torch.optim.builtin_scheduler_refused",
         "torch.optim.custom_scheduler_refused",
+        "torch.hub.missing_dependencies",
+        "torch.hub.no_callable_in_hubconf",
+        "torch.hub.untrusted_repository",
+        "torch.hub.ref_not_found",
     }
 
 
@@ -231,3 +237,42 @@ def test_real_custom_scheduler_refused_is_the_programs_scheduler():
     assert (top.category, top.rule) == ("model", "torch.optim.custom_scheduler_refused")
     assert not fired(d, "torch.optim.builtin_scheduler_refused")
     assert "environment" in top3(d)
+
+
+# --- torch.hub.load's own checks ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "category", "rule"),
+    [
+        ("hub_missing_dep.log", "environment", "torch.hub.missing_dependencies"),
+        ("hub_no_callable.log", "config", "torch.hub.no_callable_in_hubconf"),
+        ("hub_offline.log", "environment", "py.offline_hub"),
+    ],
+)
+def test_real_hub_load_failures(name, category, rule):
+    d = _real(name)
+    assert d.profile.stage == "startup"
+    top = d.root_causes[0]
+    assert (top.category, top.rule) == (category, rule)
+
+
+def test_real_hub_trust_question_unanswered_is_the_calls_trust_repo():
+    """trust_repo=False in a run whose stdin is closed: the question on stdout, EOFError on stderr."""
+    d = diagnose([str(DATA / "hub_untrusted.stdout.log"), str(DATA / "hub_untrusted.stderr.log")], exit_code=1)
+    top = d.root_causes[0]
+    assert (top.category, top.id) == ("config", "config.hub_trust_repo")
+    assert "harness" in [c.category for c in d.root_causes[:5]]
+
+
+def test_hub_ref_not_in_the_repository(tmp_path):
+    """torch/hub.py's own words (_validate_not_a_forked_repo); the API answer cannot be produced offline."""
+    log = tmp_path / "ref.log"
+    log.write_text(
+        "ValueError: Cannot find v9.9 in https://github.com/someuser/somerepo. If it's a commit from a forked repo, "
+        "please call hub.load() with forked repo directly.\n"
+    )
+    d = diagnose([str(log)], exit_code=1)
+    top = d.root_causes[0]
+    assert (top.category, top.rule) == ("config", "torch.hub.ref_not_found")
+    assert "v9.9" in top.summary and "someuser/somerepo" in top.summary
