@@ -185,7 +185,8 @@ def test_truncated_checkpoint_file_then_the_save_cut_short_then_concurrent_write
 
 def test_checkpoint_of_a_gpu_machine_loaded_where_no_gpu_is_visible(tmp_path):
     # a checkpoint whose storages were saved on cuda:0 (the location tag torch.save records), loaded by a
-    # CPU-only torch: map_location first, then the install, then the devices the job was given
+    # CPU-only torch: map_location first (a setting of the load: the file is sound, kpt6's
+    # 23-torch-ownership.toml), then the install, then the file's own home
     stderr, rc = _run(
         tmp_path,
         """
@@ -205,4 +206,4 @@ def test_checkpoint_of_a_gpu_machine_loaded_where_no_gpu_is_visible(tmp_path):
     assert "Attempting to deserialize object on a CUDA device" in stderr
     d = diagnose(texts={"stderr": stderr}, exit_code=rc)
     assert d.profile.stage == "checkpoint"
-    assert top3(d) == ["checkpoint", "environment", "config"]
+    assert top3(d) == ["config", "environment", "checkpoint"]
