@@ -12,6 +12,9 @@ and is shown on real outputs produced here (tests/data/kb/kpy6/README.md says ho
 * an import-file mismatch between an installed copy and a source tree is the run's layout, two test files with one
   basename the tests'.
 * a ResourceWarning's frame is where the last reference was dropped: the test's or the code under test's.
+* an xdist worker that died in a test's call: faulthandler's frames say whose native call ended it.
+* a Test*/test_* name pytest cannot collect is the test module's; a selection that leaves no test is the command's.
+* a conftest.py under docs/ or examples/ is reached only when nothing limits collection (testpaths).
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ def test_the_pack_loads_with_its_rules():
         "pytest.api_newer_than_installed",
         "pytest.import_mismatch_run_layout",
         "python.resource_warning_unclosed",
+        "xdist.worker_crashed_running_test",
+        "pytest.name_not_collectable",
+        "pytest.all_deselected",
+        "pytest.conftest_outside_tests_collected",
     }
 
 
@@ -165,3 +172,60 @@ def test_a_file_left_open_by_the_code_under_test_is_the_program():
 def test_pytest_mpl_unclosed_image_in_the_test_is_the_tests_code():
     d = _train("pytest_python/pytest_mpl_unraisable_resourcewarning_unclosed_image_in_test")
     assert _first(d) == ("test_code", "python.resource_warning_unclosed")
+
+
+# --- pytest-xdist: a worker that died in a test's call ------------------------------------------------------------------
+
+
+def test_a_worker_killed_by_the_projects_native_call_is_the_code_under_test():
+    d = _real("xdist_worker_segv.log")
+    assert _first(d) == ("model", "xdist.worker_crashed_running_test")
+    assert d.profile.type == "crash" and d.profile.stage == "runtime"
+    assert "library" in top3(d)
+
+
+def test_a_worker_killed_by_a_librarys_native_call_is_the_library():
+    d = _real("xdist_worker_segv_library.log")
+    assert _first(d)[0] == "library"
+    assert d.profile.stage == "runtime"
+    assert "model" in top3(d)
+
+
+# --- names pytest cannot collect, selections that match nothing ---------------------------------------------------------
+
+
+def test_a_helper_class_named_like_a_test_under_warnings_as_errors_is_the_tests_code():
+    d = _real("test_class_init_collect_error.log")
+    assert diagnose([str(DATA / "test_class_init_collect_error.log")], exit_code=2).root_causes[0].rule == (
+        "pytest.name_not_collectable"
+    )
+    assert _first(d)[0] == "test_code"
+    assert d.profile.stage == "collection"
+    assert "config" in top3(d)[:2]
+
+
+def test_a_marker_expression_that_selects_nothing_is_the_selection():
+    d = diagnose([str(DATA / "all_deselected_marker.log")], exit_code=5)
+    assert _first(d) == ("config", "pytest.all_deselected")
+    assert d.profile.stage == "collection"
+
+
+# --- a conftest of a documentation or example folder --------------------------------------------------------------------
+
+
+def test_pytest_plugins_in_a_docs_conftest_is_the_collection_scope():
+    d = diagnose([str(DATA / "pytest_plugins_docs_conftest.log")], exit_code=2)
+    assert _first(d) == ("config", "pytest.conftest_outside_tests_collected")
+    assert "test_code" in top3(d)
+    assert d.profile.stage == "collection"
+
+
+def test_pytest_plugins_in_a_test_folders_conftest_stays_the_tests():
+    d = diagnose([str(DATA / "pytest_plugins_tests_conftest.log")], exit_code=2)
+    assert _first(d) == ("test_code", "pytest.pytest_plugins_non_top_conftest")
+    assert not fired(d, "pytest.conftest_outside_tests_collected")
+
+
+def test_execnet_doc_example_conftest_is_the_collection_scope():
+    d = _train("pytest_python/execnet_pytest_plugins_non_top_level_conftest_no_testpaths")
+    assert _first(d) == ("config", "pytest.conftest_outside_tests_collected")
