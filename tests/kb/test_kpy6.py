@@ -229,3 +229,9 @@ def test_pytest_plugins_in_a_test_folders_conftest_stays_the_tests():
 def test_execnet_doc_example_conftest_is_the_collection_scope():
     d = _train("pytest_python/execnet_pytest_plugins_non_top_level_conftest_no_testpaths")
     assert _first(d) == ("config", "pytest.conftest_outside_tests_collected")
+
+
+def test_a_resource_warning_in_the_summary_of_a_passing_test_is_not_the_failure():
+    d = _real("mixed_warning_and_assert.log")
+    assert not fired(d, "python.resource_warning_unclosed")
+    assert _first(d)[0] == "model"
