@@ -89,8 +89,11 @@ def test_a_value_the_code_computes_wrongly_is_not_read_as_absent(tmp_path):
 
 def test_pytests_own_words_for_the_test_suites_layout_put_the_tests_code_first():
     """A real train log: pytest's "import file mismatch" (two test modules share a basename). Without the
-    pytest pack the generic family does not list the tests; pytest's report words lift them first."""
-    diag, label = _train_log("pytest_python/pt_import_mismatch_dup_basename_ttnn", "40-pytest.toml")
+    pytest packs (40 and 41, which also reads the mismatch report) the generic family does not list the tests;
+    pytest's report words lift them first."""
+    diag, label = _train_log(
+        "pytest_python/pt_import_mismatch_dup_basename_ttnn", "40-pytest.toml", "41-pytest-ownership.toml"
+    )
     assert label["category"] == "test_code"
     assert not any(c.rule.startswith("pytest.") for c in diag.root_causes)
     assert diag.root_causes[0].category == "test_code"
