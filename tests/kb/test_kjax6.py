@@ -1,0 +1,156 @@
+"""JAX: where the cause lives (73-jax-ownership.toml, pass kjax6). The Pallas lowerings' own refusals (a primitive
+the kernel language does not lower, a TPU block shape outside Mosaic's (8, 128) tiling, Mosaic's compiler
+rejecting an operation) are the kernel's, typed unsupported_op at compile; a backend factory's timeout or
+unavailable status while JAX starts the platform is the device runtime's, not a collective's. Each family is
+shown on real output of jax 0.10.2 on the CPU (tests/data/kb/kjax6/README.md) and on train logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import check_pack_rules, fired, ids_in_other_packs, pack_rules, rules_dir, train_log_path
+
+PACK = "73-jax-ownership.toml"
+DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kjax6"
+
+# real output -> (rule, category ranked first, type, stage)
+REAL: dict[str, tuple[str, str, str, str]] = {
+    "pallas_tpu_block": ("jax.k6.pallas_tpu_block_shape", "operator", "unsupported_op", "compile"),
+    "pallas_tpu_unimpl": ("jax.k6.pallas_unimplemented_primitive", "operator", "unsupported_op", "compile"),
+    "jit_sharding_mismatch": ("jax.k6.jit_arg_sharding_mismatch", "model", "runtime_error", "compile"),
+    "aot_mismatch": ("jax.k6.aot_call_mismatch", "model", "runtime_error", "compile"),
+    "pmap_no_mapped": ("jax.k6.pmap_call_contract", "model", "runtime_error", "compile"),
+    "pmap_static": ("jax.k6.pmap_call_contract", "model", "runtime_error", "compile"),
+    "masked": ("jax.k6.masked_array_input", "model", "runtime_error", "compile"),
+}
+
+# train log -> (rule, category ranked first, type, stage)
+TRAIN: dict[str, tuple[str, str, str, str]] = {
+    "jax/pallas_tpu_matmul_block_k_below_128_unsupported_layout": (
+        "jax.k6.mosaic_internal_compiler_error",
+        "operator",
+        "unsupported_op",
+        "compile",
+    ),
+    "jax/jax_colab_tpu_nightly_driver_deadline_exceeded": (
+        "jax.k6.backend_init_unreachable",
+        "backend",
+        "backend",
+        "startup",
+    ),
+}
+
+
+def test_the_pack_loads_and_its_ids_are_its_own():
+    rules = pack_rules(PACK)
+    assert {r.id for r in rules} >= {v[0] for v in (*REAL.values(), *TRAIN.values())}
+    assert not {r.id for r in rules} & ids_in_other_packs(rules_dir() / PACK)
+    check_pack_rules(rules)
+
+
+def test_every_real_output_is_tested():
+    assert {p.stem for p in DATA.glob("*.log")} == set(REAL)
+
+
+def _check(diag, rule: str, category: str, typ: str, stage: str) -> None:
+    causes = [(c.rule, c.category) for c in diag.root_causes]
+    assert fired(diag, rule), causes
+    assert (diag.profile.type, diag.profile.stage) == (typ, stage), (diag.profile.type, diag.profile.stage)
+    assert diag.profile.stack == "jax", diag.profile.stack
+    top = diag.root_causes[0]
+    assert (top.rule, top.category) == (rule, category), causes
+    assert top.fix_hints
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+@pytest.mark.parametrize("exit_code", [1, None])
+def test_real_output_is_read_by_its_family(name, exit_code):
+    diag = diagnose([str(DATA / f"{name}.log")], exit_code=exit_code)
+    _check(diag, *REAL[name])
+
+
+@pytest.mark.parametrize("name", sorted(TRAIN))
+def test_train_log_is_read_by_its_family(name):
+    diag = diagnose([str(train_log_path(name))])
+    _check(diag, *TRAIN[name])
+
+
+def test_the_unimplemented_primitive_is_named():
+    diag = diagnose([str(DATA / "pallas_tpu_unimpl.log")], exit_code=1)
+    assert "'sort'" in diag.root_causes[0].summary and "TPU" in diag.root_causes[0].summary
+    assert "library" in [c.category for c in diag.root_causes[:3]]
+
+
+def test_a_triton_lowering_gap_reads_the_same():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/kern.py", line 12, in <module>\n'
+        "    out = f(x)\n"
+        "NotImplementedError: Unimplemented primitive in Pallas Triton lowering: sort. "
+        "Please file an issue at https://github.com/jax-ml/jax/issues/new/choose.\n"
+    )
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    _check(diag, "jax.k6.pallas_unimplemented_primitive", "operator", "unsupported_op", "compile")
+
+
+def test_a_backend_timeout_at_start_is_not_a_collective():
+    """The same status from jax.distributed's coordinator stays a communication failure; inside xla_bridge's
+    initialisation wording it is the device runtime's."""
+    init = "RuntimeError: Unable to initialize backend 'tpu': UNAVAILABLE: failed to connect to all addresses\n"
+    diag = diagnose(texts={"stderr": init}, exit_code=1)
+    assert fired(diag, "jax.k6.backend_init_unreachable")
+    assert diag.profile.type == "backend"
+    assert diag.root_causes[0].category == "backend", [(c.rule, c.category) for c in diag.root_causes]
+    coord = (
+        "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. "
+        "Barrier_id: PjRT_Client_Connect. # of tasks that reached the barrier: 1/2.\n"
+    )
+    diag = diagnose(texts={"stderr": coord}, exit_code=1)
+    assert not fired(diag, "jax.k6.backend_init_unreachable")
+
+
+# the older wordings (jax 0.4.23's pjit.py, pxla.py, array.py) and messages a CPU-only run cannot produce
+# (JAX_PLATFORMS without cpu, several processes), each as JAX prints it
+WORDINGS: dict[str, tuple[str, str]] = {
+    "ValueError: Sharding passed to pjit does not match the sharding on the respective arg. Got pjit sharding: "
+    "NamedSharding(mesh={'data': 8}, spec=PartitionSpec('data',)),": ("jax.k6.jit_arg_sharding_mismatch", "model"),
+    "ValueError: Compiled object called with input sharding(s) does not match the sharding(s) the computation was "
+    "compiled with. Here are the 1 mismatches:": ("jax.k6.aot_call_mismatch", "model"),
+    "RuntimeError: Fetching value for `jax.Array` that spans non-addressable devices is not possible. You can use "
+    "`jax.experimental.multihost_utils.process_allgather` for this use case.": (
+        "jax.k6.non_addressable_array",
+        "model",
+    ),
+    'RuntimeError: jax.debug.callback failed to find a local CPU device to place the inputs on. Make sure "cpu" is '
+    "listed in --jax_platforms or the JAX_PLATFORMS environment variable.": (
+        "jax.k6.callback_no_cpu_platform",
+        "config",
+    ),
+}
+
+
+@pytest.mark.parametrize("line", sorted(WORDINGS))
+def test_each_wording_is_read_by_its_family(line):
+    rule, category = WORDINGS[line]
+    text = (
+        'Traceback (most recent call last):\n  File "/home/user/train.py", line 40, in <module>\n    main()\n'
+        + line
+        + "\n"
+    )
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    causes = [(c.rule, c.category) for c in diag.root_causes]
+    assert fired(diag, rule), causes
+    assert (diag.root_causes[0].rule, diag.root_causes[0].category) == (rule, category), causes
+    assert diag.profile.type == "runtime_error"
+
+
+def test_a_callback_without_a_cpu_platform_is_not_the_callback_raising():
+    """72's jax.cat.host_callback reads "jax.pure_callback failed" as the callback's own error; the CPU-device
+    message is the settings' (suppressed_by)."""
+    text = "RuntimeError: jax.pure_callback failed to find a local CPU device to place the inputs on.\n"
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    assert fired(diag, "jax.k6.callback_no_cpu_platform")
+    assert not fired(diag, "jax.cat.host_callback")
