@@ -187,3 +187,50 @@ def test_the_string_array_is_not_read_as_a_static_argument():
     diag = diagnose([str(DATA / "string_array.log")], exit_code=1)
     assert not fired(diag, "jax.cat3.jit_arguments")
     assert top3(diag)[:2] == ["model", "dataset"], top3(diag)
+
+
+# XLA:GPU's messages (strings of xla_cuda_plugin.so in jax-cuda12-pjrt 0.10.2; conv_algorithm_picker.cc), which a
+# CPU-only machine cannot produce, as JAX re-raises them
+GPU_LINES: dict[str, tuple[str, str]] = {
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: No PTX compilation provider is available. Neither ptxas/nvlink "
+    "nor nvjtlink is available.": ("jax.k6.xla_gpu_toolchain", "environment"),
+    "jax.errors.JaxRuntimeError: INTERNAL: libdevice is required by this HLO module but was not found at "
+    "./cuda_sdk_lib/nvvm/libdevice": ("jax.k6.xla_gpu_toolchain", "environment"),
+    "jaxlib.xla_extension.XlaRuntimeError: UNKNOWN: Failed to determine best cudnn convolution algorithm for:": (
+        "jax.k6.conv_autotune_failed",
+        "config",
+    ),
+}
+
+
+@pytest.mark.parametrize("line", sorted(GPU_LINES))
+def test_xla_gpu_toolchain_and_autotuning(line):
+    rule, category = GPU_LINES[line]
+    text = (
+        'Traceback (most recent call last):\n  File "/home/user/train.py", line 40, in <module>\n    main()\n'
+        + line
+        + "\n"
+    )
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    causes = [(c.rule, c.category) for c in diag.root_causes]
+    assert fired(diag, rule), causes
+    assert diag.root_causes[0].category == category, causes
+    assert (diag.profile.type, diag.profile.stage) == ("backend", "compile")
+    assert "environment" in top3(diag)
+
+
+def test_the_libdevice_warning_counts_only_when_the_run_failed():
+    warn = "W0000 00:00:1.0 123 nvptx_compiler.cc:123] Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. "
+    warn += "This may result in compilation or runtime failures\n"
+    ok = diagnose(texts={"stderr": warn}, exit_code=0)
+    assert not fired(ok, "jax.k6.xla_libdevice_warning")
+    failed = diagnose(
+        texts={"stderr": warn + "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: compilation failed\n"}, exit_code=1
+    )
+    assert fired(failed, "jax.k6.xla_libdevice_warning")
+
+
+def test_complex_arange_is_a_removed_behaviour():
+    text = "ValueError: Passing complex start/stop/step to jnp.arange is no longer supported starting in JAX v0.10.0.\n"
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    assert fired(diag, "jax.k6.removed_behaviour")
