@@ -39,6 +39,7 @@ REAL: dict[str, tuple[str, str, str, str | None]] = {
     "empty_truth": ("jax.k6.empty_array_truth", "model", "runtime_error", None),
     "dtype_array": ("jax.k6.removed_behaviour", "environment", "runtime_error", None),
     "mldtypes": ("jax.k6.ml_dtypes_too_old", "environment", "runtime_error", "startup"),
+    "cudnn_attention": ("jax.k6.cudnn_not_detected", "environment", "backend", None),
 }
 
 # train log -> (rule, category ranked first, type, stage)
@@ -234,3 +235,29 @@ def test_complex_arange_is_a_removed_behaviour():
     text = "ValueError: Passing complex start/stop/step to jnp.arange is no longer supported starting in JAX v0.10.0.\n"
     diag = diagnose(texts={"stderr": text}, exit_code=1)
     assert fired(diag, "jax.k6.removed_behaviour")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NotImplementedError: Q must be fp16/bf16/fp8_e4m3fn/fp8_e5m2, got float32",
+        "NotImplementedError: The head dim must be <= 128 and a multiple of 8, but got 72.",
+        "NotImplementedError: Packed layout requires a GPU with at least Hopper architecture.",
+    ],
+)
+def test_cudnn_attention_limits_are_the_kernels(line):
+    text = (
+        'Traceback (most recent call last):\n  File "/home/user/model.py", line 88, in attend\n    out = f(q)\n'
+        + line
+        + "\n"
+    )
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    causes = [(c.rule, c.category) for c in diag.root_causes]
+    assert fired(diag, "jax.k6.cudnn_attention_limits"), causes
+    assert diag.profile.type == "unsupported_op"
+    assert top3(diag)[:2] == ["operator", "config"], causes
+
+
+def test_cudnn_not_detected_offers_the_install_and_the_setting():
+    diag = diagnose([str(DATA / "cudnn_attention.log")], exit_code=1)
+    assert top3(diag)[:2] == ["environment", "config"], top3(diag)
