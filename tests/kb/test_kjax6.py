@@ -40,6 +40,8 @@ REAL: dict[str, tuple[str, str, str, str | None]] = {
     "dtype_array": ("jax.k6.removed_behaviour", "environment", "runtime_error", None),
     "mldtypes": ("jax.k6.ml_dtypes_too_old", "environment", "runtime_error", "startup"),
     "cudnn_attention": ("jax.k6.cudnn_not_detected", "environment", "backend", None),
+    "shape_poly": ("jax.k6.shape_poly_inconclusive", "model", "runtime_error", "compile"),
+    "shape_poly_reshape": ("jax.k6.shape_poly_inconclusive", "model", "runtime_error", "compile"),
 }
 
 # train log -> (rule, category ranked first, type, stage)
