@@ -42,6 +42,8 @@ REAL: dict[str, tuple[str, str, str, str | None]] = {
     "cudnn_attention": ("jax.k6.cudnn_not_detected", "environment", "backend", None),
     "shape_poly": ("jax.k6.shape_poly_inconclusive", "model", "runtime_error", "compile"),
     "shape_poly_reshape": ("jax.k6.shape_poly_inconclusive", "model", "runtime_error", "compile"),
+    "checkify_nan": ("jax.k6.checkify_nan", "model", "runtime_error", "runtime"),
+    "checkify_check": ("jax.k6.checkify_check_failed", "model", "runtime_error", "runtime"),
 }
 
 # train log -> (rule, category ranked first, type, stage)
@@ -263,3 +265,11 @@ def test_cudnn_attention_limits_are_the_kernels(line):
 def test_cudnn_not_detected_offers_the_install_and_the_setting():
     diag = diagnose([str(DATA / "cudnn_attention.log")], exit_code=1)
     assert top3(diag)[:2] == ["environment", "config"], top3(diag)
+
+
+def test_the_checkify_message_is_quoted():
+    diag = diagnose([str(DATA / "checkify_check.log")], exit_code=1)
+    assert "inputs must be positive" in diag.root_causes[0].summary
+    assert "dataset" in top3(diag)
+    nan = diagnose([str(DATA / "checkify_nan.log")], exit_code=1)
+    assert "'log'" in nan.root_causes[0].summary
