@@ -1,0 +1,2 @@
+import jax.numpy as jnp
+print(jnp.ones(2))
