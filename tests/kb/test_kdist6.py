@@ -32,13 +32,18 @@ REAL = {
     "ds_ssh_unreachable.log": ("runtime_error", "startup", "deepspeed.ssh_unreachable", "environment"),
     "ds_pdsh_missing.log": ("runtime_error", "startup", "deepspeed.launcher_backend_missing", "environment"),
     "hvd_extension_not_built.log": ("runtime_error", "startup", "horovod.extension_not_built", "environment"),
+    "jax_incarnation_coordinator.log": ("crash", "runtime", "jaxdist.task_new_incarnation", "model"),
+    "jax_incarnation_task.log": ("crash", "runtime", "jaxdist.task_new_incarnation", "model"),
+    "jax_heartbeat_coordinator.log": ("crash", "runtime", "jaxdist.task_stopped_heartbeats", "communication"),
 }
+# the jax.distributed runs ended on SIGABRT (134): every task's agent terminates its process with LOG(FATAL)
+EXIT = {"jax_incarnation_coordinator.log": 134, "jax_incarnation_task.log": 134, "jax_heartbeat_coordinator.log": 134}
 
 
 @pytest.mark.parametrize("log", sorted(REAL))
 def test_real_runs(log: str) -> None:
     typ, stage, rule, category = REAL[log]
-    diag = diagnose([str(DATA / log)], exit_code=1)
+    diag = diagnose([str(DATA / log)], exit_code=EXIT.get(log, 1))
     top = diag.root_causes[0]
     assert (diag.profile.type, diag.profile.stage) == (typ, stage), (diag.profile.type, diag.profile.stage)
     assert (top.rule, top.category) == (rule, category), [(c.rule, c.category) for c in diag.root_causes[:4]]
@@ -85,6 +90,25 @@ def test_port_in_use_is_the_launch_settings(name: str) -> None:
     diag = diagnose([str(train_log_path(name))])
     assert fired(diag, "dist.address_in_use")
     assert diag.root_causes[0].category == "config", top3(diag)
+
+
+def test_jax_task_reconnecting_is_the_program_that_reinitializes() -> None:
+    """Grain's workers re-ran an import-time jax.distributed.initialize (train thread; real: jax_incarnation_*.log):
+    the coordination service's words name the cause, the deliberate abort and its generic readings step aside."""
+    diag = diagnose([str(train_log_path("distributed/grain_workers_reinit_jax_distributed_incarnation"))])
+    assert diag.profile.type == "crash"
+    assert diag.root_causes[0].rule == "jaxdist.task_new_incarnation"
+    assert top3(diag)[0] == "model", top3(diag)
+    for gone in ("jax.cat.coordination_service", "glog.check_failed"):
+        assert not fired(diag, gone)
+
+
+def test_the_abort_status_yields_to_the_named_error() -> None:
+    diag = diagnose([str(DATA / "jax_incarnation_task.log")], exit_code=134)
+    assert not fired(diag, "proc.sigabrt")
+    # without the coordination service's words the abort status keeps its own reading
+    bare = diagnose(texts={"stderr": "Aborted (core dumped)\n"}, exit_code=134)
+    assert fired(bare, "proc.sigabrt")
 
 
 def test_deepspeed_without_hostfile_offers_the_hostfile_and_the_wrapper() -> None:
