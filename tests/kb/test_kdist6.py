@@ -35,6 +35,8 @@ REAL = {
     "jax_incarnation_coordinator.log": ("crash", "runtime", "jaxdist.task_new_incarnation", "model"),
     "jax_incarnation_task.log": ("crash", "runtime", "jaxdist.task_new_incarnation", "model"),
     "jax_heartbeat_coordinator.log": ("crash", "runtime", "jaxdist.task_stopped_heartbeats", "communication"),
+    "gloo_eval_barrier_timeout.log": ("communication", "evaluation", "gloo.timeout", "config"),
+    "gloo_save_barrier_timeout.log": ("communication", "checkpoint", "gloo.timeout", "config"),
 }
 # the jax.distributed runs ended on SIGABRT (134): every task's agent terminates its process with LOG(FATAL)
 EXIT = {"jax_incarnation_coordinator.log": 134, "jax_incarnation_task.log": 134, "jax_heartbeat_coordinator.log": 134}
@@ -58,6 +60,22 @@ def test_monitored_barrier_is_not_read_as_a_gloo_transport_timeout() -> None:
     assert top3(diag)[0] == "model"
     assert "communication" in top3(diag)  # the named rank may have died: kept as a competitor
     assert "Rank 1" in diag.root_causes[0].summary
+
+
+def test_a_collective_wait_is_placed_in_the_work_that_issued_it() -> None:
+    """A barrier inside evaluate()/save_checkpoint() that times out while rank 0 alone evaluates/saves: the stage is
+    that work and the timeout against it leads (collective:wait_in_rank_work); the same barrier at the top level of
+    the program keeps the transport reading and the runtime stage."""
+    for log in ("gloo_eval_barrier_timeout.log", "gloo_save_barrier_timeout.log"):
+        diag = diagnose([str(DATA / log)], exit_code=1)
+        top = diag.root_causes[0]
+        assert top.id == "config.timeout_too_short", [(c.id, c.confidence) for c in diag.root_causes[:3]]
+        assert "context:collective:wait_in_rank_work" in {v.name for v in top.validation_checks}
+    plain = diagnose([str(DATA / "monitored_barrier.log")], exit_code=1)
+    assert plain.profile.stage == "runtime"
+    assert "context:collective:wait_in_rank_work" not in {
+        v.name for c in plain.root_causes for v in c.validation_checks
+    }
 
 
 def test_agent_signal_names_the_signal() -> None:
