@@ -147,7 +147,13 @@ def analyze(
     failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
     findings = _effective(scan, ruleset, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}
-    findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids]
+    # an exit status's reading yields to the rules that name why the process ended (suppressed_by, as for lines)
+    found = scan.rule_ids()
+    findings += [
+        f
+        for f in exit_findings(ruleset, exit_code)
+        if f.rule.id not in ids and not any(s in found for s in f.rule.suppressed_by)
+    ]
     findings.sort(key=order_key)
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
     profile.stack = hint_stack or detect_stack(scan, command, findings, ruleset.reasoning.package_stacks)

@@ -510,6 +510,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, pytest_internal_error(facts, reasoning), reasoning)  # kpytest5
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
+    _add_fact(facts, _collective_in_work(facts, analysis), reasoning)  # kdist6 round 6 (section below)
     _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     _add_fact(facts, ggml_backend_misuse(facts, scan, reasoning), reasoning)  # kland1 (section at the end)
@@ -619,6 +620,10 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         # any progress place it before the first step. Other stages the frames show do not override a rule
         # (an evaluation script's or a test module's name is weaker than the rule's own message family)
         prof.stage = "startup"
+    if analysis.stage_by_rule and prof.stage == "runtime" and facts.stage and COLLECTIVE_IN_WORK in facts.active:
+        # a collective or barrier that timed out in an evaluation's or a checkpoint's frames: that work is the
+        # stage (kdist6 round 6, _collective_in_work)
+        prof.stage = facts.stage
     if not analysis.stage_by_rule:
         stage = facts.stage or entry.get("stage") or implied(facts, "stage")
         if stage:
@@ -2195,6 +2200,24 @@ def npu_type(analysis: Analysis, facts: Facts) -> None:
 
 
 # --- kdist6 ---
+# A collective that timed out names "runtime" as its family's default (any step can issue one), but its exception is
+# raised from the call that issued the collective (Gloo's "Timed out waiting …ms for recv operation" from work.wait(),
+# c10d's monitored_barrier report): when its frames are an evaluation loop's or a checkpoint's (a trainer's evaluate
+# gathering metrics, save_checkpoint's barrier, [[frame_stage]]), the ranks waited in that work — typically for the
+# rank still doing it (evaluation or saving on rank 0 only) — and that work is the stage.
+COLLECTIVE_WAITS = frozenset({"gloo.timeout", "nccl.watchdog_timeout", "c10d.monitored_barrier_rank_missing"})
+COLLECTIVE_IN_WORK = "collective:wait_in_rank_work"  # its [[context]]: 22-distributed-ownership.toml
+
+
+def _collective_in_work(facts: Facts, analysis: Analysis) -> str | None:
+    """``collective:wait_in_rank_work`` when the failure is a collective wait that timed out (the rule that names
+    the stage is one of COLLECTIVE_WAITS) and the frames it was raised from are an evaluation's or a checkpoint's."""
+    lead = next((f.rule for f in analysis.findings if f.rule.stage), None)
+    if lead is None or lead.id not in COLLECTIVE_WAITS or facts.stage not in ("evaluation", "checkpoint"):
+        return None
+    return COLLECTIVE_IN_WORK
+
+
 # A loopback address other than 127.0.0.1 that a distributed run's connection names (``cue:loopback_peer`` in
 # rules/05-reasoning.toml) is usually printed on the transport's own line, not in the exception line the run ends
 # on: an uncaught C++ exception prints ``terminate called after throwing an instance of 'gloo::IoException'`` and
