@@ -131,6 +131,11 @@ def train_log_with_rules(name: str) -> tuple[Diagnosis, dict]:
         return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
 
 
+def train_diagnosis(name: str) -> Diagnosis:
+    """A train log diagnosed as ``bench/accuracy.py`` does (see ``train_log_with_rules``), without its label."""
+    return train_log_with_rules(name)[0]
+
+
 def train_log_without_rules(name: str) -> tuple[Diagnosis, dict]:
     """A train log diagnosed with the rules that explained it left out (their findings dropped, as
     ``bench/ablate_rules.py`` does: a failure no rule knows), and its label."""

@@ -15,21 +15,22 @@ CANN's aclnn documentation; it is shown on the train logs it moves and on real o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import check_pack_rules, fired, ids_in_other_packs, pack_rules, rules_dir, top3, train_log_path
+from .kb_helpers import (
+    check_pack_rules,
+    fired,
+    ids_in_other_packs,
+    pack_rules,
+    rules_dir,
+    top3,
+    train_diagnosis,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kasc6"
 PACK = "54-ascend-ownership.toml"
-
-
-def _train(name: str):
-    path = train_log_path(name)
-    label = json.loads(path.with_suffix(".json").read_text())
-    return diagnose([str(path)], exit_code=label.get("exit_code"), command=label.get("command"))
 
 
 def _real(name: str):
@@ -58,26 +59,26 @@ def test_the_pack_loads_and_its_ids_are_its_own():
 
 
 def test_visible_devices_refused_by_cann_is_the_setting():
-    d = _train("ascend/gpustack_vllm_ascend_visible_devices_not_ascending")
+    d = train_diagnosis("ascend/gpustack_vllm_ascend_visible_devices_not_ascending")
     assert _first(d) == ("config", "ascend_own.visible_devices_refused")
     assert d.profile.stage == "startup"
 
 
 def test_aclop_path_failure_is_the_operator_not_an_acl_api_misuse():
-    d = _train("ascend/ascend_mineru_910a_nonzero_op_graph_build_unsupported")
+    d = train_diagnosis("ascend/ascend_mineru_910a_nonzero_op_graph_build_unsupported")
     assert _first(d) == ("operator", "ascend_own.aclop_op_failed")
     config = next(c for c in d.root_causes if c.category == "config")
     assert any(v.name == "context:cue:aclop_path" and v.status == "failed" for v in config.validation_checks)
 
 
 def test_bishengir_without_the_chip_target_is_the_operator_absence():
-    d = _train("ascend/vllm_ascend_310p3_triton_bishengir_target_unsupported")
+    d = train_diagnosis("ascend/vllm_ascend_310p3_triton_bishengir_target_unsupported")
     assert (d.profile.type, d.profile.stage) == ("unsupported_op", "compile")
     assert _first(d) == ("operator", "ascend_own.triton_target_missing")
 
 
 def test_first_phase_tiling_failure_is_not_the_device_runtime():
-    d = _train("ascend/xllm_causal_conv1d_padded_decode_tiling_failed")
+    d = train_diagnosis("ascend/xllm_causal_conv1d_padded_decode_tiling_failed")
     assert fired(d, "ascend_own.aclnn_first_phase_failed")
     assert d.root_causes[0].category == "library"
     backend = next(c for c in d.root_causes if c.category == "backend")
@@ -85,7 +86,7 @@ def test_first_phase_tiling_failure_is_not_the_device_runtime():
 
 
 def test_mc2_dispatch_failure_offers_the_framework_that_chose_it():
-    d = _train("ascend/pta_mc2_dispatch_on_a2_561000")
+    d = train_diagnosis("ascend/pta_mc2_dispatch_on_a2_561000")
     assert fired(d, "ascend_own.mc2_op_failed")
     assert "library" in top3(d)[:2], top3(d)
 

@@ -153,15 +153,19 @@ WORDINGS: dict[str, tuple[str, str]] = {
 }
 
 
-@pytest.mark.parametrize("line", sorted(WORDINGS))
-def test_each_wording_is_read_by_its_family(line):
-    rule, category = WORDINGS[line]
-    text = (
+def _raised_from_main(line: str) -> str:
+    """``line`` as the last line of a traceback raised under a program's main()."""
+    return (
         'Traceback (most recent call last):\n  File "/home/user/train.py", line 40, in <module>\n    main()\n'
         + line
         + "\n"
     )
-    diag = diagnose(texts={"stderr": text}, exit_code=1)
+
+
+@pytest.mark.parametrize("line", sorted(WORDINGS))
+def test_each_wording_is_read_by_its_family(line):
+    rule, category = WORDINGS[line]
+    diag = diagnose(texts={"stderr": _raised_from_main(line)}, exit_code=1)
     causes = [(c.rule, c.category) for c in diag.root_causes]
     assert fired(diag, rule), causes
     assert (diag.root_causes[0].rule, diag.root_causes[0].category) == (rule, category), causes
@@ -211,12 +215,7 @@ GPU_LINES: dict[str, tuple[str, str]] = {
 @pytest.mark.parametrize("line", sorted(GPU_LINES))
 def test_xla_gpu_toolchain_and_autotuning(line):
     rule, category = GPU_LINES[line]
-    text = (
-        'Traceback (most recent call last):\n  File "/home/user/train.py", line 40, in <module>\n    main()\n'
-        + line
-        + "\n"
-    )
-    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    diag = diagnose(texts={"stderr": _raised_from_main(line)}, exit_code=1)
     causes = [(c.rule, c.category) for c in diag.root_causes]
     assert fired(diag, rule), causes
     assert diag.root_causes[0].category == category, causes

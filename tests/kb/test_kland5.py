@@ -16,23 +16,16 @@ comments beside the edited causes), shown on the train logs it moves and on real
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, pack_rules, top3, train_log_path
+from .kb_helpers import fired, pack_rules, top3, train_diagnosis
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kland5"
 THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
-
-
-def _train(name: str):
-    path = train_log_path(name)
-    label = json.loads(path.with_suffix(".json").read_text())
-    return diagnose([str(path)], exit_code=label.get("exit_code"), command=label.get("command"))
 
 
 def _real(name: str):
@@ -78,7 +71,7 @@ def test_weights_only_library_loader_puts_the_library_first():
 def test_weights_only_train_logs_put_the_caller_ahead_of_the_torch_release(name, home):
     """No frame shows who called torch.load in these pastes: the caller's home joins the first three (it was
     third and fourth before, behind environment and checkpoint)."""
-    cats = top3(_train(name))
+    cats = top3(train_diagnosis(name))
     assert home in cats, cats
 
 
@@ -99,7 +92,7 @@ def test_emfile_real_leak_reads_as_the_program_first():
     ],
 )
 def test_emfile_train_logs_read_as_a_descriptor_leak(name):
-    d = _train(name)
+    d = train_diagnosis(name)
     assert _first(d) == ("model", "errno.too_many_open_files")
 
 
@@ -141,7 +134,7 @@ def test_leaf_inplace_in_the_programs_own_line_keeps_the_program_far_ahead():
 
 
 def test_leaf_inplace_train_log_of_a_library_layer_moves_up():
-    cats = top3(_train("pytorch/pyg_dimenet_bessel_leaf_inplace_reset"))
+    cats = top3(train_diagnosis("pytorch/pyg_dimenet_bessel_leaf_inplace_reset"))
     assert cats[:2] == ["model", "library"], cats
 
 
@@ -149,6 +142,6 @@ def test_leaf_inplace_train_log_of_a_library_layer_moves_up():
 
 
 def test_gloo_unable_to_find_address_puts_the_setting_first():
-    d = _train("distributed/dist_gloo_unable_to_find_address_hostname_docker_net_host_socket_ifname")
+    d = train_diagnosis("distributed/dist_gloo_unable_to_find_address_hostname_docker_net_host_socket_ifname")
     assert _first(d) == ("config", "dist.socket_ifname")
     assert top3(d)[1] == "environment"

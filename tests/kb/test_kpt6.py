@@ -20,22 +20,15 @@ Real outputs under tests/data/kb/kpt6/ (README there says how they were made) an
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, pack_rules, top3, train_log_path
+from .kb_helpers import fired, pack_rules, top3, train_diagnosis
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kpt6"
-
-
-def _train(name: str):
-    path = train_log_path(name)
-    label = json.loads(path.with_suffix(".json").read_text())
-    return diagnose([str(path)], exit_code=label.get("exit_code"), command=label.get("command"))
 
 
 def _real(name: str):
@@ -75,7 +68,7 @@ def test_real_load_onto_a_missing_device_puts_the_load_setting_first(name):
 
 
 def test_train_cpu_only_machine_loading_a_gpu_checkpoint():
-    d = _train("pytorch/cdecnet_cpu_only_deserialize_cuda_checkpoint")
+    d = train_diagnosis("pytorch/cdecnet_cpu_only_deserialize_cuda_checkpoint")
     assert d.root_causes[0].category == "config"
     assert fired(d, "torch.load.map_location_setting")
 
@@ -84,7 +77,7 @@ def test_train_cpu_only_machine_loading_a_gpu_checkpoint():
 
 
 def test_train_thcunn_bce_assert_is_the_prediction_not_the_data():
-    d = _train("pytorch/freeanchor_bce_assert_lr_too_high_single_gpu")
+    d = train_diagnosis("pytorch/freeanchor_bce_assert_lr_too_high_single_gpu")
     assert d.profile.type == "crash"
     cats = top3(d)
     assert cats[0] == "config", cats
@@ -146,7 +139,7 @@ def test_real_hub_hash_offers_the_publisher_beside_the_download():
 def test_train_hub_hash_logs_keep_the_download_first_and_the_publisher_in_the_first_three(name, first):
     """One message cannot tell a transfer gone wrong from a wrong published hash: the publisher joins the first
     three (torchvision's wrong hash was not among them before), the download's home stays first."""
-    d = _train(name)
+    d = train_diagnosis(name)
     cats = top3(d)
     assert cats[0] == first, cats
     assert "library" in cats[:2], cats
@@ -166,7 +159,7 @@ def test_real_wrapper_prefix_puts_the_program_first(name):
 
 
 def test_train_dataparallel_checkpoint_loaded_into_the_bare_network():
-    d = _train("pytorch/deepthinking_state_dict_dataparallel_module_prefix")
+    d = train_diagnosis("pytorch/deepthinking_state_dict_dataparallel_module_prefix")
     assert d.root_causes[0].category == "model"
     assert fired(d, "torch.state_dict.wrapper_prefix")
 
@@ -224,7 +217,7 @@ def test_the_bce_assert_is_not_read_as_a_sampling_assert(tmp_path):
 
 
 def test_train_builtin_scheduler_refused_is_lightning_older_than_torch():
-    d = _train("pytorch/lightning_lambdalr_scheduler_api_torch2_mismatch")
+    d = train_diagnosis("pytorch/lightning_lambdalr_scheduler_api_torch2_mismatch")
     top = d.root_causes[0]
     assert (top.category, top.rule) == ("environment", "torch.optim.builtin_scheduler_refused")
     assert not fired(d, "torch.optim.custom_scheduler_refused")

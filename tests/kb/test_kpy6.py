@@ -19,26 +19,19 @@ and is shown on real outputs produced here (tests/data/kb/kpy6/README.md says ho
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, pack_rules, top3, train_log_path
+from .kb_helpers import fired, pack_rules, top3, train_diagnosis
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kpy6"
 
 
 def _real(name: str):
     return diagnose([str(DATA / name)], exit_code=1)
-
-
-def _train(name: str):
-    path = train_log_path(name)
-    label = json.loads(path.with_suffix(".json").read_text())
-    return diagnose([str(path)], exit_code=label.get("exit_code"), command=label.get("command"))
 
 
 def _first(diag) -> tuple[str, str | None]:
@@ -96,7 +89,7 @@ def test_pytests_usage_error_under_another_program_name_is_a_plugin_option():
 
 
 def test_todoman_setup_py_usage_error_leads_with_the_missing_plugin():
-    d = _train("pytest_python/todoman_pytest_cov_addopts_missing_plugin")
+    d = train_diagnosis("pytest_python/todoman_pytest_cov_addopts_missing_plugin")
     assert _first(d) == ("environment", "pytest.usage_error_extra_info")
 
 
@@ -125,7 +118,7 @@ def test_a_pytest_api_newer_than_the_installed_pytest_is_the_environment():
 
 
 def test_pytest_asyncio_from_parent_on_old_pytest_is_the_environment():
-    d = _train("pytest_python/pytest_asyncio_011_from_parent_old_pytest_402")
+    d = train_diagnosis("pytest_python/pytest_asyncio_011_from_parent_old_pytest_402")
     assert _first(d) == ("environment", "pytest.api_newer_than_installed")
 
 
@@ -145,12 +138,12 @@ def test_import_mismatch_of_two_test_files_stays_the_tests_layout():
 
 
 def test_sopel_source_tree_beside_its_install_is_the_runs_layout():
-    d = _train("pytest_python/sopel_nix_pytest_source_tree_collects_installed_test_tools")
+    d = train_diagnosis("pytest_python/sopel_nix_pytest_source_tree_collects_installed_test_tools")
     assert _first(d)[0] == "config"
 
 
 def test_versa_duplicate_basenames_with_a_cut_report_stay_the_tests():
-    d = _train("pytest_python/versa_duplicate_test_basenames_import_mismatch")
+    d = train_diagnosis("pytest_python/versa_duplicate_test_basenames_import_mismatch")
     assert _first(d)[0] == "test_code"
 
 
@@ -170,7 +163,7 @@ def test_a_file_left_open_by_the_code_under_test_is_the_program():
 
 
 def test_pytest_mpl_unclosed_image_in_the_test_is_the_tests_code():
-    d = _train("pytest_python/pytest_mpl_unraisable_resourcewarning_unclosed_image_in_test")
+    d = train_diagnosis("pytest_python/pytest_mpl_unraisable_resourcewarning_unclosed_image_in_test")
     assert _first(d) == ("test_code", "python.resource_warning_unclosed")
 
 
@@ -227,7 +220,7 @@ def test_pytest_plugins_in_a_test_folders_conftest_stays_the_tests():
 
 
 def test_execnet_doc_example_conftest_is_the_collection_scope():
-    d = _train("pytest_python/execnet_pytest_plugins_non_top_level_conftest_no_testpaths")
+    d = train_diagnosis("pytest_python/execnet_pytest_plugins_non_top_level_conftest_no_testpaths")
     assert _first(d) == ("config", "pytest.conftest_outside_tests_collected")
 
 
