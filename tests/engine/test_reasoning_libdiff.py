@@ -159,7 +159,9 @@ def test_an_ascend_op_error_no_rule_knows_keeps_the_library_among_the_three():
     """A real train log: an aclnn op's inner error code (561000) raised through torch_npu, no frame, with the
     Ascend packs left out. The device runtime and the installed CANN lead; the library that called the op
     on a device it does not support (the label) is kept among the three in place of the weakest hypothesis."""
-    diag, label = train_log("ascend/pta_mc2_dispatch_on_a2_561000", "50-ascend.toml", "55-cann-catalogue.toml")
+    diag, label = train_log(
+        "ascend/pta_mc2_dispatch_on_a2_561000", "50-ascend.toml", "54-ascend-ownership.toml", "55-cann-catalogue.toml"
+    )
     assert label["category"] == "library"
     assert all(c.rule.startswith("differential:") for c in diag.root_causes)
     assert "library" in cats(diag)

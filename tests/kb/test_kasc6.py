@@ -160,3 +160,30 @@ def test_runtime_task_timeout_is_a_hang_not_a_device_id():
     assert d.profile.type == "hang"
     assert _first(d) == ("communication", "ascend_own.rt_task_timeout")
     assert not fired(d, "ascend.rt_param")
+
+
+def test_a_runtime_abort_code_without_force_stop_is_the_force_stop_family():
+    # 107023 is ACL_ERROR_RT_STREAM_ABORT in CANN's runtime code table: a call made while a stream's tasks were being
+    # cleared after a failure elsewhere; 55's cann.rt.force_stop holds that family (a symptom, never the cause), and
+    # the generic 107xxx device-selection reading does not apply
+    d = _text(
+        "RuntimeError: synchronize:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:475 NPU function error: "
+        "c10_npu::acl::AclrtSynchronizeDeviceWithTimeout(), error code is 107023\n"
+        "[ERROR] 2026-12-02-07:00:00 (PID:1, Device:0, RankID:3) ERR00100 PTA call acl api failed\n"
+    )
+    assert fired(d, "cann.rt.force_stop")
+    assert not fired(d, "ascend.rt_param")
+
+
+def test_cann_s_own_compile_code_outranks_the_ops_line():
+    # E40021 "Failed to compile Op" is CANN's compile-phase report of the same failure torch_npu prints as "OPS
+    # function error": the toolkit's online compilation leads, not the single-operator path's reading
+    d = _text(
+        "RuntimeError: InnerRun:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:234 OPS function error: Conv3D, "
+        "error code is 500002\n"
+        "E40021: [PID: 1] 2026-12-02-07:00:00.000.000 Failed to compile Op [Conv3D1]. (oppath: [Compile "
+        "/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/impl/conv3d.py failed])\n"
+    )
+    assert fired(d, "ascend.code.compile")
+    assert not fired(d, "ascend_own.aclop_op_failed")
+    assert d.root_causes[0].category == "environment"
