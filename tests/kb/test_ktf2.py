@@ -33,7 +33,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 
 def test_the_pack_loads_and_its_ids_are_its_own():
     rules = pack_rules(PACK_NAME)
-    assert len(rules) == 15
+    assert len(rules) == 16
     assert not {r.id for r in rules} & ids_in_other_packs(PACK)
     for r in rules:
         assert r.stack == "tensorflow" and r.causes and all(c.fix_hints for c in r.causes), r.id
@@ -150,3 +150,12 @@ def test_tensorflows_no_kernel_words_name_the_unsupported_op_family_without_the_
     diag = diagnose([str(log)], ruleset=rs)
     assert diag.profile.type == "unsupported_op"
     assert top3(diag)[0] == "operator", top3(diag)
+
+
+def test_a_custom_layer_that_cannot_be_saved_is_the_program_s_class():
+    """Keras 2's wording of the saving contract (a thread's log, train): the custom layer must override get_config;
+    the NotImplementedError is the serializer's demand, not a missing kernel."""
+    diag, cats = _top("pytest_python/keras_save_custom_layer_missing_get_config")
+    assert fired(diag, "keras.get_config_not_overridden")
+    assert (diag.profile.type, diag.profile.stage) == ("runtime_error", "checkpoint")
+    assert cats[0] == "model", cats
