@@ -136,6 +136,12 @@ def train_diagnosis(name: str) -> Diagnosis:
     return train_log_with_rules(name)[0]
 
 
+def first_cause(diag: Diagnosis) -> tuple[str, str | None]:
+    """The top cause's category and the rule that gave it."""
+    top = diag.root_causes[0]
+    return top.category, top.rule
+
+
 def train_log_without_rules(name: str) -> tuple[Diagnosis, dict]:
     """A train log diagnosed with the rules that explained it left out (their findings dropped, as
     ``bench/ablate_rules.py`` does: a failure no rule knows), and its label."""

@@ -22,6 +22,7 @@ from pytest_faildiag.engine.api import diagnose
 from .kb_helpers import (
     check_pack_rules,
     fired,
+    first_cause,
     ids_in_other_packs,
     pack_rules,
     rules_dir,
@@ -35,11 +36,6 @@ PACK = "54-ascend-ownership.toml"
 
 def _real(name: str):
     return diagnose([str(DATA / name)], exit_code=1)
-
-
-def _first(diag) -> tuple[str, str | None]:
-    top = diag.root_causes[0]
-    return top.category, top.rule
 
 
 def test_the_pack_loads_and_its_ids_are_its_own():
@@ -60,13 +56,13 @@ def test_the_pack_loads_and_its_ids_are_its_own():
 
 def test_visible_devices_refused_by_cann_is_the_setting():
     d = train_diagnosis("ascend/gpustack_vllm_ascend_visible_devices_not_ascending")
-    assert _first(d) == ("config", "ascend_own.visible_devices_refused")
+    assert first_cause(d) == ("config", "ascend_own.visible_devices_refused")
     assert d.profile.stage == "startup"
 
 
 def test_aclop_path_failure_is_the_operator_not_an_acl_api_misuse():
     d = train_diagnosis("ascend/ascend_mineru_910a_nonzero_op_graph_build_unsupported")
-    assert _first(d) == ("operator", "ascend_own.aclop_op_failed")
+    assert first_cause(d) == ("operator", "ascend_own.aclop_op_failed")
     config = next(c for c in d.root_causes if c.category == "config")
     assert any(v.name == "context:cue:aclop_path" and v.status == "failed" for v in config.validation_checks)
 
@@ -74,7 +70,7 @@ def test_aclop_path_failure_is_the_operator_not_an_acl_api_misuse():
 def test_bishengir_without_the_chip_target_is_the_operator_absence():
     d = train_diagnosis("ascend/vllm_ascend_310p3_triton_bishengir_target_unsupported")
     assert (d.profile.type, d.profile.stage) == ("unsupported_op", "compile")
-    assert _first(d) == ("operator", "ascend_own.triton_target_missing")
+    assert first_cause(d) == ("operator", "ascend_own.triton_target_missing")
 
 
 def test_first_phase_tiling_failure_is_not_the_device_runtime():
@@ -96,7 +92,7 @@ def test_mc2_dispatch_failure_offers_the_framework_that_chose_it():
 
 def test_triton_ascend_without_cann_compilers_is_the_installation():
     d = _real("triton_ascend_no_active_driver.log")
-    assert _first(d) == ("environment", "ascend_own.triton_ascend_toolchain")
+    assert first_cause(d) == ("environment", "ascend_own.triton_ascend_toolchain")
     config = next(c for c in d.root_causes if c.category == "config")
     assert config.confidence < d.root_causes[0].confidence * 0.85
 
@@ -158,7 +154,7 @@ def test_runtime_task_timeout_is_a_hang_not_a_device_id():
         "[ERROR] 2026-12-02-07:00:00 (PID:1, Device:0, RankID:3) ERR00100 PTA call acl api failed\n"
     )
     assert d.profile.type == "hang"
-    assert _first(d) == ("communication", "ascend_own.rt_task_timeout")
+    assert first_cause(d) == ("communication", "ascend_own.rt_task_timeout")
     assert not fired(d, "ascend.rt_param")
 
 

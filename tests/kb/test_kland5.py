@@ -22,7 +22,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, pack_rules, top3, train_diagnosis
+from .kb_helpers import fired, first_cause, pack_rules, top3, train_diagnosis
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "kland5"
 THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
@@ -30,11 +30,6 @@ THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
 
 def _real(name: str):
     return diagnose([str(DATA / name)], exit_code=1)
-
-
-def _first(diag) -> tuple[str, str | None]:
-    top = diag.root_causes[0]
-    return top.category, top.rule
 
 
 def test_the_pack_loads_with_its_rules():
@@ -48,16 +43,16 @@ def test_weights_only_program_call_offers_the_program_behind_the_changed_default
     """The program's own torch.load call: torch's changed default first (the program worked before the upgrade),
     the program's call among the first three and ahead of a library's loader (caller:user)."""
     d = _real("own_load.log")
-    assert _first(d) == ("environment", "torch.checkpoint.weights_only")
+    assert first_cause(d) == ("environment", "torch.checkpoint.weights_only")
     cats = top3(d)
     assert "model" in cats, cats
     ids = [c.id for c in d.root_causes]
     assert ids.index("model.torch_load_caller") < ids.index("library.torch_load_caller"), ids
 
 
-def test_weights_only_library_loader_puts_the_library_first():
+def test_weights_only_library_loader_puts_the_libraryfirst_cause():
     d = _real("lib_load.log")
-    assert _first(d) == ("library", "torch.checkpoint.weights_only")
+    assert first_cause(d) == ("library", "torch.checkpoint.weights_only")
     assert d.root_causes[0].id == "library.torch_load_caller"
     assert "model" not in top3(d)[:2]
 
@@ -78,9 +73,9 @@ def test_weights_only_train_logs_put_the_caller_ahead_of_the_torch_release(name,
 # --- EMFILE: the program's descriptors before the limit --------------------------------------------------------
 
 
-def test_emfile_real_leak_reads_as_the_program_first():
+def test_emfile_real_leak_reads_as_the_programfirst_cause():
     d = _real("leak_files.log")
-    assert _first(d) == ("model", "errno.too_many_open_files")
+    assert first_cause(d) == ("model", "errno.too_many_open_files")
     assert top3(d)[1] == "resource"
 
 
@@ -93,7 +88,7 @@ def test_emfile_real_leak_reads_as_the_program_first():
 )
 def test_emfile_train_logs_read_as_a_descriptor_leak(name):
     d = train_diagnosis(name)
-    assert _first(d) == ("model", "errno.too_many_open_files")
+    assert first_cause(d) == ("model", "errno.too_many_open_files")
 
 
 def test_enfile_is_the_machines_table_not_the_process_limit():
@@ -128,7 +123,7 @@ def test_leaf_inplace_in_a_library_layer_offers_the_library_second_not_third():
 
 def test_leaf_inplace_in_the_programs_own_line_keeps_the_program_far_ahead():
     d = _real("own_leaf.log")
-    assert _first(d) == ("model", "torch.autograd_usage")
+    assert first_cause(d) == ("model", "torch.autograd_usage")
     lib = next(c for c in d.root_causes if c.rule == "torch.autograd.leaf_inplace_line")
     assert lib.confidence < 0.6 * d.root_causes[0].confidence
 
@@ -141,7 +136,7 @@ def test_leaf_inplace_train_log_of_a_library_layer_moves_up():
 # --- Gloo's host lookup: the documented setting ----------------------------------------------------------------
 
 
-def test_gloo_unable_to_find_address_puts_the_setting_first():
+def test_gloo_unable_to_find_address_puts_the_settingfirst_cause():
     d = train_diagnosis("distributed/dist_gloo_unable_to_find_address_hostname_docker_net_host_socket_ifname")
-    assert _first(d) == ("config", "dist.socket_ifname")
+    assert first_cause(d) == ("config", "dist.socket_ifname")
     assert top3(d)[1] == "environment"
