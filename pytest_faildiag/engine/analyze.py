@@ -104,8 +104,12 @@ def signal_name(exit_code: int | None) -> str | None:
         return None
 
 
-def _effective(scan: ScanResult, ruleset: RuleSet, failed: bool) -> list[Finding]:
-    found = scan.rule_ids()
+def _suppressed(finding: Finding, found: set[str]) -> bool:
+    """A rule yields to any rule of its ``suppressed_by`` that matched the run (one that says more about it)."""
+    return any(s in found for s in finding.rule.suppressed_by)
+
+
+def _effective(scan: ScanResult, found: set[str], failed: bool) -> list[Finding]:
     out = []
     for f in scan.findings:
         r = f.rule
@@ -113,7 +117,7 @@ def _effective(scan: ScanResult, ruleset: RuleSet, failed: bool) -> list[Finding
             continue
         if r.requires_failure and not failed:
             continue
-        if any(s in found for s in r.suppressed_by):
+        if _suppressed(f, found):
             continue
         out.append(f)
     return out
@@ -145,15 +149,11 @@ def analyze(
 ) -> Analysis:
     settle_handled(scan, exit_code)  # a traceback the program handled is evidence only when nothing else is
     failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
-    findings = _effective(scan, ruleset, failed or _has_error_finding(scan))
+    found = scan.rule_ids()
+    findings = _effective(scan, found, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}
     # an exit status's reading yields to the rules that name why the process ended (suppressed_by, as for lines)
-    found = scan.rule_ids()
-    findings += [
-        f
-        for f in exit_findings(ruleset, exit_code)
-        if f.rule.id not in ids and not any(s in found for s in f.rule.suppressed_by)
-    ]
+    findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids and not _suppressed(f, found)]
     findings.sort(key=order_key)
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
     profile.stack = hint_stack or detect_stack(scan, command, findings, ruleset.reasoning.package_stacks)
