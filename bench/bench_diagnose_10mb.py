@@ -9,6 +9,8 @@ whole ``faildiag diagnose`` CLI in a fresh interpreter, every run printed with i
 first with an empty cache folder (cold: rule packs parsed, engine database compiled), the others warm,
 alternating with a baseline checkout when ``--baseline`` names one (e.g. the main branch), so both see the
 same machine load. Target (issue 14): a fresh CLI on 10 MB in <= 0.5 s, the whole knowledge base loaded.
+``--carrier gha`` measures the same log as a CI service or a container runtime delivers it, every line behind
+its envelope (``parse/carrier.py``).
 
     .venv/bin/python bench/bench_diagnose_10mb.py [--mb 10] [--repeat 3] [--cli-repeat 5] [--baseline DIR]
 """
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from audit_extract import SHAPES  # noqa: E402
 from bench_big_log_grep import child_env, precompile  # noqa: E402
 
 TARGET_S = 0.5
@@ -172,6 +175,11 @@ def main() -> int:
     ap.add_argument("--cli-repeat", type=int, default=5, help="fresh CLI runs per side (the first one cold)")
     ap.add_argument("--baseline", default=None, help="a checkout of the code to compare with (e.g. main)")
     ap.add_argument("--no-bytecode", action="store_true", help="the CLIs compile the package's sources every run")
+    ap.add_argument(
+        "--carrier",
+        choices=sorted(SHAPES),
+        help="every line as a carrier or launcher wrote it (bench/audit_extract.py SHAPES: gha, kubectl, journald, ...)",
+    )
     a = ap.parse_args()
     from pytest_faildiag.engine.api import diagnose
     from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
@@ -182,7 +190,10 @@ def main() -> int:
         tmp = Path(tmp_name)
         os.environ["XDG_CACHE_HOME"] = str(tmp / "cache-inproc")  # never the real home's cache
         path = tmp / "train.log"
-        path.write_text(make_log(a.mb), encoding="utf-8")
+        text = make_log(a.mb)
+        if a.carrier:  # the same log as its carrier delivered it (a GitHub Actions job's raw log, kubectl logs -t)
+            text = "".join(SHAPES[a.carrier](line) + "\n" for line in text.splitlines())
+        path.write_text(text, encoding="utf-8")
         size_mb = path.stat().st_size / 2**20
         t0 = time.perf_counter()
         rules = load_ruleset()

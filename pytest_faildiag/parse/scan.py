@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
+from .carrier import Envelope, detect, page_escaped, unescape
 from .logread import MAX_LINE, _visible
 
 # 2 MiB: the chunk is read, searched by the engine and its newlines counted while it is still in the
@@ -63,10 +64,11 @@ _STRUCTURAL = [
     # IPython 7's frame (``/x/y.py in f(a)``, ``<ipython-input-4-…> in <module>``; Colab's copy links the file:
     # ``[/x/y.py](https://…) in f(a)``), also when its header was not printed (``_IPY7_HEADLESS``)
     rb"\.py in [\w<]|\.py\]\(\w+://[^)\s]*\) in [\w<]|<ipython-input-[^>\s]*> in <",
-    rb"(?m:^-{2,}> +\d+ )",  # IPython's arrow at a frame's line, the frame's own line cut above it (``_IPY7_HEADLESS``)
+    # (the three patterns anchored at a line's start below also find it behind a carrier's envelope: ``carrier``)
+    rb"(?m:(?:^|[ \t:\]>])-{2,}> +\d+ )",  # IPython's arrow at a frame's line, the frame's own line cut above it (``_IPY7_HEADLESS``)
     rb"(?i:\bmem(?:ory)?\b)",
     rb"(?i:error|exception|fatal|killed|abort|segmentation fault|timed? ?out)",
-    rb"(?m:^(?:FAILED|ERROR) \S+ - [\w.]*Warning)",  # a warning that failed a test (``summary_warning``)
+    rb"(?m:(?:^|[ \t:\]>])(?:FAILED|ERROR) \S+ - [\w.]*Warning)",  # a warning that failed a test (``summary_warning``)
     # libstdc++'s verbose terminate handler (``__gnu_cxx::__verbose_terminate_handler``): ``terminate called after
     # throwing an instance of 'X'``, then ``  what():  <message>``, the exception's ``what()``: its message line
     # names no error word (``connect [127.0.1.1]:3210: Connection refused``) but is the error
@@ -75,7 +77,7 @@ _STRUCTURAL = [
     # pystack's thread header, gdb's Python frame (``py-bt-full``, ``bt``), torch's flight recorder's stack of a
     # timed-out collective (ProcessGroupNCCL's watchdog) and its analyser's (``fr_trace``)
     rb"Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active|gil)",
-    rb"(?m:^Process \d+: )",
+    rb"(?m:(?:^|[ \t:\]>])Process \d+: )",
     rb"Traceback for thread \d",
     rb"Frame 0x[0-9a-fA-F]+, for file ",
     rb"(?:Stack trace of the failed collective|collective stack trace):",
@@ -434,6 +436,10 @@ class _Scanner:
         self.elastic: RootCauseBlock | None = None
         self.elastic_left = 0
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
+        self.envelope: Envelope | None = None  # the carrier's form around every line (``carrier``)
+        self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
+        self.stamp: str | None = None  # the time the envelope gave the line being read
+        self.label: str | None = None  # the task number the envelope gave it (``srun --label``): its rank
         self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
         self.frame_width = 0  # the length of the last frame line read (``_WRAPPED_TAIL``)
         self.frame_tabbed = False  # the last frame line read was indented by a tab (a paste's own indentation)
@@ -465,7 +471,7 @@ class _Scanner:
     def feed_line(self, number: int, text: str, seen: _Seen | bytes | bytearray | None = None) -> None:
         """One line Python must see; ``seen``: where the engine found the keyword search's literals in
         it, or the line's bytes when it found none there (else Python's re looks for them)."""
-        rank = None
+        rank = self.label
         body = text
         m = _RANK_PREFIX.match(text) if text[:1] == "[" else None
         if m:
@@ -750,6 +756,7 @@ class _Scanner:
             and self.frame_width >= WRAP_WIDTH
             and not _CLASS_LINE.match(stripped)
             and tb.frames[-1].func
+            and not tb.frames[-1].func.endswith(">")  # ``<module>``, ``<lambda>``: a code object's whole name
             and not tb.frames[-1].code
             and _WRAPPED_TAIL.match(stripped)
             and not keyword.iskeyword(stripped)
@@ -1088,7 +1095,7 @@ class _Scanner:
     def _add_finding(
         self, rule: Rule, number: int, text: str, groups: dict[str, str], rank: str | None, raw: str
     ) -> None:
-        ts = _timestamp(raw)
+        ts = _timestamp(raw) or (_timestamp(self.stamp) if self.stamp else None)
         if self.quiet_line == "apart":  # read in a handled traceback (``settle_handled``)
             self._keep(
                 self.res.handled_findings,
@@ -1715,8 +1722,11 @@ def scan_stream(
                 data = stream.read(CHUNK)
                 got = len(data)
                 view[carry : carry + got] = data
-            if total == 0 and mpscan.worth_it(got):  # find candidate lines with an engine
-                fast = sc.compiled.line_starts()
+            if total == 0:
+                sc.envelope = detect(view[: carry + got])
+                sc.escaped = page_escaped(view[: carry + got])
+                if mpscan.worth_it(got):  # find candidate lines with an engine
+                    fast = sc.compiled.line_starts()
             total += got
             if not got and not carry:
                 break
@@ -1731,6 +1741,8 @@ def scan_stream(
                     continue
             else:
                 cut = filled
+            if sc.escaped:
+                cut, filled = _decode_lines(buf, cut, filled)
             line_no = _scan_block(sc, buf, view, cut, fast, line_no, tail)
             if total <= PROGRESS_BYTES:
                 count_progress(result, buf, cut)
@@ -1744,6 +1756,18 @@ def scan_stream(
     sc.info.tail = list(tail)
     # a traceback whose exception line never came (log cut mid-traceback) is still evidence
     sc.open_tb.clear()
+
+
+def _decode_lines(buf: bytearray, cut: int, filled: int) -> tuple[int, int]:
+    """Decode a page's entities in the whole lines ``buf[:cut]`` in place (the partial line after them is moved
+    up behind them): the new ``cut`` and ``filled``."""
+    lines = unescape(buf[:cut])
+    if len(lines) == cut:
+        return cut, filled
+    rest = bytes(buf[cut:filled])
+    buf[: len(lines)] = lines
+    buf[len(lines) : len(lines) + len(rest)] = rest
+    return len(lines), len(lines) + len(rest)
 
 
 def _capacity(stream: BinaryIO) -> int:
@@ -1863,6 +1887,8 @@ def _scan_chunk(
     last = buf[_tail_start(buf, n) : n].decode("utf-8", "replace").splitlines()
     for line in last[-TAIL_LINES:]:
         vis = _visible(line[:MAX_LINE])
+        if sc.envelope is not None:
+            vis = sc.envelope.open(vis)[0]
         if vis.strip():
             tail.append(vis)
     return line_no
@@ -1924,7 +1950,12 @@ def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | by
         elif seen is not None:
             seen = raw
     text = _visible(raw.decode("utf-8", "replace"))
-    if "&" in text and _HTML_ENTITY.search(text):
+    if sc.envelope is not None:
+        carried = len(text)
+        text, sc.stamp, sc.label = sc.envelope.open(text)
+        if carried != len(text):  # the keywords the engine saw are where they were in the line, behind the envelope
+            seen = _behind(seen, carried - len(text))
+    if not sc.escaped and "&" in text and _HTML_ENTITY.search(text):
         text = html.unescape(text)
     if not text or text.isspace():
         if sc.dump is not None:
@@ -1933,6 +1964,15 @@ def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | by
     sc.feed_line(number, text, seen)
     if not sc.dump_line:
         sc.generic(number, text)
+
+
+def _behind(seen: _Seen | bytes | bytearray | None, cut: int) -> _Seen | bytes | bytearray | None:
+    """``seen`` for the line without its first ``cut`` bytes (an envelope's ASCII: as many bytes as characters;
+    where the text differs from the bytes anyway, ``line_hits`` finds the keywords itself)."""
+    if isinstance(seen, _Seen):
+        seen.line, seen.start = seen.line[cut:], seen.start + cut
+        return seen
+    return None if seen is None else seen[cut:]
 
 
 def count_progress(result: ScanResult, data: bytes | bytearray, n: int | None = None) -> None:

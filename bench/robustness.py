@@ -1,0 +1,159 @@
+"""Does the diagnosis survive the ways a real log reaches faildiag? A metamorphic check (run on demand, not in CI).
+
+A failure log is rarely read as the program printed it. A CI service, a container runtime, a launcher or a
+web page has usually rewritten every line on the way: GitHub Actions and ``kubectl logs --timestamps`` put
+an RFC 3339 time before each line, containerd's CRI log files add the stream and a partial-line flag,
+Jenkins' Timestamper brackets the time, journald names the host and the unit,
+``srun --label`` and ``torchrun`` name the rank, a terminal keeps its colour codes, an issue thread quotes
+the paste or escapes it as HTML, Windows ends lines with CRLF. None of this changes what failed, so none
+of it should change the diagnosis.
+
+For each train log of the thread corpus (``split.json``; dev and calib logs are never read) and each such
+rewrite, the engine diagnoses the rewritten log and the result is compared with its diagnosis of the
+original: the profile's type and stage, the top cause's category and the rule behind it. No label is
+needed for that comparison; the labels only add how often the top cause stays right. Printed per rewrite:
+how many diagnoses stayed the same, and the train top-1 before and after (``--names`` lists the logs whose
+diagnosis moved, to find what the parser does not yet tolerate).
+
+    PYTHONPATH=. .venv/bin/python bench/robustness.py [--only NAME] [--names] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.accuracy import THREADS, Case, thread_cases  # noqa: E402
+
+_STAMP = "2024-05-14T09:31:07.{frac}Z "
+
+
+def _per_line(prefix: Callable[[int], str]) -> Callable[[str], str]:
+    def rewrite(text: str) -> str:
+        return "".join(prefix(i) + line for i, line in enumerate(text.splitlines(keepends=True)))
+
+    return rewrite
+
+
+def _ansi(text: str) -> str:
+    """A colour terminal's copy: pytest/rich colour the error words, tracebacks' file names and headers."""
+    text = re.sub(r"(\w*(?:Error|Exception|FAILED|ERROR)\b)", "\x1b[1;31m\\1\x1b[0m", text)
+    return re.sub(r'(File ")', "\x1b[35m\\1\x1b[0m", text)
+
+
+def _dedent(text: str) -> str:
+    """A paste whose leading whitespace was lost (chat tools, some issue forms)."""
+    return "".join(line.lstrip(" \t") for line in text.splitlines(keepends=True))
+
+
+def _wrap(width: int) -> Callable[[str], str]:
+    """A terminal copy with hard wraps: each long line broken every ``width`` characters."""
+
+    def rewrite(text: str) -> str:
+        out = []
+        for line in text.splitlines():
+            out += [line[i : i + width] for i in range(0, len(line), width)] or [""]
+        return "\n".join(out) + "\n"
+
+    return rewrite
+
+
+REWRITES: dict[str, Callable[[str], str]] = {
+    # GitHub Actions' raw log: a 7-digit fraction and Z before every line
+    "gha-timestamps": _per_line(lambda i: _STAMP.format(frac=f"{1234567 + 1013 * i:07d}")),
+    # kubectl logs --timestamps / docker logs -t: RFC 3339 with nanoseconds
+    "kubectl-timestamps": _per_line(lambda i: _STAMP.format(frac=f"{123456789 + 1013 * i:09d}")),
+    # containerd's CRI log file (/var/log/pods/...): time, stream, full/partial flag
+    "cri-log": _per_line(lambda i: _STAMP.format(frac=f"{123456789 + 1013 * i:09d}") + "stderr F "),
+    # srun --label: the task number and a colon
+    "srun-label": _per_line(lambda i: "3: "),
+    # torchrun's --tee/--local-ranks-filter prefix
+    "torchrun-rank": _per_line(lambda i: "[rank3]:"),
+    # Jenkins' Timestamper plugin (its ISO form) and Buildkite: the time in brackets
+    "jenkins-timestamper": _per_line(lambda i: f"[2024-05-14T09:31:{7 + i // 1000 % 50:02d}.{i % 1000:03d}Z] "),
+    # journalctl's short form: month, day, time, host, unit and pid
+    "journald": _per_line(lambda i: f"May 14 09:31:{7 + i // 1000 % 50:02d} node07 python3[48211]: "),
+    "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
+    "ansi-colour": _ansi,
+    "markdown-quote": _per_line(lambda i: "> "),
+    "html-escaped": lambda t: html.escape(t, quote=True),
+    "no-indent": _dedent,
+    "tab-indent": lambda t: re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m[1]) // 4), t),
+    "wrapped-120": _wrap(120),
+}
+
+
+@dataclass
+class Outcome:
+    type: str
+    stage: str
+    category: str
+    rule: str
+    right: bool
+
+
+def diagnose(case: Case, text: str | None, tmp: Path) -> Outcome:
+    from pytest_faildiag.engine.api import diagnose as engine
+
+    path = case.files[0]
+    if text is not None:
+        path = tmp / path.name
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = engine([str(path)], exit_code=case.exit_code, command=case.command)
+    top = d.root_causes[0] if d.root_causes else None
+    cat = top.category if top else "-"
+    return Outcome(d.profile.type, d.profile.stage, cat, top.rule if top else "-", cat == case.category)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", action="append", default=[], help="only this rewrite (repeatable)")
+    ap.add_argument("--names", action="store_true", help="list the train logs whose diagnosis moved")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N train logs")
+    a = ap.parse_args(argv)
+    cases = [c for c in thread_cases(THREADS) if c.label.get("set") == "train" and len(c.files) == 1]
+    if a.limit:
+        cases = cases[: a.limit]
+    names = a.only or list(REWRITES)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        base = {c.name: diagnose(c, None, tmp) for c in cases}
+        right0 = sum(o.right for o in base.values())
+        print(f"train logs: {len(cases)}, top-1 right as printed: {right0}")
+        print(f"{'rewrite':20} {'same type':>10} {'same stage':>10} {'same top':>9} {'same rule':>10} {'top-1':>9}")
+        for name in names:
+            fn = REWRITES[name]
+            same = [0, 0, 0, 0]
+            right = 0
+            moved: list[str] = []
+            for c in cases:
+                text = c.files[0].read_bytes().decode("utf-8", "surrogateescape")
+                o, b = diagnose(c, fn(text), tmp), base[c.name]
+                flags = [o.type == b.type, o.stage == b.stage, o.category == b.category, o.rule == b.rule]
+                same = [s + f for s, f in zip(same, flags, strict=True)]
+                right += o.right
+                if not all(flags):
+                    moved.append(
+                        f"    {c.name}: {b.type}/{b.stage} {b.category} {b.rule} -> "
+                        f"{o.type}/{o.stage} {o.category} {o.rule}"
+                    )
+            n = len(cases)
+            print(f"{name:20} " + " ".join(f"{100 * s / n:9.1f}%" for s in same) + f" {right:4d} ({right - right0:+d})")
+            if a.names:
+                print("\n".join(moved))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

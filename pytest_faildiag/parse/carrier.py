@@ -1,0 +1,121 @@
+"""What a log's carrier did to every line, recognised once per log and undone: envelopes and page escaping.
+
+A failure log is seldom read as the program wrote it. On its way it passed through something that rewrote
+every line, and each of these writes a fixed, documented form.
+
+**Envelopes**, a prefix before every line:
+
+* GitHub Actions' and Azure Pipelines' raw logs, ``kubectl logs --timestamps``, ``docker logs -t``: an
+  RFC 3339 time and a space (``2024-05-14T09:31:07.1234567Z``; Docker and Kubernetes give nanoseconds);
+* containerd's CRI log files (``/var/log/pods/…``, what Fluent Bit and Promtail ship): that time, the
+  stream and a full/partial flag (``… stderr F ``);
+* Jenkins' Timestamper plugin and Buildkite: the time in brackets (``[2024-05-14T09:31:07.123Z] ``);
+* journald's and syslog's short form (``journalctl``, ``/var/log/syslog``):
+  ``May 14 09:31:07 host unit[pid]: ``;
+* Slurm's ``srun --label``: the task's number and a colon (``3: ``), the task being the rank; torchrun's
+  ``--tee``/``--local-ranks-filter`` and torchelastic's ``--log-line-prefix-template``: ``[rank3]:``,
+  ``[default3]:``;
+* an issue thread's Markdown quote of a paste: ``> `` before each line.
+
+None of these says anything about the failure, and each hides it: a pattern anchored at a line's start
+no longer matches, an exception line no longer starts the line, a quoted traceback frame looks like
+pytest's ``>`` code line. So the form is recognised on the log's first lines (most of them must carry
+it: a form seen on a few lines is the program's own output, not an envelope) and taken off every line
+that carries it, before anything else reads the line; its time is kept for the timeline and its task
+number as the line's rank.
+
+**Page escaping**: a log copied from a page's HTML source (a CI server's console page, a notebook's HTML
+export, a thread's rendered text) has ``"``, ``<``, ``>`` and ``&`` as entities (HTML's five predefined
+character references, ``&#39;``/``&#x27;`` for the apostrophe): ``File &quot;x.py&quot;, line 3, in
+&lt;module&gt;``. A page escapes every such character, so a log whose head holds entities and not one raw
+``"``, ``<`` or ``>`` is read as escaped throughout and decoded before it is searched: the patterns and
+keywords that spell a quote or an angle bracket find their lines again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+# name -> the envelope at a line's start; ``stamp``: its time, ``rank``: the task that printed the line
+FORMS: dict[str, re.Pattern[str]] = {
+    "cri": re.compile(rf"(?P<stamp>{_RFC3339}) (?:stdout|stderr) [FP] "),
+    "rfc3339": re.compile(rf"(?P<stamp>{_RFC3339}) "),
+    "bracketed-time": re.compile(rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
+    "syslog": re.compile(
+        r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: "
+    ),
+    "torchrun-rank": re.compile(r"\[(?:rank|default)?(?P<rank>\d{1,5})\]:\s?"),
+    "srun-label": re.compile(r" *(?P<rank>\d{1,5}): "),
+    "markdown-quote": re.compile(r">(?: |$)"),
+}
+SAMPLE_LINES = 200  # the first non-empty lines looked at
+SHARE = 0.8  # of them, the part that must carry one form for it to be the log's envelope
+HEAD_BYTES = 256 * 1024
+# HTML's predefined references for the characters a page must escape (no numeric reference of a newline: a
+# decoded log keeps its line numbers)
+_ENTITY = re.compile(rb"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
+_DECODED = {b"lt": b"<", b"gt": b">", b"quot": b'"', b"amp": b"&", b"apos": b"'"}
+MIN_ENTITIES = 2
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The form a log's carrier wrapped its lines in."""
+
+    name: str
+    pattern: re.Pattern[str]
+    stamped: bool = False  # it gives each line a time
+    ranked: bool = False  # it names the task (the rank) that printed each line
+
+    def open(self, line: str) -> tuple[str, str | None, str | None]:
+        """(the line without its envelope, the envelope's time, the task number): a line that does not
+        carry it (a blank one, a line the carrier wrapped) comes back as it was."""
+        m = self.pattern.match(line)
+        if m is None:
+            return line, None, None
+        return line[m.end() :], m["stamp"] if self.stamped else None, m["rank"] if self.ranked else None
+
+
+def _head_lines(head: bytes | bytearray | memoryview) -> list[str]:
+    text = bytes(head[:HEAD_BYTES]).decode("utf-8", "replace")
+    return [s for s in text.splitlines()[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
+
+
+def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
+    """The envelope most of the first ``SAMPLE_LINES`` non-empty lines of ``head`` carry, if one does.
+
+    Forms are tried in the order of ``FORMS`` (a CRI line is also an RFC 3339 one: the longer form first);
+    the first that enough lines carry is the envelope."""
+    lines = _head_lines(head)
+    if not lines:
+        return None
+    for name, pattern in FORMS.items():
+        carried = sum(1 for s in lines if pattern.match(s))
+        if carried >= SHARE * len(lines):
+            return Envelope(name, pattern, "stamp" in pattern.groupindex, "rank" in pattern.groupindex)
+    return None
+
+
+def page_escaped(head: bytes | bytearray | memoryview) -> bool:
+    """Whether ``head`` reads as text a page escaped: entities, and none of the characters a page escapes."""
+    data = bytes(head[:HEAD_BYTES])
+    return (
+        b'"' not in data
+        and b"<" not in data
+        and b">" not in data
+        and len(_ENTITY.findall(data, 0, HEAD_BYTES)) >= MIN_ENTITIES
+    )
+
+
+def _decoded(m: re.Match[bytes]) -> bytes:
+    name = m[0][1:-1].lower()
+    if name in _DECODED:
+        return _DECODED[name]
+    return b"'" if name.lstrip(b"#x0") in (b"39", b"27") else b'"'
+
+
+def unescape(data: bytes | bytearray | memoryview) -> bytes:
+    """``data`` with the page's entities decoded (never longer than ``data``; its newlines stay where they were)."""
+    return _ENTITY.sub(_decoded, bytes(data))
