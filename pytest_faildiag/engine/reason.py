@@ -510,7 +510,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     _add_fact(facts, pytest_internal_error(facts, reasoning), reasoning)  # kpytest5
     _spawn_raiser(facts, frames, reasoning)
     _add_fact(facts, _collective_progress(facts, reasoning), reasoning)
-    _add_fact(facts, _collective_in_work(facts, analysis), reasoning)  # kdist6 round 6 (section below)
+    _add_fact(facts, _collective_in_work(facts, analysis, reasoning), reasoning)  # kdist6 round 6 (section below)
     _cue_in(facts, reasoning, (LOOPBACK_CUE,), _error_lines_and_tails(facts, scan))  # kdist6 (section below)
     _add_fact(facts, _installed_in_run(facts, scan), reasoning)  # kowner: the releases the log shows installed
     _add_fact(facts, ggml_backend_misuse(facts, scan, reasoning), reasoning)  # kland1 (section at the end)
@@ -2205,15 +2205,16 @@ def npu_type(analysis: Analysis, facts: Facts) -> None:
 # c10d's monitored_barrier report): when its frames are an evaluation loop's or a checkpoint's (a trainer's evaluate
 # gathering metrics, save_checkpoint's barrier, [[frame_stage]]), the ranks waited in that work — typically for the
 # rank still doing it (evaluation or saving on rank 0 only) — and that work is the stage.
-COLLECTIVE_WAITS = frozenset({"gloo.timeout", "nccl.watchdog_timeout", "c10d.monitored_barrier_rank_missing"})
 COLLECTIVE_IN_WORK = "collective:wait_in_rank_work"  # its [[context]]: 22-distributed-ownership.toml
 
 
-def _collective_in_work(facts: Facts, analysis: Analysis) -> str | None:
+def _collective_in_work(facts: Facts, analysis: Analysis, reasoning: Reasoning) -> str | None:
     """``collective:wait_in_rank_work`` when the failure is a collective wait that timed out (the rule that names
-    the stage is one of COLLECTIVE_WAITS) and the frames it was raised from are an evaluation's or a checkpoint's."""
+    the stage is one of the context's ``lead_rules``) and the frames it was raised from are an evaluation's or a
+    checkpoint's."""
+    waits = next((c.lead_rules for c in reasoning.contexts if c.fact == COLLECTIVE_IN_WORK), frozenset())
     lead = next((f.rule for f in analysis.findings if f.rule.stage), None)
-    if lead is None or lead.id not in COLLECTIVE_WAITS or facts.stage not in ("evaluation", "checkpoint"):
+    if lead is None or lead.id not in waits or facts.stage not in ("evaluation", "checkpoint"):
         return None
     return COLLECTIVE_IN_WORK
 

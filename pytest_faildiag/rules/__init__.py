@@ -177,6 +177,9 @@ class Context:
     why: str
     factors: dict[str, float]
     pattern: re.Pattern[str] | None = None
+    # the rules whose finding must lead the failure (name its stage) for the engine to state the fact: knowledge of
+    # which signatures a fact is about stays in the pack beside the fact, not in the code that sets it
+    lead_rules: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -635,7 +638,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         if unknown:
             raise RuleError(f"context {ctx.get('fact')}: unknown categories {unknown}")
         pattern = _regex(ctx["pattern"], lazy) if ctx.get("pattern") else None
-        out.contexts.append(Context(str(ctx["fact"]), str(ctx.get("why", "")), factors, pattern))
+        lead = frozenset(str(r) for r in ctx.get("lead_rules", []))
+        out.contexts.append(Context(str(ctx["fact"]), str(ctx.get("why", "")), factors, pattern, lead))
     points = data.get("calibration", {}).get("points")
     if points:
         pts = sorted((float(a), float(b)) for a, b in points)

@@ -49,6 +49,15 @@ def test_each_builtin_rule_id_is_defined_by_one_pack():
     assert {i: packs for i, packs in owners.items() if len(packs) > 1} == {}
 
 
+def test_every_rule_a_context_names_as_its_lead_is_a_builtin_rule():
+    # a [[context]]'s lead_rules say which signatures its fact is about: a renamed rule would silently end the fact
+    rs = load_ruleset()
+    ids = {r.id for r in rs.rules}
+    named = {(c.fact, r) for c in rs.reasoning.contexts for r in c.lead_rules}
+    assert named, "the distributed pack's collective wait names its rules"
+    assert {(fact, r) for fact, r in named if r not in ids} == set()
+
+
 def test_a_pack_with_an_unknown_category_is_rejected_with_the_rule_named():
     bad = PACK.replace('category = "hardware"', 'category = "gremlins"')
     with pytest.raises(RuleError, match="acme.flux_capacitor"):
