@@ -89,6 +89,14 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "no-indent": _dedent,
     "tab-indent": lambda t: re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m[1]) // 4), t),
     "wrapped-120": _wrap(120),
+    # a copy from a rendered page (a forum, a notebook's HTML, a chat client): runs of spaces arrive as no-break
+    # spaces (U+00A0), as browsers serialise the &nbsp; a page needs to keep them
+    "nbsp-spaces": lambda t: re.sub(r"(?<= ) |  ", lambda m: "\u00a0" * len(m[0]), t),
+    # a typographer's quotes (SmartyPants, markdown-it's typographer on Discourse forums, a document editor):
+    # every straight quote set curly, paired ones as opening and closing, a lone one as closing
+    "smart-quotes": lambda t: (
+        re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t).replace('"', "\u201d").replace("'", "\u2019")
+    ),
 }
 
 

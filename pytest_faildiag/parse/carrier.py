@@ -30,11 +30,19 @@ character references, ``&#39;``/``&#x27;`` for the apostrophe): ``File &quot;x.p
 &lt;module&gt;``. A page escapes every such character, so a log whose head holds entities and not one raw
 ``"``, ``<`` or ``>`` is read as escaped throughout and decoded before it is searched: the patterns and
 keywords that spell a quote or an angle bracket find their lines again.
+
+**Typesetting**: a page's renderer or a word processor sets quotes typographically (SmartyPants, the
+typographer of markdown-it that Discourse forums enable, a document editor): ``File “x.py”, line 3`` and
+``found <class ’NoneType’>``. A page keeps a run of spaces only as no-break spaces (U+00A0, ``&nbsp;``),
+which a copy of the rendered text carries. Programs print straight quotes and spaces in what a diagnosis
+reads (tracebacks, error messages), so typographic quotes are straightened and no-break spaces made spaces
+wherever they are found.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
@@ -96,6 +104,46 @@ def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
         if carried >= SHARE * len(lines):
             return Envelope(name, pattern, "stamp" in pattern.groupindex, "rank" in pattern.groupindex)
     return None
+
+
+_LEFT_DOUBLE, _RIGHT_DOUBLE, _LEFT_SINGLE, _RIGHT_SINGLE = (
+    b"\xe2\x80\x9c",
+    b"\xe2\x80\x9d",
+    b"\xe2\x80\x98",
+    b"\xe2\x80\x99",
+)
+NBSP = b"\xc2\xa0"
+_TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and of other punctuation: a hint)
+
+
+def page_decoder(head: bytes | bytearray | memoryview) -> Callable[[bytes | bytearray | memoryview], bytes]:
+    """What undoes a page's doing to the whole lines of the log whose first bytes are ``head`` (never longer
+    than its input; newlines stay where they were): its entities decoded where it is escaped (decided on the
+    head: an entity alone may be the program's own text), typographic quotes straightened and no-break spaces
+    made spaces wherever they are (no diagnosis hangs on either)."""
+    escaped = page_escaped(head)
+
+    def decode(data: bytes | bytearray | memoryview) -> bytes:
+        out = unescape(data) if escaped else bytes(data)
+        if _TYPOGRAPHIC in out:
+            out = straighten(out)
+        return out.replace(NBSP, b" ") if NBSP in out else out
+
+    return decode
+
+
+def page_marks(buf: bytes | bytearray, end: int) -> bool:
+    """Whether ``buf[:end]`` holds a typographic quote's or a no-break space's first bytes (what ``page_decoder``
+    undoes in any log): most logs hold neither, and are not copied to find out."""
+    return buf.find(_TYPOGRAPHIC, 0, end) >= 0 or buf.find(NBSP, 0, end) >= 0
+
+
+def straighten(data: bytes) -> bytes:
+    """Typographic quotes as the straight ones they were typed as."""
+    for curly, straight in ((_LEFT_DOUBLE, b'"'), (_RIGHT_DOUBLE, b'"'), (_LEFT_SINGLE, b"'"), (_RIGHT_SINGLE, b"'")):
+        if curly in data:
+            data = data.replace(curly, straight)
+    return data
 
 
 def page_escaped(head: bytes | bytearray | memoryview) -> bool:

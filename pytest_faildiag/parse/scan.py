@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
-from .carrier import Envelope, detect, page_escaped, unescape
+from .carrier import Envelope, detect, page_decoder, page_escaped, page_marks
 from .logread import MAX_LINE, _visible
 
 # 2 MiB: the chunk is read, searched by the engine and its newlines counted while it is still in the
@@ -438,6 +438,7 @@ class _Scanner:
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
         self.envelope: Envelope | None = None  # the carrier's form around every line (``carrier``)
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
+        self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the page's doing
         self.stamp: str | None = None  # the time the envelope gave the line being read
         self.label: str | None = None  # the task number the envelope gave it (``srun --label``): its rank
         self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
@@ -1725,6 +1726,7 @@ def scan_stream(
             if total == 0:
                 sc.envelope = detect(view[: carry + got])
                 sc.escaped = page_escaped(view[: carry + got])
+                sc.decode = page_decoder(view[: carry + got])
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
             total += got
@@ -1741,8 +1743,8 @@ def scan_stream(
                     continue
             else:
                 cut = filled
-            if sc.escaped:
-                cut, filled = _decode_lines(buf, cut, filled)
+            if sc.decode is not None and (sc.escaped or page_marks(buf, cut)):
+                cut, filled = _decode_lines(buf, cut, filled, sc.decode)
             line_no = _scan_block(sc, buf, view, cut, fast, line_no, tail)
             if total <= PROGRESS_BYTES:
                 count_progress(result, buf, cut)
@@ -1758,10 +1760,12 @@ def scan_stream(
     sc.open_tb.clear()
 
 
-def _decode_lines(buf: bytearray, cut: int, filled: int) -> tuple[int, int]:
-    """Decode a page's entities in the whole lines ``buf[:cut]`` in place (the partial line after them is moved
-    up behind them): the new ``cut`` and ``filled``."""
-    lines = unescape(buf[:cut])
+def _decode_lines(
+    buf: bytearray, cut: int, filled: int, decode: Callable[[bytes | bytearray | memoryview], bytes]
+) -> tuple[int, int]:
+    """Undo what a page did to the whole lines ``buf[:cut]`` (``carrier.page_decoder``), in place: the partial
+    line after them is moved up behind them. The new ``cut`` and ``filled``."""
+    lines = decode(buf[:cut])
     if len(lines) == cut:
         return cut, filled
     rest = bytes(buf[cut:filled])

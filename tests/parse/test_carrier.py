@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.audit_extract import SHAPES
+from bench.robustness import REWRITES
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse.carrier import detect, page_escaped
 from pytest_faildiag.parse.scan import ScanResult, scan_text
@@ -23,6 +25,7 @@ from pytest_faildiag.rules import load_ruleset
 DATA = Path(__file__).resolve().parents[1] / "data"
 THREADS = DATA / "corpus" / "threads"
 CARRIERS = ["gha", "kubectl", "cri", "jenkins", "journald", "quote"]
+PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes"]  # bench/robustness.py: what a page does to the whole text
 
 PROGRAM = """
     import json
@@ -142,6 +145,29 @@ def test_a_page_escaped_log_is_decoded_before_it_is_searched(tmp_path):
     assert _verdict(page) == _verdict(plain)
 
 
+def _typeset(text: str) -> str:
+    """What a typographer (SmartyPants, markdown-it's on a Discourse forum) makes of a pasted traceback."""
+    text = re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", text).replace('"', "\u201d")
+    return text.replace("'", "\u2019")
+
+
+def test_a_traceback_from_a_typeset_page_is_read_as_printed(tmp_path):
+    plain = _run(tmp_path, PROGRAM)
+    page = _typeset(plain)
+    assert "File \u201c" in page and "KeyError: \u2019lr\u2019" in page
+    assert _tracebacks(_scan(page)) == _tracebacks(_scan(plain))
+    assert _verdict(page) == _verdict(plain)
+
+
+def test_no_break_spaces_from_a_rendered_page_are_spaces(tmp_path):
+    plain = _run(tmp_path, PROGRAM)
+    page = plain.replace("  ", "\u00a0\u00a0")  # a copy of the rendered text keeps &nbsp; for each run of spaces
+    assert "\u00a0\u00a0File" in page
+    res, want = _scan(page), _scan(plain)
+    assert _tracebacks(res) == _tracebacks(want)
+    assert [(f.rule.id, f.line) for f in res.findings] == [(f.rule.id, f.line) for f in want.findings]
+
+
 def test_an_entity_in_a_log_that_kept_its_quotes_is_left_as_printed():
     text = 'curl: (22) The requested URL returned error: 403 for "https://x.test/a?b=1&amp;c=2"\n'
     assert not page_escaped(text.encode())
@@ -153,9 +179,10 @@ def _train_logs(stride: int = 5) -> list[tuple[str, str]]:
     return [(n, (THREADS / f"{n}.log").read_text("utf-8", "replace")) for n in names[::stride]]
 
 
-@pytest.mark.parametrize("shape", CARRIERS)
+@pytest.mark.parametrize("shape", CARRIERS + PAGES)
 def test_train_logs_carried_get_the_diagnosis_of_the_log_as_printed(shape):
     logs = _train_logs()
     assert len(logs) > 90
-    moved = [n for n, text in logs if _verdict(_carried(text, shape)) != _verdict(text)]
+    carry = REWRITES[shape] if shape in PAGES else lambda text: _carried(text, shape)
+    moved = [n for n, text in logs if _verdict(carry(text)) != _verdict(text)]
     assert moved == []
