@@ -19,7 +19,7 @@ from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
 from ..hookspecs import collect_checks, collect_evidence, collect_rule_packs
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
-from ..parse.logread import InputError, check_readable, sniff_binary
+from ..parse.logread import COMPRESSED_SUFFIXES, InputError, check_readable, sniff_binary
 from ..parse.scan import ScanResult, scan_file, scan_stream, scan_text
 from ..rules import RuleSet, load_ruleset
 from . import checks, checks_env, checks_kb
@@ -95,7 +95,7 @@ def _add_file(inp: _Inputs, path: Path, base: Path | None, explicit: bool) -> No
         if text:
             inp.texts.append((name, text))
         return
-    if path.suffix.lower() not in LOG_SUFFIXES and not explicit:
+    if not explicit and not _log_name(path):
         return
     try:
         check_readable(str(path))
@@ -103,12 +103,27 @@ def _add_file(inp: _Inputs, path: Path, base: Path | None, explicit: bool) -> No
         if explicit and "empty" not in str(exc):
             raise
         return
-    if sniff_binary(str(path)):
+    try:
+        binary = sniff_binary(str(path))
+    except InputError:  # compressed in a format read elsewhere (zstd, lz4)
+        if explicit:
+            raise
+        inp.notes.append(f"{name}: skipped (compressed with a format not read here)")
+        return
+    if binary:
         if explicit:
             raise InputError(f"{path}: binary file, not a log")
         inp.notes.append(f"{name}: skipped (binary)")
         return
     inp.logs.append((name, path))
+
+
+def _log_name(path: Path) -> bool:
+    """A file a folder's walk reads as a log: a log's suffix, also under a compression suffix (``rank0.log.gz``)."""
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSED_SUFFIXES:
+        suffix = Path(path.stem).suffix.lower()
+    return suffix in LOG_SUFFIXES
 
 
 def _add_json(inp: _Inputs, path: Path, name: str) -> None:

@@ -3,12 +3,25 @@
 Logs arrive as gigabytes of interleaved ranks, progress bars redrawn with ``\\r``, ANSI colours, invalid
 UTF-8 and, sometimes, one enormous line. Every reader here yields normalised lines one at a time and
 never holds more than ``MAX_LINE`` bytes of one line, so memory stays flat however large the input is.
+
+They also arrive compressed: logrotate gzips yesterday's log, a CI service hands its artifacts back as
+``.gz``, a cluster archives a job's output as ``.xz``. A log compressed with what Python's standard library
+reads (gzip, bzip2, xz/lzma: recognised by their magic bytes, not their names) is decompressed as it is
+scanned, in the same bounded chunks; zstd and lz4 need a library this project does not depend on, so they
+get a one-line error that says how to pipe them in.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
+import lzma
 import os
 import re
+import zlib
+from collections.abc import Callable
+from typing import IO, Any, BinaryIO, cast
 
 from ..fsio import ReadRefused, check_regular, hole_bytes, open_regular
 
@@ -40,13 +53,101 @@ def _visible(segment: str) -> str:
 
 
 MAX_HOLES = 64 * 1024 * 1024
+# magic bytes -> (format, the standard library's reader over a binary file object)
+COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], io.BufferedIOBase]]] = {
+    b"\x1f\x8b": ("gzip", lambda f: gzip.GzipFile(fileobj=f)),
+    b"BZh": ("bzip2", lambda f: bz2.BZ2File(f)),
+    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.LZMAFile(f)),
+}
+# formats the standard library (3.11) cannot read: magic bytes -> (format, the command that decompresses to stdout)
+UNREADABLE = {b"\x28\xb5\x2f\xfd": ("zstd", "zstd -dc"), b"\x04\x22\x4d\x18": ("lz4", "lz4 -dc")}
+COMPRESSED_SUFFIXES = {".gz", ".bz2", ".xz", ".zst", ".lz4"}
+# A decompression bomb (a few MB of zeros that inflate to terabytes) would hold the scan for hours: a real log
+# compresses 5-50x (gzip's ceiling is about 1,000x), so reading stops at this many times the compressed size.
+MAX_RATIO = 400
+PIECE = 64 * 1024
+
+
+class Decompressed(io.RawIOBase):
+    """A compressed log read as its text: not seekable (a diagnosis past its time budget reads on rather than
+    decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
+    log of a job killed while it was written is read up to its last whole block), as does a bomb."""
+
+    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes], size: int):
+        super().__init__()
+        self._inner, self._raw, self._left = inner, raw, max(size, 1) * MAX_RATIO
+        self.stopped = ""  # why reading stopped before the stream's end, if it did
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        """Fill ``b`` in pieces of ``PIECE`` bytes: a stream that breaks loses at most the piece it broke in
+        (the readers drop what they decoded in a call that raises)."""
+        view, got, want = memoryview(b).cast("B"), 0, len(b)
+        while got < want and not self.stopped:
+            if self._left <= 0:
+                self.stopped = f"stopped at {MAX_RATIO}x its compressed size"
+                break
+            try:
+                data = self._inner.read(min(PIECE, want - got, self._left))
+            except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+                self.stopped = f"truncated or corrupt ({exc})"
+                break
+            if not data:
+                break
+            view[got : got + len(data)] = data
+            got += len(data)
+            self._left -= len(data)
+        return got
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+            super().close()
+
+
+def compression(head: bytes) -> str | None:
+    """The compressed format whose magic bytes ``head`` starts with, if any."""
+    for table in (COMPRESSED, UNREADABLE):
+        for magic, (name, _) in table.items():
+            if head.startswith(magic):
+                return name
+    return None
+
+
+def open_log(path: str) -> BinaryIO:
+    """A log file for binary reading: the file itself (unbuffered, read in place by the scanner), or its
+    decompressed text when it is compressed (``COMPRESSED``). Raises InputError for a format that cannot be
+    read here (``UNREADABLE``), with the command that pipes it in."""
+    f = open(path, "rb", buffering=0)  # noqa: SIM115 (handed to the caller, who closes it)
+    try:
+        head = f.read(8)
+        f.seek(0)
+        for magic, (_, reader) in COMPRESSED.items():
+            if head.startswith(magic):
+                return cast(BinaryIO, Decompressed(reader(f), f, os.fstat(f.fileno()).st_size))
+        for magic, (name, command) in UNREADABLE.items():
+            if head.startswith(magic):
+                raise InputError(f"{path}: {name}-compressed; pipe it in: {command} {path} | faildiag diagnose -")
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def sniff_binary(path: str) -> bool:
-    """True for files that are not text logs: a NUL byte in the first 8 KiB, or more than ``MAX_HOLES`` of
-    holes (a sparse file reads back gigabytes of NULs from no disk at all; a log is written, not seeked)."""
+    """True for files that are not text logs: a NUL byte in the first 8 KiB (of the text, for a compressed
+    log), or more than ``MAX_HOLES`` of holes (a sparse file reads back gigabytes of NULs from no disk at all;
+    a log is written, not seeked)."""
     with open_regular(path) as f:
-        return b"\x00" in f.read(8192) or hole_bytes(f, MAX_HOLES) > MAX_HOLES
+        head = f.read(8192)
+        if compression(head) is None:
+            return b"\x00" in head or hole_bytes(f, MAX_HOLES) > MAX_HOLES
+    with open_log(path) as text:
+        return b"\x00" in text.read(8192)
 
 
 def check_readable(path: str) -> None:

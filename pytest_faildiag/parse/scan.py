@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
 from .carrier import Envelope, detect, page_decoder, page_escaped, page_marks
-from .logread import MAX_LINE, _visible
+from .logread import MAX_LINE, _visible, open_log
 
 # 2 MiB: the chunk is read, searched by the engine and its newlines counted while it is still in the
 # core's cache (2 MiB L2 here); 8 MiB chunks cost ~10 % more CPU on a 300 MB log (the read's copy and
@@ -2001,9 +2001,10 @@ def scan_text(text: str, source: str, ruleset: RuleSet, result: ScanResult) -> N
 
 
 def scan_file(path: str, source: str, ruleset: RuleSet, result: ScanResult, *, deadline: float | None = None) -> None:
-    """Scan a log file. A big one has its candidate lines found by a multi-pattern engine (``mpscan``:
-    Hyperscan, else RE2), a small one, or any when neither is installed, by Python's re: same findings."""
-    with open(path, "rb", buffering=0) as f:
+    """Scan a log file (a compressed one as its text: ``logread.open_log``). A big one has its candidate lines
+    found by a multi-pattern engine (``mpscan``: Hyperscan, else RE2), a small one, or any when neither is
+    installed, by Python's re: same findings."""
+    with open_log(path) as f:
         scan_stream(f, source, ruleset, result, deadline=deadline)
 
 

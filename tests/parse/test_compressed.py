@@ -1,0 +1,127 @@
+"""Compressed logs (``parse/logread.py``): logrotate's ``.gz``, a CI artifact, a cluster's ``.xz`` archive are read
+as their text, by their magic bytes; a truncated one as far as it decodes; a bomb only so far; zstd and lz4,
+which the standard library cannot read, get one line that says how to pipe them in. Real program output,
+compressed by the standard library's writers of each format."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine import diagnose
+from pytest_faildiag.parse import logread
+from pytest_faildiag.parse.logread import InputError, open_log
+from pytest_faildiag.parse.scan import ScanResult, scan_file
+from pytest_faildiag.rules import load_ruleset
+
+WRITERS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
+
+PROGRAM = """
+    import sys
+    for step in range(200):
+        print(f"step {step} | loss {2.5 - step / 100:.4f} | lr 3.0e-04", flush=True)
+    raise PermissionError(13, "Permission denied", "/data/cache/shard-00017.arrow")
+"""
+
+
+def _run(tmp_path: Path) -> str:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PROGRAM))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    return p.stdout + p.stderr
+
+
+def _verdict(path: Path) -> tuple:
+    d = diagnose([str(path)])
+    top = d.root_causes[0]
+    return d.profile.type, d.profile.stage, top.category, top.rule, [(e.excerpt, e.line) for e in top.evidence[:2]]
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_a_compressed_log_is_diagnosed_as_its_text(tmp_path, fmt):
+    text = _run(tmp_path)
+    assert "PermissionError: [Errno 13]" in text
+    plain = tmp_path / "train.log"
+    plain.write_text(text)
+    packed = tmp_path / f"train.log.{fmt}"
+    packed.write_bytes(WRITERS[fmt](text.encode()))
+    assert _verdict(packed) == _verdict(plain)  # the same cause, evidence and line numbers
+
+
+def test_a_folder_walk_reads_a_rotated_log(tmp_path):
+    text = _run(tmp_path)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank0.log.gz").write_bytes(gzip.compress(text.encode()))
+    (job / "model.bin.gz").write_bytes(gzip.compress(b"\x00" * 64))  # not a log's name: not read
+    d = diagnose([str(job)])
+    assert d.sources == ["rank0.log.gz"]
+    assert d.profile.first_failure is not None and d.profile.first_failure.source == "rank0.log.gz"
+    assert "PermissionError" in d.profile.first_failure.excerpt
+
+
+def test_a_truncated_gzip_is_read_up_to_where_it_breaks(tmp_path):
+    # a job killed while its log was being compressed: the traceback is in the part that decodes
+    text = _run(tmp_path)
+    noise = "".join(f"step {i} | loss 2.0 | tokens/s {i * 7919 % 100003}\n" for i in range(60000))
+    packed = gzip.compress((text + noise).encode())
+    cut = tmp_path / "killed.log.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    res = ScanResult()
+    scan_file(str(cut), "killed.log.gz", load_ruleset(), res)
+    assert [tb.exc_type for tb in res.tracebacks] == ["PermissionError"]
+    assert 1000 < res.sources["killed.log.gz"].lines < 60000
+    with open_log(str(cut)) as f:
+        while f.read(1 << 20):
+            pass
+        assert f.stopped.startswith("truncated or corrupt")
+
+
+def test_a_decompression_bomb_is_read_only_so_far(tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.log.gz"
+    bomb.write_bytes(gzip.compress(b"ok\n" * 2_000_000))  # 6 MB of text in about 10 KB
+    monkeypatch.setattr(logread, "MAX_RATIO", 50)
+    size = bomb.stat().st_size
+    with open_log(str(bomb)) as f:
+        read = 0
+        while chunk := f.read(1 << 16):
+            read += len(chunk)
+    assert read == size * 50 < 6_000_000
+    assert f.stopped == "stopped at 50x its compressed size"
+
+
+def test_zstd_gets_one_line_that_says_how_to_pipe_it_in(tmp_path):
+    log = tmp_path / "train.log.zst"
+    log.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 32)  # a zstd frame's magic number
+    with pytest.raises(InputError, match="zstd-compressed; pipe it in: zstd -dc"):
+        open_log(str(log))
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(log), "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert p.stderr.strip().count("\n") == 0 and "zstd -dc" in p.stderr
+
+
+def test_the_cli_diagnoses_a_gzipped_log(tmp_path):
+    text = _run(tmp_path)
+    (tmp_path / "train.log.gz").write_bytes(gzip.compress(text.encode()))
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "train.log.gz", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert "PermissionError" in json.dumps(report["root_causes"][0])
