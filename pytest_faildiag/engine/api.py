@@ -19,7 +19,7 @@ from ..fsio import ReadRefused, check_regular, read_allowed, read_roots
 from ..hookspecs import collect_checks, collect_evidence, collect_rule_packs
 from ..model import Diagnosis, Evidence
 from ..parse import artifacts
-from ..parse.logread import COMPRESSED_SUFFIXES, InputError, check_readable, sniff_binary
+from ..parse.logread import COMPRESSED_SUFFIXES, InputError, check_readable, open_stream, sniff_binary
 from ..parse.scan import ScanResult, scan_file, scan_stream, scan_text
 from ..rules import RuleSet, load_ruleset
 from . import checks, checks_env, checks_kb
@@ -248,7 +248,7 @@ def diagnose(
     for name, text in inp.texts:
         scan_text(text, name, rs, scan)
     if stream is not None:
-        scan_stream(stream, stream_name, rs, scan)
+        scan_stream(open_stream(stream), stream_name, rs, scan)
         if not scan.sources[stream_name].bytes and not inp.logs and not inp.texts and exit_code is None:
             raise InputError(f"{stream_name}: empty input")
     ctx_data = dict(context or {})

@@ -73,9 +73,11 @@ class Decompressed(io.RawIOBase):
     decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
     log of a job killed while it was written is read up to its last whole block), as does a bomb."""
 
-    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes], size: int):
+    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes], size: int | None):
+        """``size``: the compressed file's, which bounds the text read; None for a pipe (the user's own stream)."""
         super().__init__()
-        self._inner, self._raw, self._left = inner, raw, max(size, 1) * MAX_RATIO
+        self._inner, self._raw = inner, raw
+        self._left = max(size, 1) * MAX_RATIO if size is not None else 1 << 62
         self.stopped = ""  # why reading stopped before the stream's end, if it did
 
     def readable(self) -> bool:
@@ -118,6 +120,28 @@ def compression(head: bytes) -> str | None:
     return None
 
 
+def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.BufferedIOBase] | None:
+    """The reader for the format ``head`` starts with (None: not compressed); InputError for one read elsewhere."""
+    for magic, (_, reader) in COMPRESSED.items():
+        if head.startswith(magic):
+            return reader
+    for magic, (name, command) in UNREADABLE.items():
+        if head.startswith(magic):
+            source = "FILE" if what == "stdin" else what
+            raise InputError(f"{what}: {name}-compressed; pipe it in: {command} {source} | faildiag diagnose -")
+    return None
+
+
+def open_stream(stream: BinaryIO) -> BinaryIO:
+    """A piped log (``faildiag diagnose -``) as its text: ``cat job.log.gz | faildiag diagnose -`` works as the
+    file would. Only a stream that can show its first bytes without consuming them (``peek``) is looked at."""
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return stream
+    reader = _compressed_reader(bytes(peek(8)[:8]), "stdin")
+    return cast(BinaryIO, Decompressed(reader(stream), stream, None)) if reader else stream
+
+
 def open_log(path: str) -> BinaryIO:
     """A log file for binary reading: the file itself (unbuffered, read in place by the scanner), or its
     decompressed text when it is compressed (``COMPRESSED``). Raises InputError for a format that cannot be
@@ -126,12 +150,9 @@ def open_log(path: str) -> BinaryIO:
     try:
         head = f.read(8)
         f.seek(0)
-        for magic, (_, reader) in COMPRESSED.items():
-            if head.startswith(magic):
-                return cast(BinaryIO, Decompressed(reader(f), f, os.fstat(f.fileno()).st_size))
-        for magic, (name, command) in UNREADABLE.items():
-            if head.startswith(magic):
-                raise InputError(f"{path}: {name}-compressed; pipe it in: {command} {path} | faildiag diagnose -")
+        reader = _compressed_reader(head, path)
+        if reader is not None:
+            return cast(BinaryIO, Decompressed(reader(f), f, os.fstat(f.fileno()).st_size))
     except BaseException:
         f.close()
         raise

@@ -125,3 +125,15 @@ def test_the_cli_diagnoses_a_gzipped_log(tmp_path):
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)
     assert "PermissionError" in json.dumps(report["root_causes"][0])
+
+
+def test_a_gzipped_log_piped_in_is_read_as_the_file_is(tmp_path):
+    text = _run(tmp_path)
+    packed = gzip.compress(text.encode())
+    cli = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "-", "--format", "json"]
+    got = subprocess.run(cli, input=packed, capture_output=True, cwd=tmp_path)
+    want = subprocess.run(cli, input=text.encode(), capture_output=True, cwd=tmp_path)
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["root_causes"][0] == json.loads(want.stdout)["root_causes"][0]
+    zst = subprocess.run(cli, input=b"\x28\xb5\x2f\xfd" + b"\x00" * 16, capture_output=True, cwd=tmp_path)
+    assert zst.returncode == 2 and zst.stderr.decode().strip().endswith("zstd -dc FILE | faildiag diagnose -")
