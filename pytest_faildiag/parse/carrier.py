@@ -44,26 +44,41 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
-# name -> the envelope at a line's start; ``stamp``: its time, ``rank``: the task that printed the line
-FORMS: dict[str, re.Pattern[str]] = {
-    "cri": re.compile(rf"(?P<stamp>{_RFC3339}) (?:stdout|stderr) [FP] "),
-    "rfc3339": re.compile(rf"(?P<stamp>{_RFC3339}) "),
-    "bracketed-time": re.compile(rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
-    "syslog": re.compile(
-        r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: "
+_DIGITS, _MONTHS = "0123456789", "ADFJMNOS"
+# name -> (the characters its lines start with, the envelope at a line's start); ``stamp``: its time, ``rank``:
+# the task that printed the line. A form is compiled only for a log whose lines mostly start as it does.
+FORMS: dict[str, tuple[str, str]] = {
+    "cri": (_DIGITS, rf"(?P<stamp>{_RFC3339}) (?:stdout|stderr) [FP] "),
+    "rfc3339": (_DIGITS, rf"(?P<stamp>{_RFC3339}) "),
+    "bracketed-time": ("[", rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
+    "syslog": (
+        _MONTHS,
+        r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",
     ),
-    "torchrun-rank": re.compile(r"\[(?:rank|default)?(?P<rank>\d{1,5})\]:\s?"),
-    "srun-label": re.compile(r" *(?P<rank>\d{1,5}): "),
-    "markdown-quote": re.compile(r">(?: |$)"),
+    "torchrun-rank": ("[", r"\[(?:rank|default)?(?P<rank>\d{1,5})\]:\s?"),
+    "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
+    "markdown-quote": (">", r">(?: |$)"),
 }
+
+
+@cache
+def _form(name: str) -> re.Pattern[str]:
+    return re.compile(FORMS[name][1])
+
+
+@cache
+def _entity() -> re.Pattern[bytes]:
+    return re.compile(rb"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
+
+
 SAMPLE_LINES = 200  # the first non-empty lines looked at
 SHARE = 0.8  # of them, the part that must carry one form for it to be the log's envelope
 HEAD_BYTES = 256 * 1024
-# HTML's predefined references for the characters a page must escape (no numeric reference of a newline: a
-# decoded log keeps its line numbers)
-_ENTITY = re.compile(rb"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
+# (``_entity``: HTML's predefined references for the characters a page must escape; no numeric reference of a
+# newline, so a decoded log keeps its line numbers)
 _DECODED = {b"lt": b"<", b"gt": b">", b"quot": b'"', b"amp": b"&", b"apos": b"'"}
 MIN_ENTITIES = 2
 
@@ -99,9 +114,13 @@ def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
     lines = _head_lines(head)
     if not lines:
         return None
-    for name, pattern in FORMS.items():
+    need = SHARE * len(lines)
+    for name, (starts, _) in FORMS.items():
+        if sum(1 for s in lines if s[:1] in starts) < need:
+            continue
+        pattern = _form(name)
         carried = sum(1 for s in lines if pattern.match(s))
-        if carried >= SHARE * len(lines):
+        if carried >= need:
             return Envelope(name, pattern, "stamp" in pattern.groupindex, "rank" in pattern.groupindex)
     return None
 
@@ -153,7 +172,7 @@ def page_escaped(head: bytes | bytearray | memoryview) -> bool:
         b'"' not in data
         and b"<" not in data
         and b">" not in data
-        and len(_ENTITY.findall(data, 0, HEAD_BYTES)) >= MIN_ENTITIES
+        and len(_entity().findall(data, 0, HEAD_BYTES)) >= MIN_ENTITIES
     )
 
 
@@ -166,4 +185,4 @@ def _decoded(m: re.Match[bytes]) -> bytes:
 
 def unescape(data: bytes | bytearray | memoryview) -> bytes:
     """``data`` with the page's entities decoded (never longer than ``data``; its newlines stay where they were)."""
-    return _ENTITY.sub(_decoded, bytes(data))
+    return _entity().sub(_decoded, bytes(data))

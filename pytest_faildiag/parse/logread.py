@@ -13,13 +13,9 @@ get a one-line error that says how to pipe them in.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
 import re
-import zlib
 from collections.abc import Callable
 from typing import IO, Any, BinaryIO, cast
 
@@ -53,11 +49,31 @@ def _visible(segment: str) -> str:
 
 
 MAX_HOLES = 64 * 1024 * 1024
+
+
+def _gzip(f: IO[bytes]) -> io.BufferedIOBase:
+    import gzip  # the readers are imported for a compressed log only: a diagnosis's start-up does not pay them
+
+    return gzip.GzipFile(fileobj=f)
+
+
+def _bzip2(f: IO[bytes]) -> io.BufferedIOBase:
+    import bz2
+
+    return bz2.BZ2File(f)
+
+
+def _xz(f: IO[bytes]) -> io.BufferedIOBase:
+    import lzma
+
+    return lzma.LZMAFile(f)
+
+
 # magic bytes -> (format, the standard library's reader over a binary file object)
 COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], io.BufferedIOBase]]] = {
-    b"\x1f\x8b": ("gzip", lambda f: gzip.GzipFile(fileobj=f)),
-    b"BZh": ("bzip2", lambda f: bz2.BZ2File(f)),
-    b"\xfd7zXZ\x00": ("xz", lambda f: lzma.LZMAFile(f)),
+    b"\x1f\x8b": ("gzip", _gzip),
+    b"BZh": ("bzip2", _bzip2),
+    b"\xfd7zXZ\x00": ("xz", _xz),
 }
 # formats the standard library (3.11) cannot read: magic bytes -> (format, the command that decompresses to stdout)
 UNREADABLE = {b"\x28\xb5\x2f\xfd": ("zstd", "zstd -dc"), b"\x04\x22\x4d\x18": ("lz4", "lz4 -dc")}
@@ -75,8 +91,12 @@ class Decompressed(io.RawIOBase):
 
     def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes], size: int | None):
         """``size``: the compressed file's, which bounds the text read; None for a pipe (the user's own stream)."""
+        import lzma
+        import zlib
+
         super().__init__()
         self._inner, self._raw = inner, raw
+        self._broken = (EOFError, OSError, zlib.error, lzma.LZMAError)  # what the readers raise on a bad stream
         self._left = max(size, 1) * MAX_RATIO if size is not None else 1 << 62
         self.stopped = ""  # why reading stopped before the stream's end, if it did
 
@@ -93,7 +113,7 @@ class Decompressed(io.RawIOBase):
                 break
             try:
                 data = self._inner.read(min(PIECE, want - got, self._left))
-            except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+            except self._broken as exc:
                 self.stopped = f"truncated or corrupt ({exc})"
                 break
             if not data:
