@@ -89,8 +89,9 @@ class Decompressed(io.RawIOBase):
     decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
     log of a job killed while it was written is read up to its last whole block), as does a bomb."""
 
-    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes], size: int | None):
-        """``size``: the compressed file's, which bounds the text read; None for a pipe (the user's own stream)."""
+    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes] | None, size: int | None):
+        """``raw``: the compressed file, closed with this (None: a stream the caller owns); ``size``: its size,
+        which bounds the text read (None for a pipe: the user's own stream)."""
         import lzma
         import zlib
 
@@ -127,17 +128,9 @@ class Decompressed(io.RawIOBase):
         try:
             self._inner.close()
         finally:
-            self._raw.close()
+            if self._raw is not None:
+                self._raw.close()
             super().close()
-
-
-def compression(head: bytes) -> str | None:
-    """The compressed format whose magic bytes ``head`` starts with, if any."""
-    for table in (COMPRESSED, UNREADABLE):
-        for magic, (name, _) in table.items():
-            if head.startswith(magic):
-                return name
-    return None
 
 
 def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.BufferedIOBase] | None:
@@ -159,7 +152,7 @@ def open_stream(stream: BinaryIO) -> BinaryIO:
     if peek is None:
         return stream
     reader = _compressed_reader(bytes(peek(8)[:8]), "stdin")
-    return cast(BinaryIO, Decompressed(reader(stream), stream, None)) if reader else stream
+    return cast(BinaryIO, Decompressed(reader(stream), None, None)) if reader else stream
 
 
 def open_log(path: str) -> BinaryIO:
@@ -182,10 +175,10 @@ def open_log(path: str) -> BinaryIO:
 def sniff_binary(path: str) -> bool:
     """True for files that are not text logs: a NUL byte in the first 8 KiB (of the text, for a compressed
     log), or more than ``MAX_HOLES`` of holes (a sparse file reads back gigabytes of NULs from no disk at all;
-    a log is written, not seeked)."""
+    a log is written, not seeked). InputError for a log compressed in a format not read here."""
     with open_regular(path) as f:
         head = f.read(8192)
-        if compression(head) is None:
+        if _compressed_reader(head[:8], path) is None:
             return b"\x00" in head or hole_bytes(f, MAX_HOLES) > MAX_HOLES
     with open_log(path) as text:
         return b"\x00" in text.read(8192)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import json
 import lzma
 import subprocess
@@ -137,3 +138,11 @@ def test_a_gzipped_log_piped_in_is_read_as_the_file_is(tmp_path):
     assert json.loads(got.stdout)["root_causes"][0] == json.loads(want.stdout)["root_causes"][0]
     zst = subprocess.run(cli, input=b"\x28\xb5\x2f\xfd" + b"\x00" * 16, capture_output=True, cwd=tmp_path)
     assert zst.returncode == 2 and zst.stderr.decode().strip().endswith("zstd -dc FILE | faildiag diagnose -")
+
+
+def test_a_compressed_stream_handed_to_the_engine_stays_the_callers(tmp_path):
+    text = _run(tmp_path)
+    stream = io.BufferedReader(io.BytesIO(gzip.compress(text.encode())))
+    d = diagnose(stream=stream, stream_name="job.log")
+    assert d.profile.first_failure is not None and "PermissionError" in d.profile.first_failure.excerpt
+    assert not stream.closed  # the engine read it; closing it is the caller's
