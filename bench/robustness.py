@@ -67,6 +67,12 @@ def _wrap(width: int) -> Callable[[str], str]:
     return rewrite
 
 
+def _windows(text: str) -> str:
+    """The same run on Windows: each absolute POSIX path a traceback or pytest names as a drive path with
+    backslashes (``/usr/lib/python3.10/site-packages/torch/x.py`` -> ``C:\\usr\\lib\\...\\x.py``)."""
+    return re.sub(r"(?<![\w.:/])/(?:[\w.+-]+/)+[\w.+-]+\.py\b", lambda m: "C:" + m[0].replace("/", "\\"), text)
+
+
 REWRITES: dict[str, Callable[[str], str]] = {
     # GitHub Actions' raw log: a 7-digit fraction and Z before every line
     "gha-timestamps": _per_line(lambda i: _STAMP.format(frac=f"{1234567 + 1013 * i:07d}")),
@@ -94,6 +100,12 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "nbsp-spaces": lambda t: re.sub(r"(?<= ) |  ", lambda m: "\u00a0" * len(m[0]), t),
     # a typographer's quotes (SmartyPants, markdown-it's typographer on Discourse forums, a document editor):
     # every straight quote set curly, paired ones as opening and closing, a lone one as closing
+    "windows-paths": _windows,
+    # another process writing to the same terminal or file: one of its lines after every fifth line
+    "interleaved": lambda t: "".join(
+        line + ("2024-05-14 09:31:07,123 - INFO - data worker 3: prefetched 512 samples\n" if i % 5 == 4 else "")
+        for i, line in enumerate(t.splitlines(keepends=True))
+    ),
     "smart-quotes": lambda t: (
         re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t).replace('"', "\u201d").replace("'", "\u2019")
     ),

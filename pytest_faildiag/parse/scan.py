@@ -132,6 +132,17 @@ _ELISION = re.compile(
     r"|<no Python frame>)$",
     re.IGNORECASE,
 )
+# Another writer's log record: a line that starts as a logger's record does (an ISO or a clock time, glog's or
+# absl's ``I0514 09:31:07.1``, c10d's ``[W ProcessGroupNCCL.cpp:1234]``, a bracketed time or level, a level word
+# and its separator). Python prints a traceback's lines as frames, code, carets and the exception, whose class
+# name starts none of these ways: such a line inside an open traceback was written into it by another process
+# or thread (a data worker, another rank without a prefix, a logging thread), and the traceback goes on after it.
+_RECORD_HEAD = re.compile(
+    r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\d\d:\d\d:\d\d[.,\s]|[IWEF]\d{4} \d\d:\d\d:\d\d|\[[IWEF] [\w.]+:\d+\]"
+    r"|\[(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b"
+    r"|(?:DEBUG|INFO|WARNING|WARN|CRITICAL)(?::| - | ))"
+)
+FOREIGN_MAX = 3  # records in a row that a traceback stays open across; more, and it was cut before its exception
 # a frame line wrapped at a terminal's or a forum's width: the rest of its function name alone on the next line
 _WRAPPED_TAIL = re.compile(r"^[\w.<>]+$")
 WRAP_WIDTH = 40
@@ -336,6 +347,7 @@ class Traceback:
     after_code: bool = False  # the last line read was a frame's code: the next is a frame, the exception or its rest
     ipython: bool = False  # IPython's format (``_IPY_FRAME``)
     elided: bool = False  # a paste left lines out after the last frame read: the code below is not that frame's
+    foreign: int = 0  # another writer's log records read in a row inside it (``_RECORD_HEAD``)
     handled: bool = False  # printed under a record below ERROR: maybe handled (``_LOW_RECORD``)
 
     @property
@@ -740,10 +752,13 @@ class _Scanner:
             self.held = body
             return
         if self._frame(tb, body):
-            tb.after_frame, tb.after_code = True, False
+            tb.after_frame, tb.after_code, tb.foreign = True, False, 0
             return
         if stripped and not stripped.strip("^~ "):
             return  # the carets under a frame's code (Python 3.11+), wherever a paste left them
+        if tb.foreign < FOREIGN_MAX and body[:1] not in (" ", "\t") and _RECORD_HEAD.match(stripped):
+            tb.foreign += 1  # another writer's record between its lines (the flags of the line before it hold)
+            return
         if _elided(stripped):
             tb.after_frame = tb.after_code = False  # what follows a cut is a frame, code or the exception
             tb.elided = True

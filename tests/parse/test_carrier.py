@@ -186,3 +186,37 @@ def test_train_logs_carried_get_the_diagnosis_of_the_log_as_printed(shape):
     carry = REWRITES[shape] if shape in PAGES else lambda text: _carried(text, shape)
     moved = [n for n, text in logs if _verdict(carry(text)) != _verdict(text)]
     assert moved == []
+
+
+WORKER = """
+    import logging, sys
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout, level=logging.INFO)
+    for i in range(6):
+        logging.getLogger("dataloader").info("worker 3 prefetched batch %d", i)
+"""
+
+
+def test_another_writers_records_inside_a_traceback_do_not_cut_it(tmp_path):
+    # two real processes writing to one terminal: the data worker's records land between the traceback's lines
+    plain = _run(tmp_path, PROGRAM)
+    records = _run(tmp_path, WORKER).splitlines()
+    assert len(records) == 6 and records[0][:4].isdigit()
+    lines, mixed = plain.splitlines(), []
+    for i, line in enumerate(lines):
+        mixed.append(line)
+        if i % 3 == 1 and records:
+            mixed.append(records.pop())
+    text = "\n".join(mixed) + "\n"
+    assert _tracebacks(_scan(text)) == _tracebacks(_scan(plain))
+    assert _verdict(text) == _verdict(plain)
+
+
+def test_a_traceback_cut_before_its_exception_is_not_given_a_later_one(tmp_path):
+    # the paste stops inside the traceback; the job's log goes on (many records), and much later fails otherwise
+    plain = _run(tmp_path, PROGRAM).splitlines()
+    cut = [line for line in plain if not line.startswith("KeyError")]
+    records = _run(tmp_path, WORKER).splitlines()
+    later = _run(tmp_path, 'raise OSError(28, "No space left on device")\n').splitlines()
+    res = _scan("\n".join(cut + records + later) + "\n")
+    assert "KeyError" not in [tb.exc_type for tb in res.tracebacks]
+    assert res.tracebacks[-1].exc_type == "OSError" and res.tracebacks[-1].frames[-1].func == "<module>"
