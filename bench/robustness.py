@@ -33,13 +33,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.accuracy import THREADS, Case, thread_cases  # noqa: E402
+from bench.audit_extract import SHAPES  # noqa: E402
 
-_STAMP = "2024-05-14T09:31:07.{frac}Z "
 
+def per_line(shape: Callable[[str], str]) -> Callable[[str], str]:
+    """A launcher's or carrier's shape (``bench/audit_extract.py`` SHAPES) put on every line of a log."""
 
-def _per_line(prefix: Callable[[int], str]) -> Callable[[str], str]:
     def rewrite(text: str) -> str:
-        return "".join(prefix(i) + line for i, line in enumerate(text.splitlines(keepends=True)))
+        return "".join(shape(line) + "\n" for line in text.splitlines())
 
     return rewrite
 
@@ -73,24 +74,21 @@ def _windows(text: str) -> str:
     return re.sub(r"(?<![\w.:/])/(?:[\w.+-]+/)+[\w.+-]+\.py\b", lambda m: "C:" + m[0].replace("/", "\\"), text)
 
 
+# each carrier's and launcher's envelope, as the parse tests put it on real output (``bench/audit_extract.py``)
+CARRIED = {
+    "gha-timestamps": "gha",  # GitHub Actions' raw log: a 7-digit fraction and Z before every line
+    "kubectl-timestamps": "kubectl",  # kubectl logs --timestamps / docker logs -t: RFC 3339 with nanoseconds
+    "cri-log": "cri",  # containerd's CRI log file (/var/log/pods/...): time, stream, full/partial flag
+    "srun-label": "srun",  # srun --label: the task number and a colon
+    "torchrun-rank": "rank",  # torchrun's --tee/--local-ranks-filter prefix
+    "jenkins-timestamper": "jenkins",  # Jenkins' Timestamper plugin (its ISO form) and Buildkite: time in brackets
+    "journald": "journald",  # journalctl's short form: month, day, time, host, unit and pid
+    "markdown-quote": "quote",
+}
 REWRITES: dict[str, Callable[[str], str]] = {
-    # GitHub Actions' raw log: a 7-digit fraction and Z before every line
-    "gha-timestamps": _per_line(lambda i: _STAMP.format(frac=f"{1234567 + 1013 * i:07d}")),
-    # kubectl logs --timestamps / docker logs -t: RFC 3339 with nanoseconds
-    "kubectl-timestamps": _per_line(lambda i: _STAMP.format(frac=f"{123456789 + 1013 * i:09d}")),
-    # containerd's CRI log file (/var/log/pods/...): time, stream, full/partial flag
-    "cri-log": _per_line(lambda i: _STAMP.format(frac=f"{123456789 + 1013 * i:09d}") + "stderr F "),
-    # srun --label: the task number and a colon
-    "srun-label": _per_line(lambda i: "3: "),
-    # torchrun's --tee/--local-ranks-filter prefix
-    "torchrun-rank": _per_line(lambda i: "[rank3]:"),
-    # Jenkins' Timestamper plugin (its ISO form) and Buildkite: the time in brackets
-    "jenkins-timestamper": _per_line(lambda i: f"[2024-05-14T09:31:{7 + i // 1000 % 50:02d}.{i % 1000:03d}Z] "),
-    # journalctl's short form: month, day, time, host, unit and pid
-    "journald": _per_line(lambda i: f"May 14 09:31:{7 + i // 1000 % 50:02d} node07 python3[48211]: "),
+    **{name: per_line(SHAPES[shape]) for name, shape in CARRIED.items()},
     "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi-colour": _ansi,
-    "markdown-quote": _per_line(lambda i: "> "),
     "html-escaped": lambda t: html.escape(t, quote=True),
     "no-indent": _dedent,
     "tab-indent": lambda t: re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m[1]) // 4), t),
@@ -98,14 +96,14 @@ REWRITES: dict[str, Callable[[str], str]] = {
     # a copy from a rendered page (a forum, a notebook's HTML, a chat client): runs of spaces arrive as no-break
     # spaces (U+00A0), as browsers serialise the &nbsp; a page needs to keep them
     "nbsp-spaces": lambda t: re.sub(r"(?<= ) |  ", lambda m: "\u00a0" * len(m[0]), t),
-    # a typographer's quotes (SmartyPants, markdown-it's typographer on Discourse forums, a document editor):
-    # every straight quote set curly, paired ones as opening and closing, a lone one as closing
     "windows-paths": _windows,
     # another process writing to the same terminal or file: one of its lines after every fifth line
     "interleaved": lambda t: "".join(
         line + ("2024-05-14 09:31:07,123 - INFO - data worker 3: prefetched 512 samples\n" if i % 5 == 4 else "")
         for i, line in enumerate(t.splitlines(keepends=True))
     ),
+    # a typographer's quotes (SmartyPants, markdown-it's typographer on Discourse forums, a document editor):
+    # every straight quote set curly, paired ones as opening and closing, a lone one as closing
     "smart-quotes": lambda t: (
         re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", t).replace('"', "\u201d").replace("'", "\u2019")
     ),

@@ -47,6 +47,12 @@ from dataclasses import dataclass
 from functools import cache
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
+# torchrun's ``--tee``/``--local-ranks-filter`` and torchelastic's ``[defaultN]:`` before a line (the scanner reads
+# it on any line too: ``scan._RANK_PREFIX``)
+RANK_PREFIX = r"\[(?:rank|default)?(?P<rank>\d+)\]:\s?"
+# HTML's predefined references for the characters a page must escape (no numeric reference of a newline: a decoded
+# log keeps its line numbers); the scanner decodes them in a single line of a log that is not escaped throughout
+ENTITIES = r"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);"
 _DIGITS, _MONTHS = "0123456789", "ADFJMNOS"
 # name -> (the characters its lines start with, the envelope at a line's start); ``stamp``: its time, ``rank``:
 # the task that printed the line. A form is compiled only for a log whose lines mostly start as it does.
@@ -58,7 +64,7 @@ FORMS: dict[str, tuple[str, str]] = {
         _MONTHS,
         r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",
     ),
-    "torchrun-rank": ("[", r"\[(?:rank|default)?(?P<rank>\d{1,5})\]:\s?"),
+    "torchrun-rank": ("[", RANK_PREFIX),
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
     "markdown-quote": (">", r">(?: |$)"),
 }
@@ -71,14 +77,12 @@ def _form(name: str) -> re.Pattern[str]:
 
 @cache
 def _entity() -> re.Pattern[bytes]:
-    return re.compile(rb"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
+    return re.compile(ENTITIES.encode())
 
 
 SAMPLE_LINES = 200  # the first non-empty lines looked at
 SHARE = 0.8  # of them, the part that must carry one form for it to be the log's envelope
 HEAD_BYTES = 256 * 1024
-# (``_entity``: HTML's predefined references for the characters a page must escape; no numeric reference of a
-# newline, so a decoded log keeps its line numbers)
 _DECODED = {b"lt": b"<", b"gt": b">", b"quot": b'"', b"amp": b"&", b"apos": b"'"}
 MIN_ENTITIES = 2
 
@@ -89,6 +93,7 @@ class Envelope:
 
     name: str
     pattern: re.Pattern[str]
+    # from the pattern's groups, once (``open`` runs on every line the scanner reads)
     stamped: bool = False  # it gives each line a time
     ranked: bool = False  # it names the task (the rank) that printed each line
 
@@ -135,12 +140,11 @@ NBSP = b"\xc2\xa0"
 _TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and of other punctuation: a hint)
 
 
-def page_decoder(head: bytes | bytearray | memoryview) -> Callable[[bytes | bytearray | memoryview], bytes]:
-    """What undoes a page's doing to the whole lines of the log whose first bytes are ``head`` (never longer
-    than its input; newlines stay where they were): its entities decoded where it is escaped (decided on the
-    head: an entity alone may be the program's own text), typographic quotes straightened and no-break spaces
-    made spaces wherever they are (no diagnosis hangs on either)."""
-    escaped = page_escaped(head)
+def page_decoder(escaped: bool) -> Callable[[bytes | bytearray | memoryview], bytes]:
+    """What undoes a page's doing to whole lines of a log (never longer than its input; newlines stay where
+    they were): its entities decoded where it is ``escaped`` (``page_escaped`` on its head: an entity alone may
+    be the program's own text), typographic quotes straightened and no-break spaces made spaces wherever they
+    are (no diagnosis hangs on either)."""
 
     def decode(data: bytes | bytearray | memoryview) -> bytes:
         out = unescape(data) if escaped else bytes(data)

@@ -69,11 +69,11 @@ def _xz(f: IO[bytes]) -> io.BufferedIOBase:
     return lzma.LZMAFile(f)
 
 
-# magic bytes -> (format, the standard library's reader over a binary file object)
-COMPRESSED: dict[bytes, tuple[str, Callable[[IO[bytes]], io.BufferedIOBase]]] = {
-    b"\x1f\x8b": ("gzip", _gzip),
-    b"BZh": ("bzip2", _bzip2),
-    b"\xfd7zXZ\x00": ("xz", _xz),
+# magic bytes -> the standard library's reader (gzip, bzip2, xz) over a binary file object
+COMPRESSED: dict[bytes, Callable[[IO[bytes]], io.BufferedIOBase]] = {
+    b"\x1f\x8b": _gzip,
+    b"BZh": _bzip2,
+    b"\xfd7zXZ\x00": _xz,
 }
 # formats the standard library (3.11) cannot read: magic bytes -> (format, the command that decompresses to stdout)
 UNREADABLE = {b"\x28\xb5\x2f\xfd": ("zstd", "zstd -dc"), b"\x04\x22\x4d\x18": ("lz4", "lz4 -dc")}
@@ -135,7 +135,7 @@ class Decompressed(io.RawIOBase):
 
 def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.BufferedIOBase] | None:
     """The reader for the format ``head`` starts with (None: not compressed); InputError for one read elsewhere."""
-    for magic, (_, reader) in COMPRESSED.items():
+    for magic, reader in COMPRESSED.items():
         if head.startswith(magic):
             return reader
     for magic, (name, command) in UNREADABLE.items():

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
-from .carrier import Envelope, detect, page_decoder, page_escaped, page_marks
+from .carrier import ENTITIES, RANK_PREFIX, Envelope, detect, page_decoder, page_escaped, page_marks
 from .logread import MAX_LINE, _visible, open_log
 
 # 2 MiB: the chunk is read, searched by the engine and its newlines counted while it is still in the
@@ -186,8 +186,8 @@ _PROCESS_LINE = re.compile(r"^Process (?P<pid>\d+): (?P<cmd>.+)$")
 _GHA_COMMAND = re.compile(r"##\[[a-z]+\]")
 # A page's HTML escapes ``<``, ``>``, ``"``, ``'`` and ``&`` in its text: a log copied from the page's source (a CI
 # server's or a notebook's HTML) keeps the entities (``File &quot;x.py&quot;, line 3, in &lt;module&gt;``)
-_HTML_ENTITY = re.compile(r"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);")
-_RANK_PREFIX = re.compile(r"^\[(?:rank|default)?(?P<rank>\d+)\]:\s?")
+_HTML_ENTITY = re.compile(ENTITIES)
+_RANK_PREFIX = re.compile("^" + RANK_PREFIX)
 _RANK_INLINE = re.compile(r"\b(?:rank|Rank|RANK)[\s:=]*(?P<rank>\d+)\b")
 _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)[ T](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
@@ -1741,7 +1741,7 @@ def scan_stream(
             if total == 0:
                 sc.envelope = detect(view[: carry + got])
                 sc.escaped = page_escaped(view[: carry + got])
-                sc.decode = page_decoder(view[: carry + got])
+                sc.decode = page_decoder(sc.escaped)
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
             total += got

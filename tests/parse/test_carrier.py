@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.audit_extract import SHAPES
-from bench.robustness import REWRITES
+from bench.robustness import REWRITES, per_line
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse.carrier import detect, page_escaped
 from pytest_faildiag.parse.scan import ScanResult, scan_text
@@ -51,7 +51,7 @@ def _run(tmp_path: Path, code: str) -> str:
 
 
 def _carried(text: str, shape: str) -> str:
-    return "".join(SHAPES[shape](line) + "\n" for line in text.splitlines())
+    return per_line(SHAPES[shape])(text)
 
 
 def _scan(text: str) -> ScanResult:
