@@ -93,6 +93,7 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "no-indent": _dedent,
     "tab-indent": lambda t: re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m[1]) // 4), t),
     "wrapped-120": _wrap(120),
+    "wrapped-80": _wrap(80),  # the default width of a terminal window
     # a copy from a rendered page (a forum, a notebook's HTML, a chat client): runs of spaces arrive as no-break
     # spaces (U+00A0), as browsers serialise the &nbsp; a page needs to keep them
     "nbsp-spaces": lambda t: re.sub(r"(?<= ) |  ", lambda m: "\u00a0" * len(m[0]), t),

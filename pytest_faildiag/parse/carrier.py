@@ -37,6 +37,13 @@ typographer of markdown-it that Discourse forums enable, a document editor): ``F
 which a copy of the rendered text carries. Programs print straight quotes and spaces in what a diagnosis
 reads (tracebacks, error messages), so typographic quotes are straightened and no-break spaces made spaces
 wherever they are found.
+
+**Hard wraps**: a copy of a terminal's screen (a selection in tmux or screen, a console window, a
+screenshot typed out) breaks every line longer than the terminal at its last column: ``File "…/graph.py",
+line 979, in call_`` and ``function`` on the next line. No line of such a log is longer than that width,
+and several of its lines are exactly that wide with a word broken across the break. A log that shows this
+in its head has each line of exactly that width joined with the line after it; the line that held the
+continuation is left empty, so every other line keeps its number and its place.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 
 _RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)"
 # torchrun's ``--tee``/``--local-ranks-filter`` and torchelastic's ``[defaultN]:`` before a line (the scanner reads
@@ -85,6 +93,9 @@ SHARE = 0.8  # of them, the part that must carry one form for it to be the log's
 HEAD_BYTES = 256 * 1024
 _DECODED = {b"lt": b"<", b"gt": b">", b"quot": b'"', b"amp": b"&", b"apos": b"'"}
 MIN_ENTITIES = 2
+WRAP_MIN = 60  # the narrowest terminal a hard wrap is read at (below this, short lines of equal width are data)
+WRAP_BREAKS = 3  # distinct lines of the full width with a word broken at its end, to read a log as wrapped
+WRAP_LINES = 2000  # the head's lines looked at for a wrap
 
 
 @dataclass(frozen=True)
@@ -190,3 +201,69 @@ def _decoded(m: re.Match[bytes]) -> bytes:
 def unescape(data: bytes | bytearray | memoryview) -> bytes:
     """``data`` with the page's entities decoded (never longer than ``data``; its newlines stay where they were)."""
     return _entity().sub(_decoded, bytes(data))
+
+
+def _lines(head: bytes | bytearray | memoryview) -> list[str]:
+    """The head's whole lines (the last one may be cut: it is left out), without a carriage return."""
+    text = bytes(head[:HEAD_BYTES]).decode("utf-8", "replace")
+    return [s.removesuffix("\r") for s in text.split("\n")[:-1][:WRAP_LINES]]
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def wrap_width(head: bytes | bytearray | memoryview) -> int | None:
+    """The width a terminal copy hard-wrapped ``head``'s lines at, if it did: the longest line's length, when
+    at least ``WRAP_BREAKS`` different lines of that length end in a word that the next line goes on with.
+
+    A log written as it ran has a longest line or two, not a crowd of equally long ones cut mid-word; lines
+    of equal width that a program pads (pytest's separators and progress lines, tables) end at a margin, not
+    inside a word."""
+    lines = _lines(head)
+    width = max(map(len, lines), default=0)
+    if width < WRAP_MIN:
+        return None
+    broken = {a for a, b in pairwise(lines) if len(a) == width and _word(a[-1]) and _word(b[:1])}
+    return width if len(broken) >= WRAP_BREAKS else None
+
+
+def _full(line: bytes, width: int) -> bool:
+    """Whether ``line`` (no newline) fills the terminal's width: it was broken there, unless it was exactly
+    that long (the copy cannot tell; such a line joined with the next costs a line, not a diagnosis)."""
+    return len(line) >= width and len(line.removesuffix(b"\r").decode("utf-8", "replace")) == width
+
+
+def unwrap(data: bytes | bytearray | memoryview, width: int) -> bytes:
+    """Whole lines ``data`` with the pieces of each wrapped line joined on its first line and the lines that
+    held the rest left empty: as long as ``data``, with as many newlines, every other line where it was."""
+    lines = bytes(data).split(b"\n")
+    out: list[bytes] = []
+    i, last = 0, len(lines) - 1  # ``lines[last]`` follows the final newline (the partial rest, or empty)
+    while i < last:
+        j = i
+        while j < last - 1 and _full(lines[j], width):
+            j += 1
+        pieces = lines[i : j + 1]
+        if len(pieces) == 1:
+            out.append(pieces[0])
+        else:
+            ends = [b"\r" if p.endswith(b"\r") else b"" for p in pieces]
+            out.append(b"".join(p.removesuffix(b"\r") for p in pieces) + ends[-1])
+            out += ends[:-1]
+        i = j + 1
+    out.append(lines[last])
+    return b"\n".join(out)
+
+
+def wrap_cut(buf: bytes | bytearray, cut: int, width: int) -> int:
+    """Where whole lines ``buf[:cut]`` may be unwrapped before the rest of the log is read: before the run of
+    full-width lines at its end (their continuation may be in what is still to come), unless that run is all
+    of it."""
+    end = cut
+    while end > 0:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        if not _full(bytes(buf[start : end - 1]), width):
+            break
+        end = start
+    return end or cut

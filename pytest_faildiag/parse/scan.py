@@ -24,7 +24,18 @@ from typing import Any, BinaryIO
 
 from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_cache
 from . import mpscan
-from .carrier import ENTITIES, RANK_PREFIX, Envelope, detect, page_decoder, page_escaped, page_marks
+from .carrier import (
+    ENTITIES,
+    RANK_PREFIX,
+    Envelope,
+    detect,
+    page_decoder,
+    page_escaped,
+    page_marks,
+    unwrap,
+    wrap_cut,
+    wrap_width,
+)
 from .logread import MAX_LINE, _visible, open_log
 
 # 2 MiB: the chunk is read, searched by the engine and its newlines counted while it is still in the
@@ -451,6 +462,7 @@ class _Scanner:
         self.envelope: Envelope | None = None  # the carrier's form around every line (``carrier``)
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
         self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the page's doing
+        self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
         self.label: str | None = None  # the task number the envelope gave it (``srun --label``): its rank
         self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
@@ -1739,8 +1751,12 @@ def scan_stream(
                 got = len(data)
                 view[carry : carry + got] = data
             if total == 0:
-                sc.envelope = detect(view[: carry + got])
-                sc.escaped = page_escaped(view[: carry + got])
+                head: bytes | memoryview = view[: carry + got]
+                sc.wrap = wrap_width(head)
+                if sc.wrap:
+                    head = unwrap(head, sc.wrap)
+                sc.envelope = detect(head)
+                sc.escaped = page_escaped(head)
                 sc.decode = page_decoder(sc.escaped)
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
@@ -1760,6 +1776,9 @@ def scan_stream(
                 cut = filled
             if sc.decode is not None and (sc.escaped or page_marks(buf, cut)):
                 cut, filled = _decode_lines(buf, cut, filled, sc.decode)
+            if sc.wrap:
+                cut = wrap_cut(buf, cut, sc.wrap) if got else cut
+                buf[:cut] = unwrap(view[:cut], sc.wrap)
             line_no = _scan_block(sc, buf, view, cut, fast, line_no, tail)
             if total <= PROGRESS_BYTES:
                 count_progress(result, buf, cut)

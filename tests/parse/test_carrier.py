@@ -1,11 +1,12 @@
 """What a log's carrier did to every line (``parse/carrier.py``): an envelope before each line (a CI service's or
-a container runtime's time, journald's host and unit, ``srun --label``'s task, a Markdown quote) or a page's
-HTML escaping. The diagnosis of the carried log must be the diagnosis of the log as printed: checked on real
+a container runtime's time, journald's host and unit, ``srun --label``'s task, a Markdown quote), a page's
+HTML escaping or a terminal's hard wraps. The diagnosis of the carried log must be the diagnosis of the log as printed: checked on real
 program output here, on a real GitHub Actions log, and on the thread corpus's train logs."""
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 import subprocess
@@ -18,8 +19,9 @@ import pytest
 from bench.audit_extract import SHAPES
 from bench.robustness import REWRITES, per_line
 from pytest_faildiag.engine import diagnose
-from pytest_faildiag.parse.carrier import detect, page_escaped
-from pytest_faildiag.parse.scan import ScanResult, scan_text
+from pytest_faildiag.parse import scan
+from pytest_faildiag.parse.carrier import detect, page_escaped, unwrap, wrap_width
+from pytest_faildiag.parse.scan import ScanResult, scan_stream, scan_text
 from pytest_faildiag.rules import load_ruleset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -220,3 +222,81 @@ def test_a_traceback_cut_before_its_exception_is_not_given_a_later_one(tmp_path)
     res = _scan("\n".join(cut + records + later) + "\n")
     assert "KeyError" not in [tb.exc_type for tb in res.tracebacks]
     assert res.tracebacks[-1].exc_type == "OSError" and res.tracebacks[-1].frames[-1].func == "<module>"
+
+
+DEEP = """
+    def load_training_configuration_from_disk(path):
+        with open(path) as handle:
+            return handle.read()
+
+    def prepare_experiment_before_the_first_epoch(root):
+        return load_training_configuration_from_disk(root + "/configs/experiments/baseline_with_a_long_name.yaml")
+
+    prepare_experiment_before_the_first_epoch(__file__.rsplit("/", 1)[0])
+"""
+
+
+def _deep(tmp_path: Path) -> str:
+    """A real traceback whose lines are longer than a terminal: the program sits in a folder whose path is
+    exactly 100 characters long, so every line, and where a terminal breaks it, is the same on any machine."""
+    folder = tmp_path / ("p" * (99 - len(str(tmp_path))))
+    assert len(str(folder)) == 100
+    folder.mkdir()
+    script = folder / "prog.py"
+    script.write_text(textwrap.dedent(DEEP))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    return p.stdout + p.stderr
+
+
+def _starts(text: str, line: int, head: str) -> bool:
+    return text.splitlines()[line - 1].startswith(head)
+
+
+def test_a_terminal_copy_with_hard_wraps_is_read_as_printed(tmp_path):
+    plain = _deep(tmp_path)
+    assert "FileNotFoundError: [Errno 2]" in plain and max(map(len, plain.splitlines())) > 160
+    wrapped = REWRITES["wrapped-80"](plain)  # what a copy of an 80-column terminal's screen holds
+    assert wrap_width(wrapped.encode()) == 80 and wrap_width(plain.encode()) is None
+    got, want = _scan(wrapped), _scan(plain)
+    assert _tracebacks(got) == _tracebacks(want)
+    assert _verdict(wrapped) == _verdict(plain)
+    # every line keeps its number: the exception and each finding are cited at the line where they start
+    assert _starts(wrapped, got.tracebacks[0].exc_line, "FileNotFoundError")
+    assert got.findings and all(_starts(wrapped, f.line, f.text[:20]) for f in got.findings)
+
+
+def test_unwrapping_keeps_the_size_and_every_line_number():
+    # a real paste from an issue thread (pytorch/pytorch, train split), copied from a terminal 117 columns wide
+    log = (THREADS / "pytorch" / "pt_inductor_lowering_adaptive_max_pool2d_nameerror_regression.log").read_bytes()
+    assert wrap_width(log) == 117
+    whole = unwrap(log, 117)
+    assert len(whole) == len(log) and whole.count(b"\n") == log.count(b"\n")
+    lines = whole.decode().splitlines()
+    assert lines[0].endswith("in call_function") and lines[1] == ""
+    assert lines[3].endswith("in wrapped") and lines[6].endswith("in adaptive_max_pool2d")
+    assert lines[10:] == log.decode().splitlines()[10:]  # the exception lines, never wrapped, where they were
+
+
+def test_a_wrapped_line_across_two_chunks_is_joined(tmp_path, monkeypatch):
+    monkeypatch.setattr(scan, "CHUNK", 4096)  # the log is read in many chunks; wrapped lines straddle them
+    plain = _deep(tmp_path)
+    noise = "".join(
+        f"[2024-05-14 09:31:{i % 60:02d}] epoch {i // 50} step {i * 50} loss={i / 7:.6f} lr=3e-4 "
+        f"grad_norm={i / 3:.4f} throughput={18234.5 + i:.1f} tokens/s samples_seen={i * 4096}\n"
+        for i in range(400)
+    )
+    wrapped = REWRITES["wrapped-80"](noise + plain)
+    assert len(wrapped) > 10 * 4096
+    res = ScanResult()
+    scan_stream(io.BytesIO(wrapped.encode()), "log", load_ruleset(), res)
+    assert _tracebacks(res) == _tracebacks(_scan(plain))
+    assert _starts(wrapped, res.tracebacks[0].exc_line, "FileNotFoundError")
+
+
+def test_pytest_output_padded_to_the_terminal_is_not_a_hard_wrap(pytester):
+    # pytest pads its separators and progress lines to the terminal's width: lines of equal width, not wraps
+    pytester.makepyfile(**{f"test_mod{i}": "def test_a():\n    assert [1, 2, 3] == [1, 2, 4]\n" for i in range(5)})
+    out = pytester.runpytest("-q", "-p", "no:cacheprovider", "-o", "console_output_style=progress").stdout.str()
+    widths = [len(line) for line in out.splitlines()]
+    assert widths.count(max(widths)) >= 5  # the widest lines: many, all exactly as wide as the terminal
+    assert wrap_width(out.encode()) is None
