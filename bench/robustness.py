@@ -84,6 +84,10 @@ CARRIED = {
     "jenkins-timestamper": "jenkins",  # Jenkins' Timestamper plugin (its ISO form) and Buildkite: time in brackets
     "journald": "journald",  # journalctl's short form: month, day, time, host, unit and pid
     "markdown-quote": "quote",
+    "mpirun-tag": "mpirun",  # Open MPI's --tag-output: [job,rank]<stream>:
+    "ray-worker": "ray",  # Ray's driver: each worker's lines behind its name and pid
+    "compose": "compose",  # docker compose: the container's name and a bar
+    "pdsh-host": "pdsh",  # pdsh / DeepSpeed's pdsh runner: the host and a colon
 }
 REWRITES: dict[str, Callable[[str], str]] = {
     **{name: per_line(SHAPES[shape]) for name, shape in CARRIED.items()},

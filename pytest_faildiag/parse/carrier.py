@@ -15,7 +15,13 @@ every line, and each of these writes a fixed, documented form.
 * Slurm's ``srun --label``: the task's number and a colon (``3: ``), the task being the rank; torchrun's
   ``--tee``/``--local-ranks-filter`` and torchelastic's ``--log-line-prefix-template``: ``[rank3]:``,
   ``[default3]:``;
-* an issue thread's Markdown quote of a paste: ``> `` before each line.
+* an issue thread's Markdown quote of a paste: ``> `` before each line;
+* what gathers many processes' output into one stream: Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``,
+  the rank kept), Ray's driver (``(RayTrainWorker pid=4242, ip=10.0.0.3) ``), ``docker compose``
+  (``trainer-1  | ``) and pdsh, clush or DeepSpeed's pdsh runner (``gpu-node-07: ``, ``10.0.0.3: ``). A program's own lines can
+  take the last three forms (a name and a bar, a dotted name and a colon), so these are envelopes only on a log
+  of ``WEAK_LINES`` lines or more, and a host is what RFC 1123 allows (lower case, no underscore) with a digit
+  or a hyphen in it.
 
 None of these says anything about the failure, and each hides it: a pattern anchored at a line's start
 no longer matches, an exception line no longer starts the line, a quoted traceback frame looks like
@@ -75,6 +81,18 @@ FORMS: dict[str, tuple[str, str]] = {
     "torchrun-rank": ("[", RANK_PREFIX),
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
     "markdown-quote": (">", r">(?: |$)"),
+    # Open MPI's ``mpirun --tag-output``: the job and the rank, and the stream (``[1,3]<stderr>:``)
+    "mpirun-tag": ("[", r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:"),
+    # Ray's driver shows each worker's or actor's lines behind its name and process (``(RayTrainWorker pid=4242,
+    # ip=10.0.0.3) ``)
+    "ray-worker": ("(", r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.:a-fA-F]+)?\) "),
+    # ``docker compose up``/``logs``: the service's container and a bar, padded to the longest name (``trainer-1  | ``)
+    "compose": (_DIGITS + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", r"[\w.-]+ *\| "),
+    # pdsh's and clush's output: the host and a colon (``gpu-node-07: ``). A host name is lower case letters, digits,
+    # hyphens and dots (RFC 1123; no underscore) and here holds a digit or a hyphen: a level word or a field name
+    # (``INFO: ``, ``loss: ``), a dotted exception class (``torch.cuda.OutOfMemoryError: ``) or a library's file name
+    # (``flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: ``) is none
+    "pdsh-host": (_DIGITS + "abcdefghijklmnopqrstuvwxyz", r"(?=[a-z\d.-]*[\d-])[a-z\d][a-z\d.-]{0,62}: "),
 }
 
 
@@ -90,6 +108,9 @@ def _entity() -> re.Pattern[bytes]:
 
 SAMPLE_LINES = 200  # the first non-empty lines looked at
 SHARE = 0.8  # of them, the part that must carry one form for it to be the log's envelope
+# the forms a few lines of a program's own output may happen to take (a name and a bar or a colon, a process in
+# brackets): an envelope only on at least this many lines
+WEAK_FORMS, WEAK_LINES = frozenset({"ray-worker", "compose", "pdsh-host"}), 5
 HEAD_BYTES = 256 * 1024
 _DECODED = {b"lt": b"<", b"gt": b">", b"quot": b'"', b"amp": b"&", b"apos": b"'"}
 MIN_ENTITIES = 2
@@ -132,7 +153,7 @@ def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
         return None
     need = SHARE * len(lines)
     for name, (starts, _) in FORMS.items():
-        if sum(1 for s in lines if s[:1] in starts) < need:
+        if sum(1 for s in lines if s[:1] in starts) < max(need, WEAK_LINES if name in WEAK_FORMS else 1):
             continue
         pattern = _form(name)
         carried = sum(1 for s in lines if pattern.match(s))
