@@ -195,11 +195,12 @@ def audit_one(name: str, path: Path, label: dict) -> Audit:
 # documented output format (Markdown's blockquote, torchrun's ``[rankN]:``/``--tee``'s ``[defaultN]:``,
 # ``srun --label``'s ``N: ``, pdsh's ``host: ``, Open MPI's ``--tag-output``, Ray's ``(Actor pid=N)``,
 # docker compose's ``name  | ``, Python logging's default-ish format, glog's header, ANSI colours, CRLF), or
-# its carrier's envelope (``parse/carrier.py``: GitHub Actions' raw log, ``kubectl logs --timestamps``,
+# its carrier's envelope (``parse/carrier.py``: GitHub Actions' and GitLab's raw logs, ``kubectl logs --timestamps``,
 # containerd's CRI file, Jenkins' Timestamper, journald's short form).
 SHAPES: dict[str, Callable[[str], str]] = {
     "gha": lambda s: "2024-05-14T09:31:07.1234567Z " + s,
     "kubectl": lambda s: "2024-05-14T09:31:07.123456789Z " + s,
+    "gitlab": lambda s: "2024-05-14T09:31:07.123456Z 01E " + s,
     "cri": lambda s: "2024-05-14T09:31:07.123456789+00:00 stderr F " + s,
     "jenkins": lambda s: "[2024-05-14T09:31:07.123Z] " + s,
     "journald": lambda s: "May 14 09:31:07 node07 python3[48211]: " + s,

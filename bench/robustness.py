@@ -77,6 +77,7 @@ def _windows(text: str) -> str:
 # each carrier's and launcher's envelope, as the parse tests put it on real output (``bench/audit_extract.py``)
 CARRIED = {
     "gha-timestamps": "gha",  # GitHub Actions' raw log: a 7-digit fraction and Z before every line
+    "gitlab-timestamps": "gitlab",  # GitLab Runner 17+'s raw job log: time, stream number, O/E and a space
     "kubectl-timestamps": "kubectl",  # kubectl logs --timestamps / docker logs -t: RFC 3339 with nanoseconds
     "cri-log": "cri",  # containerd's CRI log file (/var/log/pods/...): time, stream, full/partial flag
     "srun-label": "srun",  # srun --label: the task number and a colon

@@ -7,6 +7,8 @@ every line, and each of these writes a fixed, documented form.
 
 * GitHub Actions' and Azure Pipelines' raw logs, ``kubectl logs --timestamps``, ``docker logs -t``: an
   RFC 3339 time and a space (``2024-05-14T09:31:07.1234567Z``; Docker and Kubernetes give nanoseconds);
+* GitLab's raw job log, which GitLab Runner 17 and later time-stamp line by line (``FF_TIMESTAMPS``, on for
+  gitlab.com's runners): that time, the stream and a space or a ``+`` (``… 00O ``, ``… 01E+``);
 * containerd's CRI log files (``/var/log/pods/…``, what Fluent Bit and Promtail ship): that time, the
   stream and a full/partial flag (``… stderr F ``);
 * Jenkins' Timestamper plugin and Buildkite: the time in brackets (``[2024-05-14T09:31:07.123Z] ``);
@@ -72,6 +74,9 @@ _DIGITS, _MONTHS = "0123456789", "ADFJMNOS"
 # the task that printed the line. A form is compiled only for a log whose lines mostly start as it does.
 FORMS: dict[str, tuple[str, str]] = {
     "cri": (_DIGITS, rf"(?P<stamp>{_RFC3339}) (?:stdout|stderr) [FP] "),
+    # GitLab Runner's timestamped job log (FF_TIMESTAMPS, runner 17+): the time, the stream's number, O or E for
+    # stdout or stderr, then a space, or a ``+`` where the line goes on from the one before
+    "gitlab": (_DIGITS, rf"(?P<stamp>{_RFC3339}) [0-9a-f]{{2}}[OE][ +]"),
     "rfc3339": (_DIGITS, rf"(?P<stamp>{_RFC3339}) "),
     "bracketed-time": ("[", rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
     "syslog": (
