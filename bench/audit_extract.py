@@ -196,7 +196,7 @@ def audit_one(name: str, path: Path, label: dict) -> Audit:
 # ``srun --label``'s ``N: ``, pdsh's ``host: ``, Open MPI's ``--tag-output``, Ray's ``(Actor pid=N)``,
 # docker compose's ``name  | ``, Python logging's default-ish format, glog's header, ANSI colours, CRLF), or
 # its carrier's envelope (``parse/carrier.py``: GitHub Actions' and GitLab's raw logs, ``kubectl logs --timestamps``,
-# containerd's CRI file, Jenkins' Timestamper, journald's short form).
+# containerd's CRI file, Jenkins' Timestamper, Airflow's task log, journald's short form).
 SHAPES: dict[str, Callable[[str], str]] = {
     "gha": lambda s: "2024-05-14T09:31:07.1234567Z " + s,
     "kubectl": lambda s: "2024-05-14T09:31:07.123456789Z " + s,
@@ -204,6 +204,7 @@ SHAPES: dict[str, Callable[[str], str]] = {
     "cri": lambda s: "2024-05-14T09:31:07.123456789+00:00 stderr F " + s,
     "jenkins": lambda s: "[2024-05-14T09:31:07.123Z] " + s,
     "journald": lambda s: "May 14 09:31:07 node07 python3[48211]: " + s,
+    "airflow": lambda s: "[2024-05-14, 09:31:07 UTC] {pod_manager.py:342} INFO - " + s,
     "quote": lambda s: "> " + s,
     "indent": lambda s: "    " + s,
     "crlf": lambda s: s + "\r",

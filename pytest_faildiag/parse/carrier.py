@@ -12,6 +12,9 @@ every line, and each of these writes a fixed, documented form.
 * containerd's CRI log files (``/var/log/pods/…``, what Fluent Bit and Promtail ship): that time, the
   stream and a full/partial flag (``… stderr F ``);
 * Jenkins' Timestamper plugin and Buildkite: the time in brackets (``[2024-05-14T09:31:07.123Z] ``);
+* Apache Airflow's task log, where a KubernetesPodOperator or a BashOperator writes each line of its job's
+  output as an Airflow record (``[2024-05-14, 09:31:07 UTC] {pod_manager.py:342} INFO - ``, and the cncf
+  provider's ``Container logs: ``);
 * journald's and syslog's short form (``journalctl``, ``/var/log/syslog``):
   ``May 14 09:31:07 host unit[pid]: ``;
 * Slurm's ``srun --label``: the task's number and a colon (``3: ``), the task being the rank; torchrun's
@@ -79,6 +82,14 @@ FORMS: dict[str, tuple[str, str]] = {
     "gitlab": (_DIGITS, rf"(?P<stamp>{_RFC3339}) [0-9a-f]{{2}}[OE][ +]"),
     "rfc3339": (_DIGITS, rf"(?P<stamp>{_RFC3339}) "),
     "bracketed-time": ("[", rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
+    # Apache Airflow's task log, where a KubernetesPodOperator's or a BashOperator's job writes each line of its
+    # output as an Airflow record: the time in brackets (2.4+: ``2024-05-14, 09:31:07 UTC``), the logging call's
+    # file and line in braces, the level, and the cncf provider's ``Container logs: `` (7+) or ``[base] ``
+    "airflow": (
+        "[",
+        r"\[(?P<stamp>\d{4}-\d\d-\d\d,? \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,5}|[+-]\d\d:?\d\d)?)\] "
+        r"\{[^{}\s]+:\d+\} [A-Z]+ - (?:Container logs: |\[base\] )?",
+    ),
     "syslog": (
         _MONTHS,
         r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",

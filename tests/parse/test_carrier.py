@@ -26,7 +26,20 @@ from pytest_faildiag.rules import load_ruleset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 THREADS = DATA / "corpus" / "threads"
-CARRIERS = ["gha", "gitlab", "kubectl", "cri", "jenkins", "journald", "quote", "mpirun", "ray", "compose", "pdsh"]
+CARRIERS = [
+    "gha",
+    "gitlab",
+    "kubectl",
+    "cri",
+    "jenkins",
+    "airflow",
+    "journald",
+    "quote",
+    "mpirun",
+    "ray",
+    "compose",
+    "pdsh",
+]
 WEAK = {"ray", "compose", "pdsh"}  # carrier.WEAK_FORMS
 PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes"]  # bench/robustness.py: what a page does to the whole text
 
