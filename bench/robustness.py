@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 import sys
 import tempfile
@@ -68,6 +69,16 @@ def _wrap(width: int) -> Callable[[str], str]:
     return rewrite
 
 
+def _docker_json(text: str) -> str:
+    """Docker's json-file log of a container's stderr: each line a JSON record, escaped as Go's encoder does
+    (``<``, ``>`` and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``)."""
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        rec = {"log": line + "\n", "stream": "stderr", "time": f"2024-05-14T09:31:{i % 60:02d}.123456789Z"}
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
 def _windows(text: str) -> str:
     """The same run on Windows: each absolute POSIX path a traceback or pytest names as a drive path with
     backslashes (``/usr/lib/python3.10/site-packages/torch/x.py`` -> ``C:\\usr\\lib\\...\\x.py``)."""
@@ -93,6 +104,7 @@ CARRIED = {
 }
 REWRITES: dict[str, Callable[[str], str]] = {
     **{name: per_line(SHAPES[shape]) for name, shape in CARRIED.items()},
+    "docker-json-file": _docker_json,
     "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi-colour": _ansi,
     "html-escaped": lambda t: html.escape(t, quote=True),

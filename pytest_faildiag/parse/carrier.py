@@ -49,6 +49,13 @@ which a copy of the rendered text carries. Programs print straight quotes and sp
 reads (tracebacks, error messages), so typographic quotes are straightened and no-break spaces made spaces
 wherever they are found.
 
+**Container log files**: Docker's default ``json-file`` driver (``/var/lib/docker/containers/<id>/<id>-json.log``,
+and ``/var/log/containers/`` on Kubernetes nodes that ran Docker) stores each line a container printed as a JSON
+record: ``{"log":"…\\n","stream":"stderr","time":"2024-05-14T09:31:07.123456789Z"}``, its text JSON-escaped (Go's
+encoder writes ``<``, ``>`` and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``). A log whose head is such records
+is read as their time and text, one line for each record, before anything else: the time then reads as the
+RFC 3339 envelope.
+
 **Hard wraps**: a copy of a terminal's screen (a selection in tmux or screen, a console window, a
 screenshot typed out) breaks every line longer than the terminal at its last column: ``File "…/graph.py",
 line 979, in call_`` and ``function`` on the next line. No line of such a log is longer than that width,
@@ -59,6 +66,7 @@ continuation is left empty, so every other line keeps its number and its place.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -188,14 +196,16 @@ NBSP = b"\xc2\xa0"
 _TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and of other punctuation: a hint)
 
 
-def page_decoder(escaped: bool) -> Callable[[bytes | bytearray | memoryview], bytes]:
-    """What undoes a page's doing to whole lines of a log (never longer than its input; newlines stay where
-    they were): its entities decoded where it is ``escaped`` (``page_escaped`` on its head: an entity alone may
-    be the program's own text), typographic quotes straightened and no-break spaces made spaces wherever they
-    are (no diagnosis hangs on either)."""
+def page_decoder(escaped: bool, records: bool = False) -> Callable[[bytes | bytearray | memoryview], bytes]:
+    """What undoes a page's or a container runtime's doing to whole lines of a log (never longer than its input;
+    a line stays a line): container records read as their time and text where the log is ``records``
+    (``container_records`` on its head), its entities decoded where it is ``escaped`` (``page_escaped`` on its
+    head: an entity alone may be the program's own text), typographic quotes straightened and no-break spaces
+    made spaces wherever they are (no diagnosis hangs on either)."""
 
     def decode(data: bytes | bytearray | memoryview) -> bytes:
-        out = unescape(data) if escaped else bytes(data)
+        out = unrecord(data) if records else bytes(data)
+        out = unescape(out) if escaped else out
         if _TYPOGRAPHIC in out:
             out = straighten(out)
         return out.replace(NBSP, b" ") if NBSP in out else out
@@ -304,3 +314,35 @@ def wrap_cut(buf: bytes | bytearray, cut: int, width: int) -> int:
             break
         end = start
     return end or cut
+
+
+_RECORD_START = b'{"log":'
+
+
+def _record(line: bytes) -> bytes | None:
+    """A container runtime's JSON record as its time, a space and its text (no newline); None for another line."""
+    if not line.startswith(_RECORD_START):
+        return None
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    text = rec.get("log") if isinstance(rec, dict) else None
+    if not isinstance(text, str):
+        return None
+    time = rec.get("time")
+    head = f"{time} " if isinstance(time, str) and time else ""
+    return (head + text.rstrip("\r\n")).encode("utf-8", "replace")
+
+
+def container_records(head: bytes | bytearray | memoryview) -> bool:
+    """Whether most of ``head``'s first non-empty lines are a container runtime's JSON records (``json-file``)."""
+    lines = [s for s in bytes(head[:HEAD_BYTES]).split(b"\n")[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
+    return bool(lines) and sum(_record(s) is not None for s in lines) >= SHARE * len(lines)
+
+
+def unrecord(data: bytes | bytearray | memoryview) -> bytes:
+    """Whole lines ``data`` with each container record as its time and text (never longer: a record holds its
+    text escaped, and more); other lines as they were."""
+    lines = bytes(data).split(b"\n")
+    return b"\n".join(line if (text := _record(line)) is None else text for line in lines)

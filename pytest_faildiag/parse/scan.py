@@ -28,10 +28,12 @@ from .carrier import (
     ENTITIES,
     RANK_PREFIX,
     Envelope,
+    container_records,
     detect,
     page_decoder,
     page_escaped,
     page_marks,
+    unrecord,
     unwrap,
     wrap_cut,
     wrap_width,
@@ -465,6 +467,7 @@ class _Scanner:
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
         self.envelope: Envelope | None = None  # the carrier's form around every line (``carrier``)
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
+        self.records = False  # the log is a container runtime's JSON records, read as their text (``carrier``)
         self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the page's doing
         self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
@@ -1762,9 +1765,12 @@ def scan_stream(
                 sc.wrap = wrap_width(head)
                 if sc.wrap:
                     head = unwrap(head, sc.wrap)
+                sc.records = container_records(head)
+                if sc.records:
+                    head = unrecord(head)
                 sc.envelope = detect(head)
                 sc.escaped = page_escaped(head)
-                sc.decode = page_decoder(sc.escaped)
+                sc.decode = page_decoder(sc.escaped, sc.records)
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
             total += got
@@ -1781,7 +1787,7 @@ def scan_stream(
                     continue
             else:
                 cut = filled
-            if sc.decode is not None and (sc.escaped or page_marks(buf, cut)):
+            if sc.decode is not None and (sc.escaped or sc.records or page_marks(buf, cut)):
                 cut, filled = _decode_lines(buf, cut, filled, sc.decode)
             if sc.wrap:
                 cut = wrap_cut(buf, cut, sc.wrap) if got else cut

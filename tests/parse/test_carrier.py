@@ -20,7 +20,7 @@ from bench.audit_extract import SHAPES
 from bench.robustness import REWRITES, per_line
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse import scan
-from pytest_faildiag.parse.carrier import WEAK_LINES, detect, page_escaped, unwrap, wrap_width
+from pytest_faildiag.parse.carrier import WEAK_LINES, container_records, detect, page_escaped, unwrap, wrap_width
 from pytest_faildiag.parse.scan import ScanResult, scan_stream, scan_text
 from pytest_faildiag.rules import load_ruleset
 
@@ -41,7 +41,8 @@ CARRIERS = [
     "pdsh",
 ]
 WEAK = {"ray", "compose", "pdsh"}  # carrier.WEAK_FORMS
-PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes"]  # bench/robustness.py: what a page does to the whole text
+# bench/robustness.py: what a page or a container runtime's log file does to the whole text
+PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file"]
 
 PROGRAM = """
     import json
@@ -163,6 +164,19 @@ def test_a_page_escaped_log_is_decoded_before_it_is_searched(tmp_path):
     assert page_escaped(page.encode()) and not page_escaped(plain.encode())
     assert _tracebacks(_scan(page)) == _tracebacks(_scan(plain))
     assert _verdict(page) == _verdict(plain)
+
+
+def test_a_containers_json_file_log_is_read_as_its_records_text(tmp_path):
+    plain = _run(tmp_path, PROGRAM)
+    stored = REWRITES["docker-json-file"](plain)  # what Docker's json-file driver keeps of the container's stderr
+    assert stored.startswith('{"log":"Traceback') and "\\u003cmodule\\u003e" in stored
+    assert container_records(stored.encode()) and not container_records(plain.encode())
+    res = _scan(stored)
+    assert _tracebacks(res) == _tracebacks(_scan(plain))
+    assert _verdict(stored) == _verdict(plain)
+    code = 'import sys\nsys.tracebacklimit = 0\nraise PermissionError(13, "Permission denied", "/data/cache")\n'
+    found = _scan(REWRITES["docker-json-file"](_run(tmp_path, code))).findings
+    assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
 
 
 def _typeset(text: str) -> str:
