@@ -4,6 +4,10 @@ Logs arrive as gigabytes of interleaved ranks, progress bars redrawn with ``\\r`
 UTF-8 and, sometimes, one enormous line. Every reader here yields normalised lines one at a time and
 never holds more than ``MAX_LINE`` bytes of one line, so memory stays flat however large the input is.
 
+They also arrive in the encoding of the shell that wrote them: Windows PowerShell 5.1's ``>`` and ``Out-File``
+write UTF-16 with a byte order mark, its ``-Encoding utf8`` UTF-8 with one. A log that starts with a byte order
+mark is read in the encoding the mark names, as UTF-8 without the mark.
+
 They also arrive compressed: logrotate gzips yesterday's log, a CI service hands its artifacts back as
 ``.gz``, a cluster archives a job's output as ``.xz``. A log compressed with what Python's standard library
 reads (gzip, bzip2, xz/lzma: recognised by their magic bytes, not their names) is decompressed as it is
@@ -13,6 +17,7 @@ get a one-line error that says how to pipe them in.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -133,6 +138,55 @@ class Decompressed(io.RawIOBase):
             super().close()
 
 
+# a byte order mark -> the codec that reads the text after it (UTF-32's marks first: UTF-16 LE's starts UTF-32 LE's)
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+)
+
+
+def marked_encoding(head: bytes) -> str | None:
+    """The codec a text starting with ``head`` is in, when it starts with a byte order mark."""
+    return next((codec for bom, codec in BOMS if head.startswith(bom)), None)
+
+
+class Transcoded(io.RawIOBase):
+    """A log in the encoding its byte order mark names, read as UTF-8 without the mark, piece by piece (a
+    character cut between two pieces is kept for the next: the decoder is incremental)."""
+
+    def __init__(self, raw: IO[bytes], codec: str, owned: bool):
+        """``owned``: ``raw`` is closed with this (False for a stream the caller owns)."""
+        super().__init__()
+        self._raw, self._owned = raw, owned
+        self._decoder = codecs.getincrementaldecoder(codec)("replace")
+        self._pending = bytearray()
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        want = len(b)
+        while len(self._pending) < want and not self._ended:
+            data = self._raw.read(PIECE)
+            self._ended = not data
+            self._pending += self._decoder.decode(data, final=self._ended).encode("utf-8", "replace")
+        n = min(want, len(self._pending))
+        memoryview(b).cast("B")[:n] = self._pending[:n]
+        del self._pending[:n]
+        return n
+
+    def close(self) -> None:
+        try:
+            if self._owned:
+                self._raw.close()
+        finally:
+            super().close()
+
+
 def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.BufferedIOBase] | None:
     """The reader for the format ``head`` starts with (None: not compressed); InputError for one read elsewhere."""
     for magic, reader in COMPRESSED.items():
@@ -151,8 +205,12 @@ def open_stream(stream: BinaryIO) -> BinaryIO:
     peek = getattr(stream, "peek", None)
     if peek is None:
         return stream
-    reader = _compressed_reader(bytes(peek(8)[:8]), "stdin")
-    return cast(BinaryIO, Decompressed(reader(stream), None, None)) if reader else stream
+    head = bytes(peek(8)[:8])
+    reader = _compressed_reader(head, "stdin")
+    if reader is not None:
+        return cast(BinaryIO, Decompressed(reader(stream), None, None))
+    codec = marked_encoding(head)
+    return cast(BinaryIO, Transcoded(stream, codec, owned=False)) if codec else stream
 
 
 def open_log(path: str) -> BinaryIO:
@@ -166,6 +224,9 @@ def open_log(path: str) -> BinaryIO:
         reader = _compressed_reader(head, path)
         if reader is not None:
             return cast(BinaryIO, Decompressed(reader(f), f, os.fstat(f.fileno()).st_size))
+        codec = marked_encoding(head)
+        if codec is not None:
+            return cast(BinaryIO, Transcoded(f, codec, owned=True))
     except BaseException:
         f.close()
         raise
@@ -178,6 +239,8 @@ def sniff_binary(path: str) -> bool:
     a log is written, not seeked). InputError for a log compressed in a format not read here."""
     with open_regular(path) as f:
         head = f.read(8192)
+        if marked_encoding(head[:8]) is not None:
+            return False  # a wide encoding's NULs are its characters' bytes
         if _compressed_reader(head[:8], path) is None:
             return b"\x00" in head or hole_bytes(f, MAX_HOLES) > MAX_HOLES
     with open_log(path) as text:

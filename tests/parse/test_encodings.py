@@ -1,0 +1,99 @@
+"""Logs in the encoding of the shell that wrote them (``parse/logread.py``): Windows PowerShell 5.1's ``>`` and
+``Out-File`` write UTF-16 with a byte order mark and CRLF line ends, its ``-Encoding utf8`` UTF-8 with a mark. Such a
+log is read as its text, not refused as binary: real program output, encoded as those writers do."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine import diagnose
+from pytest_faildiag.parse.logread import marked_encoding
+
+PROGRAM = """
+    import sys
+    for step in range(800):
+        print(f"step {step} | loss {2.5 - step / 100:.4f} | débit 1.2e+04 jetons/s 🚀 ███▌", flush=True)
+    raise PermissionError(13, "Permission denied", "/données/cache/shard-00017.arrow")
+"""
+
+# codec -> what writes it: Python's "utf-16" writes a byte order mark and the machine's (little-endian) order,
+# as Windows PowerShell 5.1 does; the big-endian and UTF-32 forms carry their own marks
+ENCODINGS = {
+    "utf-16": lambda t: t.encode("utf-16"),
+    "utf-16-be": lambda t: b"\xfe\xff" + t.encode("utf-16-be"),
+    "utf-8-sig": lambda t: t.encode("utf-8-sig"),
+    "utf-32": lambda t: t.encode("utf-32"),
+}
+
+
+def _run(tmp_path: Path) -> str:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(PROGRAM), encoding="utf-8")
+    p = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=tmp_path,
+        env={"PYTHONIOENCODING": "utf-8", "PATH": ""},
+    )
+    return (p.stdout + p.stderr).replace("\n", "\r\n")  # PowerShell writes CRLF
+
+
+def _verdict(path: Path) -> tuple:
+    d = diagnose([str(path)])
+    top = d.root_causes[0]
+    return d.profile.type, d.profile.stage, top.category, top.rule, [(e.excerpt, e.line) for e in top.evidence[:2]]
+
+
+@pytest.mark.parametrize("codec", list(ENCODINGS))
+def test_a_log_in_the_encoding_its_mark_names_is_diagnosed_as_its_text(tmp_path, codec):
+    text = _run(tmp_path)
+    assert "PermissionError: [Errno 13]" in text and len(text.encode("utf-16")) > 64 * 1024  # more than one piece
+    plain = tmp_path / "train.log"
+    plain.write_bytes(text.encode("utf-8"))
+    wide = tmp_path / f"train-{codec}.log"
+    wide.write_bytes(ENCODINGS[codec](text))
+    assert marked_encoding(wide.read_bytes()[:8]) is not None
+    got = _verdict(wide)
+    assert got == _verdict(plain)  # the same cause, evidence and line numbers
+    assert "/données/cache" in got[4][0][0]  # the characters themselves, not their bytes
+
+
+def test_the_cli_reads_a_utf16_log_as_a_file_and_piped_in(tmp_path):
+    text = _run(tmp_path)
+    (tmp_path / "job.log").write_bytes(text.encode("utf-16"))
+    cli = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "--format", "json"]
+    as_file = subprocess.run([*cli, "job.log"], capture_output=True, cwd=tmp_path)
+    piped = subprocess.run([*cli, "-"], input=text.encode("utf-16"), capture_output=True, cwd=tmp_path)
+    want = subprocess.run([*cli, "-"], input=text.encode("utf-8"), capture_output=True, cwd=tmp_path)
+    assert as_file.returncode == piped.returncode == want.returncode == 0, as_file.stderr + piped.stderr
+    cause = json.loads(want.stdout)["root_causes"][0]
+    assert "PermissionError" in json.dumps(cause)
+    assert json.loads(piped.stdout)["root_causes"][0] == cause
+
+
+def test_a_file_of_nuls_without_a_mark_is_still_binary(tmp_path):
+    blob = tmp_path / "weights.log"
+    blob.write_bytes(b"\x00\x01\x02" * 4096)
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", str(blob)], capture_output=True, text=True
+    )
+    assert p.returncode == 2 and "binary file" in p.stderr
+
+
+@pytest.mark.parametrize("codec", list(ENCODINGS))
+def test_a_marked_log_whose_first_line_is_the_error_reads_that_line(tmp_path, codec):
+    # PowerShell's Set-Content / Out-File of a one-line error: the mark comes right before the exception's name
+    err = subprocess.run([sys.executable, "-c", "import torch_npu_absent"], capture_output=True, text=True).stderr
+    line = err.strip().splitlines()[-1] + "\r\n"
+    assert line.startswith("ModuleNotFoundError")
+    (tmp_path / "plain.log").write_bytes(line.encode())
+    (tmp_path / "marked.log").write_bytes(ENCODINGS[codec](line))
+    assert _verdict(tmp_path / "marked.log") == _verdict(tmp_path / "plain.log")
