@@ -95,6 +95,10 @@ def _add_file(inp: _Inputs, path: Path, base: Path | None, explicit: bool) -> No
         if text:
             inp.texts.append((name, text))
         return
+    if lower.endswith(".ipynb"):
+        if explicit:  # a notebook is read when named, not found in a walk: an old cell's saved error is not this run's
+            _add_notebook(inp, path, name)
+        return
     if not explicit and not _log_name(path):
         return
     try:
@@ -116,6 +120,16 @@ def _add_file(inp: _Inputs, path: Path, base: Path | None, explicit: bool) -> No
         inp.notes.append(f"{name}: skipped (binary)")
         return
     inp.logs.append((name, path))
+
+
+def _add_notebook(inp: _Inputs, path: Path, name: str) -> None:
+    text = artifacts.read_notebook(path)
+    if text is None:
+        raise InputError(f"{path}: not a readable Jupyter notebook (nbformat 4 JSON)")
+    if text:
+        inp.texts.append((name, text))
+    else:
+        inp.notes.append(f"{name}: the notebook was saved without any cell's output")
 
 
 def _log_name(path: Path) -> bool:

@@ -15,7 +15,7 @@ import io
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..fsio import MAX_JSON_BYTES, ReadRefused, load_json, read_capped
+from ..fsio import MAX_JSON_BYTES, ReadRefused, load_json, loads_json, read_capped
 
 MAX_ARTIFACT = 64 * 1024 * 1024  # a flight-recorder dump or a JUnit file; JSON has its own, smaller cap
 MAX_PICKLE_OPS = 2_000_000  # a default 2000-entry dump is ~0.9M opcodes; 2M empty dicts cost ~170 MB
@@ -212,6 +212,48 @@ def read_junit(path: Path) -> str | None:
                 lines.append(f"FAILED {name} - {el.get('message', '')}")
                 lines.extend((el.text or "").splitlines())
     return "\n".join(lines) if lines else None
+
+
+def read_notebook(path: Path) -> str | None:
+    """A Jupyter notebook (nbformat 4, what Jupyter, JupyterLab, VS Code and Colab save) -> the text its code cells
+    printed, in order: stream output (stdout and stderr, where a ``!python train.py`` cell's whole run lands) and
+    each error output's traceback (the kernel's, ANSI colours and all: the scanner cleans them). Rich results
+    (figures, tables) say nothing about a failure and are left out. "" for a notebook saved without output, None
+    for a file that is not a readable notebook."""
+    try:
+        nb = loads_json(read_capped(path, MAX_ARTIFACT))
+    except (OSError, ValueError):
+        return None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return None
+    parts: list[str] = []
+    for cell in cells:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for out in outputs if isinstance(outputs, list) else []:
+            parts.extend(_printed(out))
+    return "".join(parts)
+
+
+def _printed(out: Any) -> list[str]:
+    """What one output of a cell printed, as text ending in a newline (nbformat keeps multi-line strings as lists
+    of lines)."""
+    if not isinstance(out, dict):
+        return []
+    kind = out.get("output_type")
+    if kind == "stream":
+        text = _joined(out.get("text"), "")
+    elif kind == "error":
+        text = _joined(out.get("traceback"), "\n") or f"{out.get('ename', '')}: {out.get('evalue', '')}"
+    else:
+        return []
+    return [text if text.endswith("\n") else text + "\n"] if text else []
+
+
+def _joined(value: Any, sep: str) -> str:
+    if isinstance(value, str):
+        return value
+    return sep.join(v for v in value if isinstance(v, str)) if isinstance(value, list) else ""
 
 
 def read_json(path: Path, *, dicts_only: bool = True) -> Any:
