@@ -210,6 +210,7 @@ SHAPES: dict[str, Callable[[str], str]] = {
     "crlf": lambda s: s + "\r",
     "ansi": lambda s: "\x1b[31m" + s + "\x1b[0m",
     "rank": lambda s: "[rank3]:" + s,
+    "kubectl-prefix": lambda s: "[pod/trainer-worker-3/pytorch] " + s,
     "default": lambda s: "[default0]:" + s,
     "srun": lambda s: "0: " + s,
     "pdsh": lambda s: "host-12: " + s,

@@ -97,6 +97,7 @@ CARRIED = {
     "airflow-task-log": "airflow",  # Airflow's task log: a KubernetesPodOperator's job output, line by line
     "journald": "journald",  # journalctl's short form: month, day, time, host, unit and pid
     "markdown-quote": "quote",
+    "kubectl-prefix": "kubectl-prefix",  # kubectl logs --prefix: [pod/name/container]
     "mpirun-tag": "mpirun",  # Open MPI's --tag-output: [job,rank]<stream>:
     "ray-worker": "ray",  # Ray's driver: each worker's lines behind its name and pid
     "compose": "compose",  # docker compose: the container's name and a bar

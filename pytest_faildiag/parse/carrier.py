@@ -21,7 +21,8 @@ every line, and each of these writes a fixed, documented form.
   ``--tee``/``--local-ranks-filter`` and torchelastic's ``--log-line-prefix-template``: ``[rank3]:``,
   ``[default3]:``;
 * an issue thread's Markdown quote of a paste: ``> `` before each line;
-* what gathers many processes' output into one stream: Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``,
+* what gathers many processes' output into one stream: ``kubectl logs --prefix`` (``[pod/trainer-worker-3/pytorch] ``),
+  Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``,
   the rank kept), Ray's driver (``(RayTrainWorker pid=4242, ip=10.0.0.3) ``), ``docker compose``
   (``trainer-1  | ``) and pdsh, clush or DeepSpeed's pdsh runner (``gpu-node-07: ``, ``10.0.0.3: ``). A program's own lines can
   take the last three forms (a name and a bar, a dotted name and a colon), so these are envelopes only on a log
@@ -105,6 +106,8 @@ FORMS: dict[str, tuple[str, str]] = {
     "torchrun-rank": ("[", RANK_PREFIX),
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
     "markdown-quote": (">", r">(?: |$)"),
+    # ``kubectl logs --prefix`` (with ``-l``/``--all-containers``, one job's pods at once): the pod and the container
+    "kubectl-prefix": ("[", r"\[pod/[^/\]\s]+/[^\]\s]+\] "),
     # Open MPI's ``mpirun --tag-output``: the job and the rank, and the stream (``[1,3]<stderr>:``)
     "mpirun-tag": ("[", r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:"),
     # Ray's driver shows each worker's or actor's lines behind its name and process (``(RayTrainWorker pid=4242,

@@ -35,6 +35,7 @@ CARRIERS = [
     "airflow",
     "journald",
     "quote",
+    "kubectl-prefix",
     "mpirun",
     "ray",
     "compose",
