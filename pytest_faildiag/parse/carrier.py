@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -265,17 +266,35 @@ def _word(ch: str) -> bool:
 
 def wrap_width(head: bytes | bytearray | memoryview) -> int | None:
     """The width a terminal copy hard-wrapped ``head``'s lines at, if it did: the longest line's length, when
-    at least ``WRAP_BREAKS`` different lines of that length end in a word that the next line goes on with.
+    at least ``WRAP_BREAKS`` different lines of that length end in a word that the next line goes on with, and
+    what goes on is a fragment: the next lines start otherwise than the broken ones, with different words, none
+    with most of them.
 
     A log written as it ran has a longest line or two, not a crowd of equally long ones cut mid-word; lines
     of equal width that a program pads (pytest's separators and progress lines, tables) end at a margin, not
-    inside a word."""
+    inside a word; and a program's fixed-width records (``step 1200 | loss 2.31 | lr 3.0e-04``) are followed
+    by more of the same record, not by the rest of a word."""
     lines = _lines(head)
     width = max(map(len, lines), default=0)
     if width < WRAP_MIN:
         return None
-    broken = {a for a, b in pairwise(lines) if len(a) == width and _word(a[-1]) and _word(b[:1])}
-    return width if len(broken) >= WRAP_BREAKS else None
+    breaks = [
+        (a, word)
+        for a, b in pairwise(lines)
+        if len(a) == width and _word(a[-1]) and _word(b[:1]) and (word := _head(b)) != _head(a.lstrip())
+    ]
+    if len({a for a, _ in breaks}) < WRAP_BREAKS:
+        return None
+    heads = Counter(word for _, word in breaks)
+    return width if len(heads) >= WRAP_BREAKS and heads.most_common(1)[0][1] * 2 <= len(breaks) else None
+
+
+def _head(line: str) -> str:
+    m = _HEAD_WORD.match(line)
+    return m[0] if m else ""
+
+
+_HEAD_WORD = re.compile(r"\w+")
 
 
 def _full(line: bytes, width: int) -> bool:

@@ -315,9 +315,16 @@ def test_unwrapping_keeps_the_size_and_every_line_number():
 def test_a_wrapped_line_across_two_chunks_is_joined(tmp_path, monkeypatch):
     monkeypatch.setattr(scan, "CHUNK", 4096)  # the log is read in many chunks; wrapped lines straddle them
     plain = _deep(tmp_path)
+    records = [
+        "epoch {e} step {s} loss={l:.6f} lr=3e-4 grad_norm={g:.4f} throughput={t:.1f} tokens/s samples_seen={n}",
+        "data worker {w} prefetched {n} samples from /datasets/shards/train-{s:05d}-of-01024.arrow in {l:.3f} s",
+        "saved checkpoint to /checkpoints/run-{e}/step-{s}/model.safetensors ({g:.1f} GB, {t:.1f} MB/s)",
+        "eval at step {s}: accuracy={l:.4f} perplexity={g:.3f} examples={n} elapsed={t:.1f} s on {w} workers",
+    ]
     noise = "".join(
-        f"[2024-05-14 09:31:{i % 60:02d}] epoch {i // 50} step {i * 50} loss={i / 7:.6f} lr=3e-4 "
-        f"grad_norm={i / 3:.4f} throughput={18234.5 + i:.1f} tokens/s samples_seen={i * 4096}\n"
+        f"[2024-05-14 09:31:{i % 60:02d}] "
+        + records[i % 4].format(e=i // 50, s=i * 50, l=i / 7, g=i / 3, t=18234.5 + i, n=i * 4096, w=i % 8)
+        + "\n"
         for i in range(400)
     )
     wrapped = REWRITES["wrapped-80"](noise + plain)
