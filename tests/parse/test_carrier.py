@@ -361,3 +361,16 @@ def test_a_programs_own_name_and_colon_lines_are_no_host_envelope(tmp_path):
     out = _run(tmp_path, code)
     assert out.count("json.decoder.JSONDecodeError: Expecting value") == 8 and "INFO:root:all workers" in out
     assert detect(out.encode()) is None
+
+
+def test_a_programs_fixed_width_records_are_not_a_hard_wrap(tmp_path):
+    # the widest lines are one record format, ending in a word, each followed by the next record
+    code = """
+        for i in range(1000, 1300):
+            print(f"step {i} | loss 2.{i % 97:02d} | lr 3.0e-04 | storage ok | quota fine | throughput {i * 7}", flush=True)
+    """
+    out = _run(tmp_path, code)
+    widths = [len(line) for line in out.splitlines()]
+    assert widths.count(max(widths)) > 100 and max(widths) >= 60
+    assert wrap_width(out.encode()) is None
+    assert _tracebacks(_scan(out + _run(tmp_path, PROGRAM))) == _tracebacks(_scan(_run(tmp_path, PROGRAM)))
