@@ -22,6 +22,7 @@ from pytest_faildiag.parse import logread
 from pytest_faildiag.parse.logread import InputError, open_log
 from pytest_faildiag.parse.scan import ScanResult, scan_file
 from pytest_faildiag.rules import load_ruleset
+from tests.parse.conftest import file_verdict
 
 WRITERS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
 
@@ -40,12 +41,6 @@ def _run(tmp_path: Path) -> str:
     return p.stdout + p.stderr
 
 
-def _verdict(path: Path) -> tuple:
-    d = diagnose([str(path)])
-    top = d.root_causes[0]
-    return d.profile.type, d.profile.stage, top.category, top.rule, [(e.excerpt, e.line) for e in top.evidence[:2]]
-
-
 @pytest.mark.parametrize("fmt", list(WRITERS))
 def test_a_compressed_log_is_diagnosed_as_its_text(tmp_path, fmt):
     text = _run(tmp_path)
@@ -54,7 +49,7 @@ def test_a_compressed_log_is_diagnosed_as_its_text(tmp_path, fmt):
     plain.write_text(text)
     packed = tmp_path / f"train.log.{fmt}"
     packed.write_bytes(WRITERS[fmt](text.encode()))
-    assert _verdict(packed) == _verdict(plain)  # the same cause, evidence and line numbers
+    assert file_verdict(packed) == file_verdict(plain)  # the same cause, evidence and line numbers
 
 
 def test_a_folder_walk_reads_a_rotated_log(tmp_path):

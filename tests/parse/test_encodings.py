@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse.logread import marked_encoding
+from tests.parse.conftest import file_verdict
 
 PROGRAM = """
     import sys
@@ -46,12 +46,6 @@ def _run(tmp_path: Path) -> str:
     return (p.stdout + p.stderr).replace("\n", "\r\n")  # PowerShell writes CRLF
 
 
-def _verdict(path: Path) -> tuple:
-    d = diagnose([str(path)])
-    top = d.root_causes[0]
-    return d.profile.type, d.profile.stage, top.category, top.rule, [(e.excerpt, e.line) for e in top.evidence[:2]]
-
-
 @pytest.mark.parametrize("codec", list(ENCODINGS))
 def test_a_log_in_the_encoding_its_mark_names_is_diagnosed_as_its_text(tmp_path, codec):
     text = _run(tmp_path)
@@ -61,8 +55,8 @@ def test_a_log_in_the_encoding_its_mark_names_is_diagnosed_as_its_text(tmp_path,
     wide = tmp_path / f"train-{codec}.log"
     wide.write_bytes(ENCODINGS[codec](text))
     assert marked_encoding(wide.read_bytes()[:8]) is not None
-    got = _verdict(wide)
-    assert got == _verdict(plain)  # the same cause, evidence and line numbers
+    got = file_verdict(wide)
+    assert got == file_verdict(plain)  # the same cause, evidence and line numbers
     assert "/données/cache" in got[4][0][0]  # the characters themselves, not their bytes
 
 
@@ -96,4 +90,4 @@ def test_a_marked_log_whose_first_line_is_the_error_reads_that_line(tmp_path, co
     assert line.startswith("ModuleNotFoundError")
     (tmp_path / "plain.log").write_bytes(line.encode())
     (tmp_path / "marked.log").write_bytes(ENCODINGS[codec](line))
-    assert _verdict(tmp_path / "marked.log") == _verdict(tmp_path / "plain.log")
+    assert file_verdict(tmp_path / "marked.log") == file_verdict(tmp_path / "plain.log")
