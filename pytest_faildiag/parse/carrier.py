@@ -21,13 +21,13 @@ every line, and each of these writes a fixed, documented form.
   ``--tee``/``--local-ranks-filter`` and torchelastic's ``--log-line-prefix-template``: ``[rank3]:``,
   ``[default3]:``;
 * an issue thread's Markdown quote of a paste: ``> `` before each line;
-* what gathers many processes' output into one stream: ``kubectl logs --prefix`` (``[pod/trainer-worker-3/pytorch] ``),
-  Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``,
-  the rank kept), Ray's driver (``(RayTrainWorker pid=4242, ip=10.0.0.3) ``), ``docker compose``
-  (``trainer-1  | ``) and pdsh, clush or DeepSpeed's pdsh runner (``gpu-node-07: ``, ``10.0.0.3: ``). A program's own lines can
-  take the last three forms (a name and a bar, a dotted name and a colon), so these are envelopes only on a log
-  of ``WEAK_LINES`` lines or more, and a host is what RFC 1123 allows (lower case, no underscore) with a digit
-  or a hyphen in it.
+* what gathers many processes' output into one stream: ``kubectl logs --prefix``
+  (``[pod/trainer-worker-3/pytorch] ``), Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``, the rank
+  kept), Ray's driver (``(RayTrainWorker pid=4242, ip=10.0.0.3) ``), ``docker compose`` (``trainer-1  | ``)
+  and pdsh, clush or DeepSpeed's pdsh runner (``gpu-node-07: ``, ``10.0.0.3: ``). A program's own lines can
+  take the last three forms (a name and a bar, a process in brackets, a dotted name and a colon), so these
+  are envelopes only on a log of ``WEAK_LINES`` lines or more, and a host is what RFC 1123 allows (lower case,
+  no underscore) with a digit or a hyphen in it.
 
 None of these says anything about the failure, and each hides it: a pattern anchored at a line's start
 no longer matches, an exception line no longer starts the line, a quoted traceback frame looks like
@@ -359,7 +359,10 @@ def _record(line: bytes) -> bytes | None:
 
 def container_records(head: bytes | bytearray | memoryview) -> bool:
     """Whether most of ``head``'s first non-empty lines are a container runtime's JSON records (``json-file``)."""
-    lines = [s for s in bytes(head[:HEAD_BYTES]).split(b"\n")[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
+    data = bytes(head[:HEAD_BYTES])
+    if _RECORD_START not in data:
+        return False  # most logs: not one record, and nothing split to find out
+    lines = [s for s in data.split(b"\n")[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
     return bool(lines) and sum(_record(s) is not None for s in lines) >= SHARE * len(lines)
 
 
