@@ -8,7 +8,9 @@ every line, and each of these writes a fixed, documented form.
 * GitHub Actions' and Azure Pipelines' raw logs, ``kubectl logs --timestamps``, ``docker logs -t``: an
   RFC 3339 time and a space (``2024-05-14T09:31:07.1234567Z``; Docker and Kubernetes give nanoseconds);
 * GitLab's raw job log, which GitLab Runner 17 and later time-stamp line by line (``FF_TIMESTAMPS``, on for
-  gitlab.com's runners): that time, the stream and a space or a ``+`` (``… 00O ``, ``… 01E+``);
+  gitlab.com's runners): that time, the stream and a space or a ``+`` (``… 00O ``, ``… 01E+``); a ``+`` line
+  goes on from its stream's last line (the runner read a piece of output that ended inside a line, as a
+  block-buffered stdout's pieces do) and is joined to it;
 * containerd's CRI log files (``/var/log/pods/…``, what Fluent Bit and Promtail ship): that time, the
   stream and a full/partial flag (``… stderr F ``);
 * Jenkins' Timestamper plugin and Buildkite: the time in brackets (``[2024-05-14T09:31:07.123Z] ``);
@@ -200,15 +202,19 @@ NBSP = b"\xc2\xa0"
 _TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and of other punctuation: a hint)
 
 
-def page_decoder(escaped: bool, records: bool = False) -> Callable[[bytes | bytearray | memoryview], bytes]:
+def page_decoder(
+    escaped: bool, records: bool = False, continued: bool = False
+) -> Callable[[bytes | bytearray | memoryview], bytes]:
     """What undoes a page's or a container runtime's doing to whole lines of a log (never longer than its input;
     a line stays a line): container records read as their time and text where the log is ``records``
-    (``container_records`` on its head), its entities decoded where it is ``escaped`` (``page_escaped`` on its
-    head: an entity alone may be the program's own text), typographic quotes straightened and no-break spaces
-    made spaces wherever they are (no diagnosis hangs on either)."""
+    (``container_records`` on its head), GitLab's continued lines joined where its envelope is GitLab's
+    (``continued``: ``rejoin``), its entities decoded where it is ``escaped`` (``page_escaped`` on its head: an
+    entity alone may be the program's own text), typographic quotes straightened and no-break spaces made spaces
+    wherever they are (no diagnosis hangs on either)."""
 
     def decode(data: bytes | bytearray | memoryview) -> bytes:
         out = unrecord(data) if records else bytes(data)
+        out = rejoin(out) if continued else out
         out = unescape(out) if escaped else out
         if _TYPOGRAPHIC in out:
             out = straighten(out)
@@ -371,3 +377,31 @@ def unrecord(data: bytes | bytearray | memoryview) -> bytes:
     text escaped, and more); other lines as they were."""
     lines = bytes(data).split(b"\n")
     return b"\n".join(line if (text := _record(line)) is None else text for line in lines)
+
+
+# a GitLab line's envelope: its time and its stream (the two hex digits and O or E), then `+` where the line goes on
+# from the stream's last one (the runner read a piece of output that did not end a line: a block-buffered stdout
+# ends its pieces anywhere)
+_GITLAB_LINE = re.compile(rb"\d{4}-\d\d-\d\dT\S+ (?P<stream>[0-9a-f]{2}[OE])(?P<mark>[ +])")
+
+
+def rejoin(data: bytes) -> bytes:
+    """Whole lines ``data`` of a GitLab job log with each continued line's text appended to its stream's last
+    line, the line that held it left empty (never longer; as many lines). A line whose start is in an earlier
+    chunk keeps its parts apart."""
+    if b"+" not in data:
+        return data
+    lines = data.split(b"\n")
+    last: dict[bytes, int] = {}
+    for i, line in enumerate(lines):
+        m = _GITLAB_LINE.match(line)
+        if m is None:
+            continue
+        stream = m["stream"]
+        if m["mark"] == b"+" and stream in last:
+            j = last[stream]
+            lines[j] += line[m.end() :]
+            lines[i] = b""
+        else:
+            last[stream] = i
+    return b"\n".join(lines)

@@ -469,6 +469,7 @@ class _Scanner:
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
         self.records = False  # the log is a container runtime's JSON records, read as their text (``carrier``)
         self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the page's doing
+        self.every_chunk = False  # ``decode`` changes every chunk (else only one with a page's marks)
         self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
         self.label: str | None = None  # the task number the envelope gave it (``srun --label``): its rank
@@ -1770,7 +1771,9 @@ def scan_stream(
                     head = unrecord(head)
                 sc.envelope = detect(head)
                 sc.escaped = page_escaped(head)
-                sc.decode = page_decoder(sc.escaped, sc.records)
+                continued = sc.envelope is not None and sc.envelope.name == "gitlab"
+                sc.decode = page_decoder(sc.escaped, sc.records, continued)
+                sc.every_chunk = sc.escaped or sc.records or continued
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
             total += got
@@ -1787,7 +1790,7 @@ def scan_stream(
                     continue
             else:
                 cut = filled
-            if sc.decode is not None and (sc.escaped or sc.records or page_marks(buf, cut)):
+            if sc.decode is not None and (sc.every_chunk or page_marks(buf, cut)):
                 cut, filled = _decode_lines(buf, cut, filled, sc.decode)
             if sc.wrap:
                 cut = wrap_cut(buf, cut, sc.wrap) if got else cut

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -374,3 +375,42 @@ def test_a_programs_fixed_width_records_are_not_a_hard_wrap(tmp_path):
     assert widths.count(max(widths)) > 100 and max(widths) >= 60
     assert wrap_width(out.encode()) is None
     assert _tracebacks(_scan(out + _run(tmp_path, PROGRAM))) == _tracebacks(_scan(_run(tmp_path, PROGRAM)))
+
+
+SPLIT_WRITER = """
+    import sys, time
+    for step in range(50):
+        print(f"step {step} | loss {2.5 - step / 100:.4f}")
+    print("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, unhandled sys", end="")
+    sys.stdout.flush()
+    time.sleep(0.3)  # the rest of the line comes in a later piece of output
+    print("tem error, NCCL version 2.18.1")
+    print("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.")
+"""
+
+
+def _gitlab_job_log(tmp_path: Path, code: str) -> tuple[str, str]:
+    """(what the program printed, what GitLab Runner 17+ keeps of it with FF_TIMESTAMPS): the output read from the
+    pipe in the pieces it arrives in, each piece's lines behind the time and the stream (``00O``), and a piece
+    that goes on from a line the last piece left open behind ``00O+``."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(code))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, cwd=tmp_path)
+    assert p.stdout is not None
+    plain, kept, open_line = "", [], False
+    while piece := os.read(p.stdout.fileno(), 65536).decode():
+        plain += piece
+        parts = piece.split("\n")
+        for k, part in enumerate(parts[:-1] if piece.endswith("\n") else parts):
+            kept.append(f"2024-05-14T09:31:07.{len(kept):06d}Z 00O{'+' if k == 0 and open_line else ' '}{part}")
+        open_line = not piece.endswith("\n")
+    p.wait()
+    return plain, "\n".join(kept) + "\n"
+
+
+def test_gitlab_lines_continued_across_pieces_of_output_are_joined(tmp_path):
+    plain, kept = _gitlab_job_log(tmp_path, SPLIT_WRITER)
+    assert " 00O+tem error, NCCL version" in kept  # the runner split the error line where the program paused
+    assert detect(kept.encode()) is not None
+    assert _verdict(kept) == _verdict(plain)
+    assert any("unhandled system error" in f.text for f in _scan(kept).findings)  # the line whole again
