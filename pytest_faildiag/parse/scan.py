@@ -1762,18 +1762,8 @@ def scan_stream(
                 got = len(data)
                 view[carry : carry + got] = data
             if total == 0:
-                head: bytes | memoryview = view[: carry + got]
-                sc.wrap = wrap_width(head)
-                if sc.wrap:
-                    head = unwrap(head, sc.wrap)
-                sc.records = container_records(head)
-                if sc.records:
-                    head = unrecord(head)
-                sc.envelope = detect(head)
-                sc.escaped = page_escaped(head)
-                continued = sc.envelope is not None and sc.envelope.name == "gitlab"
-                sc.decode = page_decoder(sc.escaped, sc.records, continued)
-                sc.every_chunk = sc.escaped or sc.records or continued
+                with view[: carry + got] as first:  # released at once: ``_grown`` may resize ``buf`` later
+                    _read_carrier(sc, first)
                 if mpscan.worth_it(got):  # find candidate lines with an engine
                     fast = sc.compiled.line_starts()
             total += got
@@ -1808,6 +1798,22 @@ def scan_stream(
     sc.info.tail = list(tail)
     # a traceback whose exception line never came (log cut mid-traceback) is still evidence
     sc.open_tb.clear()
+
+
+def _read_carrier(sc: _Scanner, head: bytes | memoryview) -> None:
+    """What the log's carrier did to every line, read on its first chunk (``carrier``): a terminal's hard wraps, a
+    container runtime's records, an envelope, a page's escaping; and the decoder every chunk then goes through."""
+    sc.wrap = wrap_width(head)
+    if sc.wrap:
+        head = unwrap(head, sc.wrap)
+    sc.records = container_records(head)
+    if sc.records:
+        head = unrecord(head)
+    sc.envelope = detect(head)
+    sc.escaped = page_escaped(head)
+    continued = sc.envelope is not None and sc.envelope.name == "gitlab"
+    sc.decode = page_decoder(sc.escaped, sc.records, continued)
+    sc.every_chunk = sc.escaped or sc.records or continued
 
 
 def _decode_lines(
