@@ -202,7 +202,7 @@ NBSP = b"\xc2\xa0"
 _TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and of other punctuation: a hint)
 
 
-def page_decoder(
+def carrier_decoder(
     escaped: bool, records: bool = False, continued: bool = False
 ) -> Callable[[bytes | bytearray | memoryview], bytes]:
     """What undoes a page's or a container runtime's doing to whole lines of a log (never longer than its input;
@@ -224,7 +224,7 @@ def page_decoder(
 
 
 def page_marks(buf: bytes | bytearray, end: int) -> bool:
-    """Whether ``buf[:end]`` holds a typographic quote's or a no-break space's first bytes (what ``page_decoder``
+    """Whether ``buf[:end]`` holds a typographic quote's or a no-break space's first bytes (what ``carrier_decoder``
     undoes in any log): most logs hold neither, and are not copied to find out."""
     return buf.find(_TYPOGRAPHIC, 0, end) >= 0 or buf.find(NBSP, 0, end) >= 0
 
@@ -365,11 +365,10 @@ def _record(line: bytes) -> bytes | None:
 
 def container_records(head: bytes | bytearray | memoryview) -> bool:
     """Whether most of ``head``'s first non-empty lines are a container runtime's JSON records (``json-file``)."""
-    data = bytes(head[:HEAD_BYTES])
-    if _RECORD_START not in data:
+    if _RECORD_START not in bytes(head[:HEAD_BYTES]):
         return False  # most logs: not one record, and nothing split to find out
-    lines = [s for s in data.split(b"\n")[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
-    return bool(lines) and sum(_record(s) is not None for s in lines) >= SHARE * len(lines)
+    lines = _head_lines(head)
+    return bool(lines) and sum(_record(s.encode()) is not None for s in lines) >= SHARE * len(lines)
 
 
 def unrecord(data: bytes | bytearray | memoryview) -> bytes:

@@ -199,34 +199,37 @@ def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.Buffe
     return None
 
 
+def _as_text(raw: IO[bytes], head: bytes, what: str, size: int | None) -> BinaryIO | None:
+    """``raw`` read as its text when ``head`` (its first bytes) says it is compressed or starts with a byte order
+    mark; None when it is plain. ``size``: the file's, which bounds a decompressed read and makes ``raw`` the
+    reader's to close (None: a stream the caller owns)."""
+    reader = _compressed_reader(head, what)
+    if reader is not None:
+        return cast(BinaryIO, Decompressed(reader(raw), raw if size is not None else None, size))
+    codec = marked_encoding(head)
+    return cast(BinaryIO, Transcoded(raw, codec, owned=size is not None)) if codec else None
+
+
 def open_stream(stream: BinaryIO) -> BinaryIO:
     """A piped log (``faildiag diagnose -``) as its text: ``cat job.log.gz | faildiag diagnose -`` works as the
     file would. Only a stream that can show its first bytes without consuming them (``peek``) is looked at."""
     peek = getattr(stream, "peek", None)
     if peek is None:
         return stream
-    head = bytes(peek(8)[:8])
-    reader = _compressed_reader(head, "stdin")
-    if reader is not None:
-        return cast(BinaryIO, Decompressed(reader(stream), None, None))
-    codec = marked_encoding(head)
-    return cast(BinaryIO, Transcoded(stream, codec, owned=False)) if codec else stream
+    return _as_text(stream, bytes(peek(8)[:8]), "stdin", None) or stream
 
 
 def open_log(path: str) -> BinaryIO:
-    """A log file for binary reading: the file itself (unbuffered, read in place by the scanner), or its
-    decompressed text when it is compressed (``COMPRESSED``). Raises InputError for a format that cannot be
+    """A log file for binary reading: the file itself (unbuffered, read in place by the scanner), or its text
+    when it is compressed (``COMPRESSED``) or marked with a byte order mark (``BOMS``). Raises InputError for a format that cannot be
     read here (``UNREADABLE``), with the command that pipes it in."""
     f = open(path, "rb", buffering=0)  # noqa: SIM115 (handed to the caller, who closes it)
     try:
         head = f.read(8)
         f.seek(0)
-        reader = _compressed_reader(head, path)
-        if reader is not None:
-            return cast(BinaryIO, Decompressed(reader(f), f, os.fstat(f.fileno()).st_size))
-        codec = marked_encoding(head)
-        if codec is not None:
-            return cast(BinaryIO, Transcoded(f, codec, owned=True))
+        text = _as_text(f, head, path, os.fstat(f.fileno()).st_size)
+        if text is not None:
+            return text
     except BaseException:
         f.close()
         raise

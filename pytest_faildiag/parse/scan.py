@@ -28,9 +28,9 @@ from .carrier import (
     ENTITIES,
     RANK_PREFIX,
     Envelope,
+    carrier_decoder,
     container_records,
     detect,
-    page_decoder,
     page_escaped,
     page_marks,
     unrecord,
@@ -467,8 +467,7 @@ class _Scanner:
         self.prefix: re.Pattern[str] | None = None  # a logger's prefix seen before "Traceback", stripped after
         self.envelope: Envelope | None = None  # the carrier's form around every line (``carrier``)
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
-        self.records = False  # the log is a container runtime's JSON records, read as their text (``carrier``)
-        self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the page's doing
+        self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the carrier's doing
         self.every_chunk = False  # ``decode`` changes every chunk (else only one with a page's marks)
         self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
@@ -1806,21 +1805,22 @@ def _read_carrier(sc: _Scanner, head: bytes | memoryview) -> None:
     sc.wrap = wrap_width(head)
     if sc.wrap:
         head = unwrap(head, sc.wrap)
-    sc.records = container_records(head)
-    if sc.records:
+    records = container_records(head)
+    if records:
         head = unrecord(head)
     sc.envelope = detect(head)
     sc.escaped = page_escaped(head)
     continued = sc.envelope is not None and sc.envelope.name == "gitlab"
-    sc.decode = page_decoder(sc.escaped, sc.records, continued)
-    sc.every_chunk = sc.escaped or sc.records or continued
+    sc.decode = carrier_decoder(sc.escaped, records, continued)
+    sc.every_chunk = sc.escaped or records or continued
 
 
 def _decode_lines(
     buf: bytearray, cut: int, filled: int, decode: Callable[[bytes | bytearray | memoryview], bytes]
 ) -> tuple[int, int]:
-    """Undo what a page did to the whole lines ``buf[:cut]`` (``carrier.page_decoder``), in place: the partial
-    line after them is moved up behind them. The new ``cut`` and ``filled``."""
+    """Undo what the carrier did to the whole lines ``buf[:cut]`` (``carrier.carrier_decoder``: its decoding only
+    ever shortens what it changes), in place: the partial line after them is moved up behind them. The new ``cut``
+    and ``filled``."""
     lines = decode(buf[:cut])
     if len(lines) == cut:
         return cut, filled
