@@ -11,8 +11,9 @@ mark is read in the encoding the mark names, as UTF-8 without the mark.
 They also arrive compressed: logrotate gzips yesterday's log, a CI service hands its artifacts back as
 ``.gz``, a cluster archives a job's output as ``.xz``. A log compressed with what Python's standard library
 reads (gzip, bzip2, xz/lzma: recognised by their magic bytes, not their names) is decompressed as it is
-scanned, in the same bounded chunks; zstd and lz4 need a library this project does not depend on, so they
-get a one-line error that says how to pipe them in.
+scanned, in the same bounded chunks, and its text read as above when it starts with a byte order mark; zstd
+and lz4 need a library this project does not depend on, so they get a one-line error that says how to pipe
+them in. A decompression bomb is read only so far, piped in as well as from a file.
 """
 
 from __future__ import annotations
@@ -89,36 +90,82 @@ MAX_RATIO = 400
 PIECE = 64 * 1024
 
 
-class Decompressed(io.RawIOBase):
-    """A compressed log read as its text: not seekable (a diagnosis past its time budget reads on rather than
-    decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
-    log of a job killed while it was written is read up to its last whole block), as does a bomb."""
+class Tally(io.RawIOBase):
+    """A stream the caller owns, read through while counting its bytes: a piped compressed log has no size, so
+    what was read of it so far bounds its text instead (never closes the stream)."""
 
-    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes] | None, size: int | None):
-        """``raw``: the compressed file, closed with this (None: a stream the caller owns); ``size``: its size,
-        which bounds the text read (None for a pipe: the user's own stream)."""
-        import lzma
-        import zlib
-
+    def __init__(self, stream: IO[bytes]):
         super().__init__()
-        self._inner, self._raw = inner, raw
-        self._broken = (EOFError, OSError, zlib.error, lzma.LZMAError)  # what the readers raise on a bad stream
-        self._left = max(size, 1) * MAX_RATIO if size is not None else 1 << 62
-        self.stopped = ""  # why reading stopped before the stream's end, if it did
+        self._stream, self.count = stream, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b: Any) -> int:
+        data = self._stream.read(len(b))
+        memoryview(b).cast("B")[: len(data)] = data
+        self.count += len(data)
+        return len(data)
+
+
+class Decompressed(io.RawIOBase):
+    """A compressed log read as its text: not seekable (a diagnosis past its time budget reads on rather than
+    decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
+    log of a job killed while it was written is read up to its last whole block), as does a bomb."""
+
+    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes] | None, size: int, tally: Tally | None = None):
+        """``raw``: the compressed file, closed with this (None: a stream the caller owns); ``size``: its size,
+        which bounds the text read. A pipe has none: ``tally`` counts the compressed bytes read from it so far,
+        which bound the text instead (at least ``PIECE`` of them are allowed for: the decoders read ahead)."""
+        import lzma
+        import zlib
+
+        super().__init__()
+        self._inner, self._raw, self._size, self._tally = inner, raw, size, tally
+        self._broken = (EOFError, OSError, zlib.error, lzma.LZMAError)  # what the readers raise on a bad stream
+        self._given = 0  # bytes of text handed out
+        self._head = b""  # text read ahead by ``peek_head``, handed out first
+        self.stopped = ""  # why reading stopped before the stream's end, if it did
+
+    def readable(self) -> bool:
+        return True
+
+    def _left(self) -> int:
+        """How much more text the compressed bytes read so far allow (``MAX_RATIO`` times them)."""
+        if self._tally is not None:
+            return max(self._tally.count, PIECE) * MAX_RATIO - self._given
+        return max(self._size, 1) * MAX_RATIO - self._given
+
+    def peek_head(self, n: int) -> bytes:
+        """The text's first ``n`` bytes (fewer if it is shorter), still to be read: a compressed log can start
+        with a byte order mark too."""
+        while len(self._head) < n:
+            piece = bytearray(n - len(self._head))
+            got = self._decompress(piece)
+            if not got:
+                break
+            self._head += piece[:got]
+        return self._head[:n]
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            memoryview(b).cast("B")[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._decompress(b)
+
+    def _decompress(self, b: Any) -> int:
         """Fill ``b`` in pieces of ``PIECE`` bytes: a stream that breaks loses at most the piece it broke in
         (the readers drop what they decoded in a call that raises)."""
         view, got, want = memoryview(b).cast("B"), 0, len(b)
         while got < want and not self.stopped:
-            if self._left <= 0:
+            left = self._left()
+            if left <= 0:
                 self.stopped = f"stopped at {MAX_RATIO}x its compressed size"
                 break
             try:
-                data = self._inner.read(min(PIECE, want - got, self._left))
+                data = self._inner.read(min(PIECE, want - got, left))
             except self._broken as exc:
                 self.stopped = f"truncated or corrupt ({exc})"
                 break
@@ -126,7 +173,7 @@ class Decompressed(io.RawIOBase):
                 break
             view[got : got + len(data)] = data
             got += len(data)
-            self._left -= len(data)
+            self._given += len(data)
         return got
 
     def close(self) -> None:
@@ -201,11 +248,18 @@ def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.Buffe
 
 def _as_text(raw: IO[bytes], head: bytes, what: str, size: int | None) -> BinaryIO | None:
     """``raw`` read as its text when ``head`` (its first bytes) says it is compressed or starts with a byte order
-    mark; None when it is plain. ``size``: the file's, which bounds a decompressed read and makes ``raw`` the
-    reader's to close (None: a stream the caller owns)."""
+    mark (a compressed log's text can start with one too); None when it is plain. ``size``: the file's, which
+    bounds a decompressed read and makes ``raw`` the reader's to close (None: a stream the caller owns, whose
+    compressed bytes read so far bound it)."""
     reader = _compressed_reader(head, what)
     if reader is not None:
-        return cast(BinaryIO, Decompressed(reader(raw), raw if size is not None else None, size))
+        if size is None:
+            tally = Tally(raw)
+            text = Decompressed(reader(cast(IO[bytes], tally)), None, 0, tally)
+        else:
+            text = Decompressed(reader(raw), raw, size)
+        codec = marked_encoding(text.peek_head(4))
+        return cast(BinaryIO, Transcoded(cast(IO[bytes], text), codec, owned=True) if codec else text)
     codec = marked_encoding(head)
     return cast(BinaryIO, Transcoded(raw, codec, owned=size is not None)) if codec else None
 

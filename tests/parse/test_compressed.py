@@ -141,3 +141,30 @@ def test_a_compressed_stream_handed_to_the_engine_stays_the_callers(tmp_path):
     d = diagnose(stream=stream, stream_name="job.log")
     assert d.profile.first_failure is not None and "PermissionError" in d.profile.first_failure.excerpt
     assert not stream.closed  # the engine read it; closing it is the caller's
+
+
+def test_a_piped_decompression_bomb_is_read_only_so_far(monkeypatch):
+    # a pipe has no size: the compressed bytes read from it so far bound its text instead (before, a piped bomb
+    # was read to its end however far it inflated)
+    packed = gzip.compress(b"ok\n" * 2_000_000)  # 6 MB of text in about 10 KB
+    monkeypatch.setattr(logread, "MAX_RATIO", 50)
+    stream = io.BufferedReader(io.BytesIO(packed))
+    with logread.open_stream(stream) as f:
+        read = 0
+        while chunk := f.read(1 << 16):
+            read += len(chunk)
+    assert read == logread.PIECE * 50 < 6_000_000  # the archive is under one piece: a piece's worth allowed
+    assert f.stopped == "stopped at 50x its compressed size"
+    assert not stream.closed  # the caller's stream
+
+
+def test_a_piped_log_is_read_whole():
+    # a real log compresses 5-50x: bounded by what was read of the pipe, it is never cut, however far the
+    # decoders read ahead or lag behind
+    text = "".join(f"step {i} | loss {1 / (i + 1):.6f} | NCCL INFO Channel 00/02 ring\n" for i in range(200_000))
+    text += "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    for compress in (gzip.compress, bz2.compress, lzma.compress):
+        packed = compress(text.encode())
+        assert len(packed) > logread.PIECE  # bounded by the tally, not by the floor
+        with logread.open_stream(io.BufferedReader(io.BytesIO(packed))) as f:
+            assert f.read() == text.encode() and not f.stopped

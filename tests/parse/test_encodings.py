@@ -4,7 +4,10 @@ log is read as its text, not refused as binary: real program output, encoded as 
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
 import subprocess
 import sys
 import textwrap
@@ -91,3 +94,25 @@ def test_a_marked_log_whose_first_line_is_the_error_reads_that_line(tmp_path, co
     (tmp_path / "plain.log").write_bytes(line.encode())
     (tmp_path / "marked.log").write_bytes(ENCODINGS[codec](line))
     assert file_verdict(tmp_path / "marked.log") == file_verdict(tmp_path / "plain.log")
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress], ids=["gz", "bz2", "xz"])
+def test_a_compressed_utf16_log_is_read_as_its_text_from_a_file_and_piped_in(tmp_path, compress):
+    # PowerShell's `>` log, then archived: the mark is inside the compressed stream, so it is looked for after
+    # decompressing (before, the UTF-16 text's NULs made the archive "binary file, not a log")
+    text = _run(tmp_path)
+    packed = compress(text.encode("utf-16"))
+    (tmp_path / "job.log.gz").write_bytes(packed)
+    cli = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "--format", "json"]
+    as_file = subprocess.run([*cli, "job.log.gz"], capture_output=True, cwd=tmp_path)
+    piped = subprocess.run([*cli, "-"], input=packed, capture_output=True, cwd=tmp_path)
+    want = subprocess.run([*cli, "-"], input=text.encode("utf-8"), capture_output=True, cwd=tmp_path)
+    assert as_file.returncode == piped.returncode == want.returncode == 0, as_file.stderr + piped.stderr
+    cause = json.loads(want.stdout)["root_causes"][0]
+    assert "PermissionError" in json.dumps(cause)
+    assert json.loads(piped.stdout)["root_causes"][0] == cause
+    read = json.loads(as_file.stdout)["root_causes"][0]
+    assert [(e["excerpt"], e["line"]) for e in read["evidence"]] == [
+        (e["excerpt"], e["line"]) for e in cause["evidence"]
+    ]
+    assert {**read, "evidence": None} == {**cause, "evidence": None}  # only the source's name differs
