@@ -264,13 +264,43 @@ def _as_text(raw: IO[bytes], head: bytes, what: str, size: int | None) -> Binary
     return cast(BinaryIO, Transcoded(raw, codec, owned=size is not None)) if codec else None
 
 
+class Prefixed(io.RawIOBase):
+    """A stream the caller owns whose first bytes were read already, to see what it holds: they come first,
+    then the rest as the stream gives it (never closes the stream)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]):
+        super().__init__()
+        self._head, self._stream = head, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._stream.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
 def open_stream(stream: BinaryIO) -> BinaryIO:
     """A piped log (``faildiag diagnose -``) as its text: ``cat job.log.gz | faildiag diagnose -`` works as the
-    file would. Only a stream that can show its first bytes without consuming them (``peek``) is looked at."""
-    peek = getattr(stream, "peek", None)
-    if peek is None:
-        return stream
-    return _as_text(stream, bytes(peek(8)[:8]), "stdin", None) or stream
+    file would. Its first 8 bytes are read whole before anything is decided (a peek shows only what the writer
+    has written so far: a first short write would hide a magic number), then handed on first; a file given as
+    stdin (``< job.log``) is read from where it was, and stays seekable (a scan past its time budget skips to
+    its tail)."""
+    if stream.seekable():
+        start = stream.tell()
+        head = stream.read(8) or b""
+        stream.seek(start)
+        return _as_text(stream, head, "stdin", None) or stream
+    head = stream.read(8) or b""
+    raw = cast(IO[bytes], Prefixed(head, stream))
+    return _as_text(raw, head, "stdin", None) or cast(BinaryIO, raw)
 
 
 def open_log(path: str) -> BinaryIO:

@@ -135,6 +135,35 @@ def test_a_gzipped_log_piped_in_is_read_as_the_file_is(tmp_path):
     assert zst.returncode == 2 and zst.stderr.decode().strip().endswith("zstd -dc FILE | faildiag diagnose -")
 
 
+def test_a_gzipped_log_piped_by_a_writer_that_pauses_inside_its_magic_number(tmp_path):
+    # a pipe holds only what its writer wrote so far: a peek at its first bytes saw 1 of gzip's 2-byte magic
+    # number and read the archive as text (before: a cause from the binary's bytes, not the run's)
+    text = _run(tmp_path)
+    (tmp_path / "job.log.gz").write_bytes(gzip.compress(text.encode()))
+    writer = (
+        "import sys, time; d = open('job.log.gz', 'rb').read(); o = sys.stdout.buffer; "
+        "o.write(d[:1]); o.flush(); time.sleep(1); o.write(d[1:])"
+    )
+    cli = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "-", "--format", "json"]
+    with subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, cwd=tmp_path) as w:
+        got = subprocess.run(cli, stdin=w.stdout, capture_output=True, cwd=tmp_path)
+    want = subprocess.run(cli, input=text.encode(), capture_output=True, cwd=tmp_path)
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["root_causes"][0] == json.loads(want.stdout)["root_causes"][0]
+    assert "PermissionError" in json.dumps(json.loads(want.stdout)["root_causes"][0])
+
+
+def test_a_log_given_as_stdin_from_a_file_stays_seekable(tmp_path):
+    # `faildiag diagnose - < job.log`: read from where the stream was, and still a file a scan can skip in
+    log = tmp_path / "job.log"
+    log.write_bytes(b"banner\n" + _run(tmp_path).encode())
+    with open(log, "rb") as f:
+        f.read(7)  # the caller had read the banner
+        text = logread.open_stream(f)
+        assert text is f and text.seekable() and f.tell() == 7
+        assert text.read().startswith(b"step 0 |")
+
+
 def test_a_compressed_stream_handed_to_the_engine_stays_the_callers(tmp_path):
     text = _run(tmp_path)
     stream = io.BufferedReader(io.BytesIO(gzip.compress(text.encode())))
