@@ -79,6 +79,45 @@ def _docker_json(text: str) -> str:
     return "\n".join(out).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
+def _journald_json(text: str) -> str:
+    """``journalctl -u train.service -o json``: a systemd service's output, each line one journal entry as a JSON
+    object (the cursor and the microsecond time first, the line in MESSAGE, the host and unit after it)."""
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        rec = {
+            "__CURSOR": f"s=6f1c;i={i + 0x4F2A:x};b=91e3;m={i:x};t=61f2;x=2b7e",
+            "__REALTIME_TIMESTAMP": str(1715679067123456 + i * 1000),
+            "__MONOTONIC_TIMESTAMP": str(98765432 + i * 1000),
+            "_HOSTNAME": "gpu-node-07",
+            "SYSLOG_IDENTIFIER": "python3",
+            "_PID": "48121",
+            "PRIORITY": "6",
+            "MESSAGE": line,
+            "_SYSTEMD_UNIT": "train.service",
+        }
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(", ", " : ")).replace("{", "{ ", 1)[:-1] + " }")
+    return "\n".join(out) + "\n"
+
+
+def _cloud_logging(text: str) -> str:
+    """A cloud log sink's export (Google Cloud Logging to Cloud Storage, as a Vertex AI or GKE job's output is
+    kept): each line of the container's output one JSON entry, its text in ``textPayload``."""
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        rec = {
+            "insertId": f"{0x1A2B3C + i:x}",
+            "labels": {"ml.googleapis.com/trial_id": "", "compute.googleapis.com/resource_name": "gke-pool-1"},
+            "logName": "projects/p/logs/workerpool0-0",
+            "receiveTimestamp": f"2024-05-14T09:31:{i % 60:02d}.456789Z",
+            "resource": {"type": "ml_job", "labels": {"job_id": "7184", "task_name": "workerpool0-0"}},
+            "severity": "ERROR" if "Error" in line else "INFO",
+            "textPayload": line,
+            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z",
+        }
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
 def _windows(text: str) -> str:
     """The same run on Windows: each absolute POSIX path a traceback or pytest names as a drive path with
     backslashes (``/usr/lib/python3.10/site-packages/torch/x.py`` -> ``C:\\usr\\lib\\...\\x.py``)."""
@@ -106,6 +145,8 @@ CARRIED = {
 REWRITES: dict[str, Callable[[str], str]] = {
     **{name: per_line(SHAPES[shape]) for name, shape in CARRIED.items()},
     "docker-json-file": _docker_json,
+    "journald-json": _journald_json,
+    "cloud-logging-json": _cloud_logging,
     "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi-colour": _ansi,
     "html-escaped": lambda t: html.escape(t, quote=True),

@@ -52,12 +52,18 @@ which a copy of the rendered text carries. Programs print straight quotes and sp
 reads (tracebacks, error messages), so typographic quotes are straightened and no-break spaces made spaces
 wherever they are found.
 
-**Container log files**: Docker's default ``json-file`` driver (``/var/lib/docker/containers/<id>/<id>-json.log``,
-and ``/var/log/containers/`` on Kubernetes nodes that ran Docker) stores each line a container printed as a JSON
-record: ``{"log":"…\\n","stream":"stderr","time":"2024-05-14T09:31:07.123456789Z"}``, its text JSON-escaped (Go's
-encoder writes ``<``, ``>`` and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``). A log whose head is such records
-is read as their time and text, one line for each record, before anything else: the time then reads as the
-RFC 3339 envelope.
+**Records**: a log kept as JSON lines, one record per line the program printed, its text JSON-escaped in one
+field: Docker's default ``json-file`` driver (``/var/lib/docker/containers/<id>/<id>-json.log``, and
+``/var/log/containers/`` on Kubernetes nodes that ran Docker:
+``{"log":"…\\n","stream":"stderr","time":"2024-05-14T09:31:07.123456789Z"}``, Go's encoder writing ``<``, ``>``
+and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``); ``journalctl -o json`` of a service (the line in
+``MESSAGE``, its time in microseconds in ``__REALTIME_TIMESTAMP``); a cloud log sink's export, where a managed
+job's output lands (Google Cloud Logging's ``textPayload`` and ``timestamp``: a Vertex AI or GKE job); and a
+program's JSON logger (``message``: python-json-logger, structlog; ``msg``: zap, klog, logrus), whose traceback
+sits in ``exc_info``/``exception``. A log whose head is such records is read as each record's time and text,
+one line for each record (a text that holds several lines, a logged traceback, is kept on its record's line,
+its lines joined by spaces: splitting it would renumber the log), before anything else: the time then reads as
+the RFC 3339 envelope.
 
 **Hard wraps**: a copy of a terminal's screen (a selection in tmux or screen, a console window, a
 screenshot typed out) breaks every line longer than the terminal at its last column: ``File "…/graph.py",
@@ -74,6 +80,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from itertools import pairwise
 
@@ -206,8 +213,8 @@ def carrier_decoder(
     escaped: bool, records: bool = False, continued: bool = False
 ) -> Callable[[bytes | bytearray | memoryview], bytes]:
     """What undoes a page's or a container runtime's doing to whole lines of a log (never longer than its input;
-    a line stays a line): container records read as their time and text where the log is ``records``
-    (``container_records`` on its head), GitLab's continued lines joined where its envelope is GitLab's
+    a line stays a line): JSON-lines records read as their time and text where the log is ``records``
+    (``json_records`` on its head), GitLab's continued lines joined where its envelope is GitLab's
     (``continued``: ``rejoin``), its entities decoded where it is ``escaped`` (``page_escaped`` on its head: an
     entity alone may be the program's own text), typographic quotes straightened and no-break spaces made spaces
     wherever they are (no diagnosis hangs on either)."""
@@ -344,36 +351,73 @@ def wrap_cut(buf: bytes | bytearray, cut: int, width: int) -> int:
     return end or cut
 
 
-_RECORD_START = b'{"log":'
+# a record's fields: where its text is (in this order), what a logger adds after it (a logged traceback), where
+# its time is as RFC 3339 text, and journald's time (microseconds since the epoch)
+RECORD_TEXT = ("log", "MESSAGE", "textPayload", "message", "msg")
+RECORD_EXTRA = ("exc_info", "exception")
+RECORD_TIME = ("time", "timestamp")
+_JOURNAL_TIME = "__REALTIME_TIMESTAMP"
+_RFC3339_WHOLE = re.compile(_RFC3339 + "$")
+
+
+def _record_time(rec: dict[str, object]) -> str:
+    """The record's time as RFC 3339 text, or "" when it has none in a form the envelopes read."""
+    for key in RECORD_TIME:
+        value = rec.get(key)
+        if isinstance(value, str) and _RFC3339_WHOLE.match(value):
+            return value
+    micros = rec.get(_JOURNAL_TIME)
+    if isinstance(micros, str) and micros.isdigit():
+        seconds, part = divmod(int(micros), 1_000_000)
+        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{part:06d}Z"
+    return ""
+
+
+def _record_text(rec: dict[str, object]) -> str | None:
+    """The record's text and what its logger added, on one line; None when no field holds text."""
+    for key in RECORD_TEXT:
+        text = rec.get(key)
+        if isinstance(text, str):
+            break
+    else:
+        return None
+    text = text.rstrip("\r\n")
+    for key in RECORD_EXTRA:
+        extra = rec.get(key)
+        if isinstance(extra, str) and extra:
+            text = f"{text} {extra}"
+    return text.replace("\r\n", " ").replace("\n", " ") if "\n" in text else text
 
 
 def _record(line: bytes) -> bytes | None:
-    """A container runtime's JSON record as its time, a space and its text (no newline); None for another line."""
-    if not line.startswith(_RECORD_START):
+    """A JSON-lines record as its time, a space and its text (no newline, never longer than the record); None for
+    another line."""
+    if line[:1] != b"{":
         return None
     try:
         rec = json.loads(line)
     except ValueError:
         return None
-    text = rec.get("log") if isinstance(rec, dict) else None
-    if not isinstance(text, str):
+    text = _record_text(rec) if isinstance(rec, dict) else None
+    if text is None:
         return None
-    time = rec.get("time")
-    head = f"{time} " if isinstance(time, str) and time else ""
-    return (head + text.rstrip("\r\n")).encode("utf-8", "replace")
+    time = _record_time(rec)
+    out = (f"{time} {text}" if time else text).encode("utf-8", "replace")
+    return out if len(out) <= len(line) else None
 
 
-def container_records(head: bytes | bytearray | memoryview) -> bool:
-    """Whether most of ``head``'s first non-empty lines are a container runtime's JSON records (``json-file``)."""
-    if _RECORD_START not in bytes(head[:HEAD_BYTES]):
+def json_records(head: bytes | bytearray | memoryview) -> bool:
+    """Whether most of ``head``'s first non-empty lines are JSON-lines records (``RECORD_TEXT``)."""
+    start = bytes(head[:HEAD_BYTES])
+    if b'{"' not in start and b'{ "' not in start:
         return False  # most logs: not one record, and nothing split to find out
     lines = _head_lines(head)
     return bool(lines) and sum(_record(s.encode()) is not None for s in lines) >= SHARE * len(lines)
 
 
 def unrecord(data: bytes | bytearray | memoryview) -> bytes:
-    """Whole lines ``data`` with each container record as its time and text (never longer: a record holds its
-    text escaped, and more); other lines as they were."""
+    """Whole lines ``data`` with each record as its time and text (never longer: a record holds its text escaped,
+    and more); other lines as they were."""
     lines = bytes(data).split(b"\n")
     return b"\n".join(line if (text := _record(line)) is None else text for line in lines)
 

@@ -29,8 +29,8 @@ from .carrier import (
     RANK_PREFIX,
     Envelope,
     carrier_decoder,
-    container_records,
     detect,
+    json_records,
     page_escaped,
     page_marks,
     unrecord,
@@ -1801,11 +1801,11 @@ def scan_stream(
 
 def _read_carrier(sc: _Scanner, head: bytes | memoryview) -> None:
     """What the log's carrier did to every line, read on its first chunk (``carrier``): a terminal's hard wraps, a
-    container runtime's records, an envelope, a page's escaping; and the decoder every chunk then goes through."""
+    log's JSON-lines records, an envelope, a page's escaping; and the decoder every chunk then goes through."""
     sc.wrap = wrap_width(head)
     if sc.wrap:
         head = unwrap(head, sc.wrap)
-    records = container_records(head)
+    records = json_records(head)
     if records:
         head = unrecord(head)
     sc.envelope = detect(head)

@@ -21,7 +21,7 @@ from bench.audit_extract import SHAPES
 from bench.robustness import REWRITES, per_line
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse import scan
-from pytest_faildiag.parse.carrier import WEAK_LINES, container_records, detect, page_escaped, unwrap, wrap_width
+from pytest_faildiag.parse.carrier import WEAK_LINES, detect, json_records, page_escaped, unrecord, unwrap, wrap_width
 from pytest_faildiag.parse.scan import ScanResult, scan_stream, scan_text
 from pytest_faildiag.rules import load_ruleset
 
@@ -44,7 +44,7 @@ CARRIERS = [
 ]
 WEAK = {"ray", "compose", "pdsh"}  # carrier.WEAK_FORMS
 # bench/robustness.py: what a page or a container runtime's log file does to the whole text
-PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file"]
+PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file", "journald-json", "cloud-logging-json"]
 
 PROGRAM = """
     import json
@@ -172,13 +172,73 @@ def test_a_containers_json_file_log_is_read_as_its_records_text(tmp_path):
     plain = _run(tmp_path, PROGRAM)
     stored = REWRITES["docker-json-file"](plain)  # what Docker's json-file driver keeps of the container's stderr
     assert stored.startswith('{"log":"Traceback') and "\\u003cmodule\\u003e" in stored
-    assert container_records(stored.encode()) and not container_records(plain.encode())
+    assert json_records(stored.encode()) and not json_records(plain.encode())
     res = _scan(stored)
     assert _tracebacks(res) == _tracebacks(_scan(plain))
     assert _verdict(stored) == _verdict(plain)
     code = 'import sys\nsys.tracebacklimit = 0\nraise PermissionError(13, "Permission denied", "/data/cache")\n'
     found = _scan(REWRITES["docker-json-file"](_run(tmp_path, code))).findings
     assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
+
+
+@pytest.mark.parametrize("shape", ["journald-json", "cloud-logging-json"])
+def test_a_services_journal_and_a_cloud_sinks_export_are_read_as_their_records_text(tmp_path, shape):
+    # `journalctl -u train.service -o json` (the line in MESSAGE, microseconds since the epoch) and a log sink's
+    # export of a managed job (textPayload, an RFC 3339 timestamp): the run's lines, each in one JSON record
+    plain = _run(tmp_path, PROGRAM)
+    stored = REWRITES[shape](plain)
+    assert stored.startswith("{") and '\\"' in stored  # the text JSON-escaped
+    assert json_records(stored.encode()) and not json_records(plain.encode())
+    assert _tracebacks(_scan(stored)) == _tracebacks(_scan(plain))
+    assert _verdict(stored) == _verdict(plain)
+    code = 'import sys\nsys.tracebacklimit = 0\nraise PermissionError(13, "Permission denied", "/data/cache")\n'
+    found = _scan(REWRITES[shape](_run(tmp_path, code))).findings
+    assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
+
+
+JSON_LOGGER = """
+    import json, logging, sys
+
+    class JsonFormatter(logging.Formatter):  # what python-json-logger writes: one JSON object per record
+        def format(self, record):
+            out = {"asctime": self.formatTime(record), "levelname": record.levelname, "name": record.name,
+                   "message": record.getMessage()}
+            if record.exc_info:
+                out["exc_info"] = self.formatException(record.exc_info)
+            return json.dumps(out)
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("train")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    for step in range(40):
+        log.info("step %d loss %.4f", step, 2.5 - step / 100)
+
+    def load_shard(path):
+        raise PermissionError(13, "Permission denied", path)  # what open() raises on a shard the job cannot read
+
+    try:
+        load_shard("/data/shards/00017.arrow")
+    except OSError:
+        log.exception("could not read the data shard")
+        sys.exit(1)
+"""
+
+
+def test_a_json_loggers_records_are_read_with_the_traceback_they_logged(tmp_path):
+    # a program logging through a JSON formatter: its records' text, and the traceback logger.exception put in
+    # exc_info, which keeps its record's line (its lines joined: the log is not renumbered)
+    stored = _run(tmp_path, JSON_LOGGER)
+    assert stored.startswith('{"asctime"') and '"exc_info": "Traceback' in stored
+    assert json_records(stored.encode())
+    lines = unrecord(stored.encode()).decode().splitlines()
+    assert len(lines) == len(stored.splitlines())
+    assert lines[0] == "step 0 loss 2.5000"
+    assert lines[-1].startswith("could not read the data shard Traceback (most recent call last): ")
+    assert "PermissionError: [Errno 13] Permission denied: '/data/shards/00017.arrow'" in lines[-1]
+    d = diagnose(texts={"log": stored})
+    assert d.root_causes and "Permission denied" in json.dumps([c.evidence for c in d.root_causes[:1]], default=str)
 
 
 def _typeset(text: str) -> str:
