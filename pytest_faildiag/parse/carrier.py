@@ -91,14 +91,16 @@ RANK_PREFIX = r"\[(?:rank|default)?(?P<rank>\d+)\]:\s?"
 # HTML's predefined references for the characters a page must escape (no numeric reference of a newline: a decoded
 # log keeps its line numbers); the scanner decodes them in a single line of a log that is not escaped throughout
 ENTITIES = r"&(?:lt|gt|quot|amp|apos|#0*39|#0*34|#x0*27|#x0*22);"
-_DIGITS, _MONTHS = "0123456789", "ADFJMNOS"
+# the months as syslog, journald and ``dmesg -T`` name them (the scanner reads their time from any line: ``scan``)
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_DIGITS, _MONTH_INITIALS = "0123456789", "".join(sorted({m[0] for m in MONTHS}))
 # name -> (the characters its lines start with, the envelope at a line's start); ``stamp``: its time, ``rank``:
 # the task that printed the line. A form is compiled only for a log whose lines mostly start as it does.
 FORMS: dict[str, tuple[str, str]] = {
     "cri": (_DIGITS, rf"(?P<stamp>{_RFC3339}) (?:stdout|stderr) [FP] "),
     # GitLab Runner's timestamped job log (FF_TIMESTAMPS, runner 17+): the time, the stream's number, O or E for
     # stdout or stderr, then a space, or a ``+`` where the line goes on from the one before
-    "gitlab": (_DIGITS, rf"(?P<stamp>{_RFC3339}) [0-9a-f]{{2}}[OE][ +]"),
+    "gitlab": (_DIGITS, rf"(?P<stamp>{_RFC3339}) (?P<stream>[0-9a-f]{{2}}[OE])(?P<mark>[ +])"),
     "rfc3339": (_DIGITS, rf"(?P<stamp>{_RFC3339}) "),
     "bracketed-time": ("[", rf"\[(?P<stamp>{_RFC3339}|\d\d:\d\d:\d\d(?:\.\d+)?)\] "),
     # Apache Airflow's task log, where a KubernetesPodOperator's or a BashOperator's job writes each line of its
@@ -110,8 +112,8 @@ FORMS: dict[str, tuple[str, str]] = {
         r"\{[^{}\s]+:\d+\} [A-Z]+ - (?:Container logs: |\[base\] )?",
     ),
     "syslog": (
-        _MONTHS,
-        r"(?P<stamp>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",
+        _MONTH_INITIALS,
+        rf"(?P<stamp>(?:{'|'.join(MONTHS)}) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",
     ),
     "torchrun-rank": ("[", RANK_PREFIX),
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
@@ -212,7 +214,7 @@ _TYPOGRAPHIC = b"\xe2\x80"  # the first two bytes of U+2018/2019/201C/201D (and 
 def carrier_decoder(
     escaped: bool, records: bool = False, continued: bool = False
 ) -> Callable[[bytes | bytearray | memoryview], bytes]:
-    """What undoes a page's or a container runtime's doing to whole lines of a log (never longer than its input;
+    """What undoes a page's or a log store's doing to whole lines of a log (never longer than its input;
     a line stays a line): JSON-lines records read as their time and text where the log is ``records``
     (``json_records`` on its head), GitLab's continued lines joined where its envelope is GitLab's
     (``continued``: ``rejoin``), its entities decoded where it is ``escaped`` (``page_escaped`` on its head: an
@@ -422,10 +424,10 @@ def unrecord(data: bytes | bytearray | memoryview) -> bytes:
     return b"\n".join(line if (text := _record(line)) is None else text for line in lines)
 
 
-# a GitLab line's envelope: its time and its stream (the two hex digits and O or E), then `+` where the line goes on
-# from the stream's last one (the runner read a piece of output that did not end a line: a block-buffered stdout
-# ends its pieces anywhere)
-_GITLAB_LINE = re.compile(rb"\d{4}-\d\d-\d\dT\S+ (?P<stream>[0-9a-f]{2}[OE])(?P<mark>[ +])")
+# a GitLab line's envelope (``FORMS``), read on bytes: its stream (the two hex digits and O or E), then `+` where the
+# line goes on from the stream's last one (the runner read a piece of output that did not end a line: a
+# block-buffered stdout ends its pieces anywhere)
+_GITLAB_LINE = re.compile(FORMS["gitlab"][1].encode())
 
 
 def rejoin(data: bytes) -> bytes:

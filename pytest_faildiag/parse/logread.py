@@ -90,33 +90,16 @@ MAX_RATIO = 400
 PIECE = 64 * 1024
 
 
-class Tally(io.RawIOBase):
-    """A stream the caller owns, read through while counting its bytes: a piped compressed log has no size, so
-    what was read of it so far bounds its text instead (never closes the stream)."""
-
-    def __init__(self, stream: IO[bytes]):
-        super().__init__()
-        self._stream, self.count = stream, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        data = self._stream.read(len(b))
-        memoryview(b).cast("B")[: len(data)] = data
-        self.count += len(data)
-        return len(data)
-
-
 class Decompressed(io.RawIOBase):
     """A compressed log read as its text: not seekable (a diagnosis past its time budget reads on rather than
     decompress twice to find the end), and a truncated or corrupt stream ends where it stops decoding (the
     log of a job killed while it was written is read up to its last whole block), as does a bomb."""
 
-    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes] | None, size: int, tally: Tally | None = None):
+    def __init__(self, inner: io.BufferedIOBase, raw: IO[bytes] | None, size: int, tally: Prefixed | None = None):
         """``raw``: the compressed file, closed with this (None: a stream the caller owns); ``size``: its size,
-        which bounds the text read. A pipe has none: ``tally`` counts the compressed bytes read from it so far,
-        which bound the text instead (at least ``PIECE`` of them are allowed for: the decoders read ahead)."""
+        which bounds the text read. A pipe has none: ``tally`` is the pipe, read through a ``Prefixed`` that counts
+        the compressed bytes read so far, which bound the text instead (at least ``PIECE`` of them are allowed
+        for: the decoders read ahead)."""
         import lzma
         import zlib
 
@@ -234,6 +217,32 @@ class Transcoded(io.RawIOBase):
             super().close()
 
 
+class Prefixed(io.RawIOBase):
+    """A stream the caller owns, read through (never closed): the ``head`` of it read already, to see what it
+    holds, comes first; ``count`` is how many of its bytes were handed on (a piped compressed log has no size,
+    so what was read of it so far bounds its text instead)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]):
+        super().__init__()
+        self._head, self._stream, self.count = head, stream, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+        else:
+            data = self._stream.read(len(view))
+            n = len(data)
+            view[:n] = data
+        self.count += n
+        return n
+
+
 def _compressed_reader(head: bytes, what: str) -> Callable[[IO[bytes]], io.BufferedIOBase] | None:
     """The reader for the format ``head`` starts with (None: not compressed); InputError for one read elsewhere."""
     for magic, reader in COMPRESSED.items():
@@ -254,7 +263,7 @@ def _as_text(raw: IO[bytes], head: bytes, what: str, size: int | None) -> Binary
     reader = _compressed_reader(head, what)
     if reader is not None:
         if size is None:
-            tally = Tally(raw)
+            tally = raw if isinstance(raw, Prefixed) else Prefixed(b"", raw)
             text = Decompressed(reader(cast(IO[bytes], tally)), None, 0, tally)
         else:
             text = Decompressed(reader(raw), raw, size)
@@ -262,29 +271,6 @@ def _as_text(raw: IO[bytes], head: bytes, what: str, size: int | None) -> Binary
         return cast(BinaryIO, Transcoded(cast(IO[bytes], text), codec, owned=True) if codec else text)
     codec = marked_encoding(head)
     return cast(BinaryIO, Transcoded(raw, codec, owned=size is not None)) if codec else None
-
-
-class Prefixed(io.RawIOBase):
-    """A stream the caller owns whose first bytes were read already, to see what it holds: they come first,
-    then the rest as the stream gives it (never closes the stream)."""
-
-    def __init__(self, head: bytes, stream: IO[bytes]):
-        super().__init__()
-        self._head, self._stream = head, stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        view = memoryview(b).cast("B")
-        if self._head:
-            n = min(len(view), len(self._head))
-            view[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._stream.read(len(view))
-        view[: len(data)] = data
-        return len(data)
 
 
 def open_stream(stream: BinaryIO) -> BinaryIO:
@@ -299,8 +285,8 @@ def open_stream(stream: BinaryIO) -> BinaryIO:
         stream.seek(start)
         return _as_text(stream, head, "stdin", None) or stream
     head = stream.read(8) or b""
-    raw = cast(IO[bytes], Prefixed(head, stream))
-    return _as_text(raw, head, "stdin", None) or cast(BinaryIO, raw)
+    raw = Prefixed(head, stream)
+    return _as_text(cast(IO[bytes], raw), head, "stdin", None) or cast(BinaryIO, raw)
 
 
 def open_log(path: str) -> BinaryIO:

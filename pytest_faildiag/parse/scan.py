@@ -26,6 +26,7 @@ from ..rules import KW_ANY, KW_EXACT, KW_FOLDED, LazyRegex, Rule, RuleSet, keep_
 from . import mpscan
 from .carrier import (
     ENTITIES,
+    MONTHS,
     RANK_PREFIX,
     Envelope,
     carrier_decoder,
@@ -206,8 +207,7 @@ _GLOG_TS = re.compile(r"\b[EWIF](?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 # ISO 8601 and its common variants (Python logging's comma before the milliseconds, Airflow's ``2024-05-14, 09:31:07``)
 _ISO_TS = re.compile(r"\b\d{4}-(?P<m>\d\d)-(?P<d>\d\d)(?:T|,? )(?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # syslog's and journald's short form and ``dmesg -T``: a month's name, the day, the time (no year)
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_SYSLOG_TS = re.compile(rf"\b(?P<mon>{'|'.join(_MONTHS)}) (?P<d>[ \d]\d) (?P<t>\d\d:\d\d:\d\d)\b")
+_SYSLOG_TS = re.compile(rf"\b(?P<mon>{'|'.join(MONTHS)}) (?P<d>[ \d]\d) (?P<t>\d\d:\d\d:\d\d)\b")
 # (Python 3.11's builtin groups, ``ExceptionGroup: msg (2 sub-exceptions)``, end with neither)
 _EXC_LINE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|ExceptionGroup)|[A-Za-z_][\w.]*\.[A-Z]\w*|Exception|ExceptionGroup|EOFError|StopIteration|StopAsyncIteration|KeyboardInterrupt|Failed|Skipped|XFailed)(?::\s?(?P<msg>.*))?$"
@@ -1597,7 +1597,7 @@ def _timestamp(text: str) -> str | None:
         return f"{m['m']}{m['d']} {m['t'].replace(',', '.')}"
     m = _SYSLOG_TS.search(text)
     if m:
-        return f"{_MONTHS.index(m['mon']) + 1:02d}{m['d'].replace(' ', '0')} {m['t']}"
+        return f"{MONTHS.index(m['mon']) + 1:02d}{m['d'].replace(' ', '0')} {m['t']}"
     return None
 
 

@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import lzma
+import os
 import subprocess
 import sys
 import textwrap
@@ -177,14 +178,18 @@ def test_a_piped_decompression_bomb_is_read_only_so_far(monkeypatch):
     # was read to its end however far it inflated)
     packed = gzip.compress(b"ok\n" * 2_000_000)  # 6 MB of text in about 10 KB
     monkeypatch.setattr(logread, "MAX_RATIO", 50)
-    stream = io.BufferedReader(io.BytesIO(packed))
-    with logread.open_stream(stream) as f:
-        read = 0
-        while chunk := f.read(1 << 16):
-            read += len(chunk)
-    assert read == logread.PIECE * 50 < 6_000_000  # the archive is under one piece: a piece's worth allowed
-    assert f.stopped == "stopped at 50x its compressed size"
-    assert not stream.closed  # the caller's stream
+    r, w = os.pipe()
+    os.write(w, packed)  # under a pipe's buffer: written whole before anything reads it
+    os.close(w)
+    with open(r, "rb") as stream:
+        assert not stream.seekable()  # a real pipe
+        with logread.open_stream(stream) as f:
+            read = 0
+            while chunk := f.read(1 << 16):
+                read += len(chunk)
+        assert read == logread.PIECE * 50 < 6_000_000  # the archive is under one piece: a piece's worth allowed
+        assert f.stopped == "stopped at 50x its compressed size"
+        assert not stream.closed  # the caller's stream
 
 
 def test_a_piped_log_is_read_whole():
