@@ -371,7 +371,11 @@ def _record_time(rec: dict[str, object]) -> str:
     micros = rec.get(_JOURNAL_TIME)
     if isinstance(micros, str) and micros.isdigit():
         seconds, part = divmod(int(micros), 1_000_000)
-        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{part:06d}Z"
+        try:
+            when = datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # a damaged record's number past what a clock holds
+            return ""
+        return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{part:06d}Z"
     return ""
 
 

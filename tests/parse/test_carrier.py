@@ -196,6 +196,21 @@ def test_a_services_journal_and_a_cloud_sinks_export_are_read_as_their_records_t
     assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
 
 
+@pytest.mark.parametrize("micros", ["99999999999999999999999", "253402300800000000", "18446744073709551615"])
+def test_a_journal_record_whose_time_is_past_any_clock_is_read_without_it(tmp_path, micros):
+    # a damaged export (a record cut and glued, a counter read as time) holds a number no calendar reaches:
+    # the record's text is read, its time left out, and the diagnosis is made (it raised OverflowError, OSError
+    # or ValueError before, out of the whole diagnosis)
+    plain = _run(tmp_path, PROGRAM)
+    stored = "\n".join(
+        json.dumps({"MESSAGE": line, "__REALTIME_TIMESTAMP": micros if i % 3 == 0 else "1715679067123456"})
+        for i, line in enumerate(plain.splitlines())
+    )
+    lines = unrecord(stored.encode()).decode().splitlines()
+    assert lines[0] == plain.splitlines()[0] and lines[1].startswith("2024-05-14T09:31:07.123456Z ")
+    assert _verdict(stored) == _verdict(plain)
+
+
 JSON_LOGGER = """
     import json, logging, sys
 
