@@ -220,6 +220,7 @@ def diagnose(
     stream_name: str = "stdin",
     cwd: str | None = None,
     factory_root: str | os.PathLike[str] | None | bool = None,
+    factory_base: str | os.PathLike[str] | None = None,
     hook: pluggy.HookRelay | None = None,
     out_dir: str | os.PathLike[str] | None = None,
 ) -> Diagnosis:
@@ -230,7 +231,9 @@ def diagnose(
     failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
     ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
     ``factory_root``: the team's known-issue cards (None: ``FAILDIAG_FACTORY_ROOT``, then
-    ``./.faildiag/factory/``; False: none); see ``pytest_faildiag.factory``.
+    ``./.faildiag/factory/``; False: none); see ``pytest_faildiag.factory``. ``factory_base``: the folder a
+    relative root and ``./.faildiag/factory/`` are read from (None: the current one; under pytest, where
+    pytest was started: a test may have changed the current folder, or removed it).
     ``hook`` is the relay whose ``pytest_faildiag_*`` implementations contribute rule packs, checks and
     evidence: pytest's ``config.hook`` under ``pytest --faildiag``, None for the command line's own
     manager (entry-point group ``faildiag``). ``out_dir`` (where the diagnosis will be written) is passed
@@ -239,7 +242,8 @@ def diagnose(
     rs = ruleset or load_ruleset(collect_rule_packs(hook))
     factory_notes: list[str] = []
     if factory_root is not False:
-        rs, _, factory_notes = _factory.attach(rs, None if factory_root is True else factory_root)
+        root = None if factory_root is True else factory_root
+        rs, _, factory_notes = _factory.attach(rs, root, cwd=factory_base)
     inp = collect(paths)
     for name, text in (texts or {}).items():
         if text:

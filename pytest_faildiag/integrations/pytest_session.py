@@ -444,7 +444,8 @@ class FaildiagSession:
             stack=_stack_of(texts),
             command=f"pytest {shlex.quote(nodeid)}",
             cwd=str(self.config.rootpath),
-            factory_root=Path(self.config.invocation_params.dir, factory) if factory else None,
+            factory_root=factory or None,
+            factory_base=self.config.invocation_params.dir,
             hook=self.config.hook,
             out_dir=snap,
         )

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from .conftest import WRONG_OOM_CARD, make_read_only, make_writable, snapshot_of, write_factory
+from .conftest import QUOTA_CARD, WRONG_OOM_CARD, make_read_only, make_writable, snapshot_of, write_factory
 
 SUITE = """
 def test_allocates_gpus():
@@ -71,3 +71,34 @@ def test_a_card_contradicting_the_logs_does_not_win_in_a_session(pytester, tmp_p
     assert after == before
     result.assert_outcomes(failed=2)
     assert _props(pytester.path / "j.xml")["test_runs_out_of_memory"]["faildiag.category"] == "resource"
+
+
+WANDERING_SUITE = """
+import os, tempfile
+
+def test_leaves_its_folder_removed():
+    with tempfile.TemporaryDirectory() as d:
+        os.chdir(d)  # the folder goes at the end of the block: the process's current folder no longer exists
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+def test_allocates_gpus_from_elsewhere():
+    os.chdir(tempfile.gettempdir())
+    raise RuntimeError("srun: error: QOSMaxGRESPerUser limit reached for account ml-vision-17 (job 4412)")
+"""
+
+
+@pytest.mark.usefixtures("isolated")
+def test_the_default_factory_is_where_pytest_started_whatever_folder_a_test_left(pytester):
+    # `./.faildiag/factory/` is read from where pytest was started: a test that changed the current folder, or
+    # removed it, changes neither which cards are read nor whether its own and later failures are diagnosed
+    root = write_factory(pytester.path / ".faildiag" / "factory", {"infra/slurm-qos.md": QUOTA_CARD})
+    before = snapshot_of(root)
+    pytester.makepyfile(test_suite=WANDERING_SUITE)
+    result = pytester.runpytest_subprocess("--faildiag", "--junitxml=j.xml", "-p", "no:cacheprovider", timeout=180)
+    result.assert_outcomes(failed=2)
+    assert "no diagnosis" not in result.stdout.str()
+    props = _props(pytester.path / "j.xml")
+    assert props["test_leaves_its_folder_removed"]["faildiag.type"] == "crash"
+    assert props["test_allocates_gpus_from_elsewhere"]["faildiag.category"] == "harness"
+    assert "slurm-qos-gres" in props["test_allocates_gpus_from_elsewhere"]["faildiag.summary"]
+    assert snapshot_of(root) == before
