@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import re
 import signal as _signal
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -359,6 +360,13 @@ def primary_tracebacks(scan: ScanResult) -> list[Traceback]:
     return [tb for tb in scan.tracebacks if tb.exc_type and (tb.source, tb.exc_line) not in down]
 
 
+def several_processes(ranks: Collection[str]) -> bool:
+    """Whether the ranks seen say the run had several processes: a rank's number (a launcher numbers the
+    processes it starts), or two writers or more (hosts, pods, workers an envelope names). One writer named alone
+    is where the lines came from, nothing more."""
+    return len(ranks) > 1 or any(r.isdigit() for r in ranks)
+
+
 def rank_summary(scan: ScanResult) -> dict[str, Any]:
     """Which rank failed first (by timestamp when the logs carry one, else by order in the logs)."""
     firsts = dict(scan.rank_first_error)
@@ -370,7 +378,7 @@ def rank_summary(scan: ScanResult) -> dict[str, Any]:
                 f"{tb.exc_type}: {tb.message}".strip(": ")[:300],
                 None,
             )
-    if len(firsts) < 1:
+    if not several_processes(firsts):
         return {}
     ordered = sorted(firsts.items(), key=lambda kv: (kv[1][3] or "~", kv[1][1]))
     first_rank, (src, line, text, ts) = ordered[0]

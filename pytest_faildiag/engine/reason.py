@@ -25,7 +25,7 @@ from typing import Any
 from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame, raised_line
 from ..rules import Reasoning, RuleSet
-from .analyze import Analysis, primary_tracebacks
+from .analyze import Analysis, primary_tracebacks, several_processes
 
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[^/]+)")
 # the standard library: ``…/lib/python3.X/`` (POSIX), ``…\Python3XX\Lib\`` (Windows installs)
@@ -294,7 +294,8 @@ def _distributed(scan: ScanResult, analysis: Analysis) -> bool:
         return True
     if (prof.backend or "").lower() in _COLLECTIVE_BACKENDS:
         return True
-    return any(tb.rank is not None for tb in scan.tracebacks) or any(d.rank is not None for d in scan.dumps)
+    ranks = {tb.rank for tb in scan.tracebacks if tb.rank is not None}
+    return several_processes(ranks | {d.rank for d in scan.dumps if d.rank is not None})
 
 
 # a test runner's own words: unittest's and pytest's reports, pytest's fixture errors, and the section headers

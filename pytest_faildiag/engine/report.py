@@ -49,7 +49,8 @@ def _summary(analysis: Analysis, top: RootCause | None) -> str:
     prof = analysis.profile
     where = ""
     if prof.ranks.get("first_failing") is not None:
-        where = f" (rank {prof.ranks['first_failing']} failed first)"
+        who = str(prof.ranks["first_failing"])
+        where = f" ({'rank ' if who.isdigit() else ''}{who} failed first)"  # a host, a pod or a worker by its name
     if top is None:
         if prof.exit_code not in (None, 0):
             return f"the run exited with status {prof.exit_code}{' (' + prof.signal + ')' if prof.signal else ''} and left no recognisable error; collect stderr and rerun with faulthandler"

@@ -29,7 +29,9 @@ every line, and each of these writes a fixed, documented form.
   and pdsh, clush or DeepSpeed's pdsh runner (``gpu-node-07: ``, ``10.0.0.3: ``). A program's own lines can
   take the last three forms (a name and a bar, a process in brackets, a dotted name and a colon), so these
   are envelopes only on a log of ``WEAK_LINES`` lines or more, and a host is what RFC 1123 allows (lower case,
-  no underscore) with a digit or a hyphen in it.
+  no underscore) with a digit or a hyphen in it. These forms name who printed each line (a rank, a host, a pod,
+  a worker, a service): the scanner reads each one's lines apart, as it reads each rank's (several processes'
+  tracebacks interleave line by line), and the first to fail is named as a rank is.
 
 None of these says anything about the failure, and each hides it: a pattern anchored at a line's start
 no longer matches, an exception line no longer starts the line, a quoted traceback frame looks like
@@ -119,19 +121,19 @@ FORMS: dict[str, tuple[str, str]] = {
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
     "markdown-quote": (">", r">(?: |$)"),
     # ``kubectl logs --prefix`` (with ``-l``/``--all-containers``, one job's pods at once): the pod and the container
-    "kubectl-prefix": ("[", r"\[pod/[^/\]\s]+/[^\]\s]+\] "),
+    "kubectl-prefix": ("[", r"\[(?P<writer>pod/[^/\]\s]+/[^\]\s]+)\] "),
     # Open MPI's ``mpirun --tag-output``: the job and the rank, and the stream (``[1,3]<stderr>:``)
     "mpirun-tag": ("[", r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:"),
     # Ray's driver shows each worker's or actor's lines behind its name and process (``(RayTrainWorker pid=4242,
     # ip=10.0.0.3) ``)
-    "ray-worker": ("(", r"\((?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.:a-fA-F]+)?\) "),
+    "ray-worker": ("(", r"\((?P<writer>(?:[\w.:-]+ )?pid=\d+(?:, ip=[\d.:a-fA-F]+)?)\) "),
     # ``docker compose up``/``logs``: the service's container and a bar, padded to the longest name (``trainer-1  | ``)
-    "compose": (_DIGITS + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", r"[\w.-]+ *\| "),
+    "compose": (_DIGITS + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", r"(?P<writer>[\w.-]+) *\| "),
     # pdsh's and clush's output: the host and a colon (``gpu-node-07: ``). A host name is lower case letters, digits,
     # hyphens and dots (RFC 1123; no underscore) and here holds a digit or a hyphen: a level word or a field name
     # (``INFO: ``, ``loss: ``), a dotted exception class (``torch.cuda.OutOfMemoryError: ``) or a library's file name
     # (``flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: ``) is none
-    "pdsh-host": (_DIGITS + "abcdefghijklmnopqrstuvwxyz", r"(?=[a-z\d.-]*[\d-])[a-z\d][a-z\d.-]{0,62}: "),
+    "pdsh-host": (_DIGITS + "abcdefghijklmnopqrstuvwxyz", r"(?P<writer>(?=[a-z\d.-]*[\d-])[a-z\d][a-z\d.-]{0,62}): "),
 }
 
 
@@ -166,15 +168,17 @@ class Envelope:
     pattern: re.Pattern[str]
     # from the pattern's groups, once (``open`` runs on every line the scanner reads)
     stamped: bool = False  # it gives each line a time
-    ranked: bool = False  # it names the task (the rank) that printed each line
+    # the group that names who printed each line: ``rank`` (the task, a number) or ``writer`` (a host, a pod, a
+    # worker process, a service), whose lines are apart from the others' (their tracebacks interleave)
+    who: str | None = None
 
     def open(self, line: str) -> tuple[str, str | None, str | None]:
-        """(the line without its envelope, the envelope's time, the task number): a line that does not
-        carry it (a blank one, a line the carrier wrapped) comes back as it was."""
+        """(the line without its envelope, the envelope's time, who printed it): a line that does not carry it
+        (a blank one, a line the carrier wrapped) comes back as it was."""
         m = self.pattern.match(line)
         if m is None:
             return line, None, None
-        return line[m.end() :], m["stamp"] if self.stamped else None, m["rank"] if self.ranked else None
+        return line[m.end() :], m["stamp"] if self.stamped else None, m[self.who] if self.who else None
 
 
 def _head_lines(head: bytes | bytearray | memoryview) -> list[str]:
@@ -197,7 +201,8 @@ def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
         pattern = _form(name)
         carried = sum(1 for s in lines if pattern.match(s))
         if carried >= need:
-            return Envelope(name, pattern, "stamp" in pattern.groupindex, "rank" in pattern.groupindex)
+            who = next((g for g in ("rank", "writer") if g in pattern.groupindex), None)
+            return Envelope(name, pattern, "stamp" in pattern.groupindex, who)
     return None
 
 

@@ -471,7 +471,9 @@ class _Scanner:
         self.every_chunk = False  # ``decode`` changes every chunk (else only one with a page's marks)
         self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
-        self.label: str | None = None  # the task number the envelope gave it (``srun --label``): its rank
+        # who the envelope says printed it (``srun --label``'s task, pdsh's host, a pod, a Ray worker): its rank, the
+        # stream its tracebacks are read in
+        self.label: str | None = None
         self.held: str | None = None  # the start of a frame line cut by a wrap, in an open traceback
         self.frame_width = 0  # the length of the last frame line read (``_WRAPPED_TAIL``)
         self.frame_tabbed = False  # the last frame line read was indented by a tab (a paste's own indentation)

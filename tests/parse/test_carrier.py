@@ -115,6 +115,51 @@ def test_a_real_failure_carried_is_diagnosed_as_printed(tmp_path, shape):
     assert _verdict(carried) == _verdict(plain)
 
 
+SHARD_PROGRAM = """
+    def load_shard(path):
+        with open(path) as f:
+            return f.read()
+
+    for step in range(3):
+        print(f"step {step} loss {2.5 - step / 10:.3f}", flush=True)
+    load_shard("/data/shards/train-00017.arrow")
+"""
+# two writers of each form that gathers several processes' output (carrier.FORMS) and who each is
+WRITERS = {
+    "pdsh": (("gpu-node-01: ", "gpu-node-01"), ("gpu-node-02: ", "gpu-node-02")),
+    "kubectl-prefix": (
+        ("[pod/trainer-worker-0/pytorch] ", "pod/trainer-worker-0/pytorch"),
+        ("[pod/trainer-worker-1/pytorch] ", "pod/trainer-worker-1/pytorch"),
+    ),
+    "ray": (
+        ("(RayTrainWorker pid=4242, ip=10.0.0.3) ", "RayTrainWorker pid=4242, ip=10.0.0.3"),
+        ("(RayTrainWorker pid=4243, ip=10.0.0.4) ", "RayTrainWorker pid=4243, ip=10.0.0.4"),
+    ),
+    "compose": (("trainer-1  | ", "trainer-1"), ("trainer-2  | ", "trainer-2")),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WRITERS))
+def test_the_interleaved_output_of_several_hosts_is_read_per_host(tmp_path, shape):
+    # pdsh (DeepSpeed's multi-node runner), kubectl logs --prefix, Ray's driver and docker compose gather the lines
+    # of several processes as they come: two real programs failing at once, their lines alternating. Each one's
+    # traceback is read from its own lines (its frames, not the other's), and the first to fail is named.
+    (a, who_a), (b, who_b) = WRITERS[shape]
+    first, second = _run(tmp_path, SHARD_PROGRAM).splitlines(), _run(tmp_path, PROGRAM).splitlines()
+    lines = []
+    for i in range(max(len(first), len(second))):
+        lines += [b + second[i]] if i < len(second) else []
+        lines += [a + first[i]] if i < len(first) else []
+    log = "\n".join(lines) + "\n"
+    alone = _tracebacks(_scan("\n".join(first))) + _tracebacks(_scan("\n".join(second)))
+    assert sorted(_tracebacks(_scan(log)), key=repr) == sorted(alone, key=repr)
+    failed_first = min((who_a, "FileNotFoundError"), (who_b, "KeyError"), key=lambda w: log.index(w[1]))[0]
+    d = diagnose(texts={"log": log})
+    assert d.profile.ranks["first_failing"] == failed_first
+    assert d.profile.ranks["ranks_with_errors"] == [failed_first, who_a if failed_first == who_b else who_b]
+    assert f"({failed_first} failed first)" in d.summary
+
+
 @pytest.mark.parametrize(
     ("shape", "time"),
     [("kubectl", "0514 09:31:07.123456789"), ("journald", "0514 09:31:07"), ("airflow", "0514 09:31:07")],
