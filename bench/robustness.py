@@ -118,6 +118,56 @@ def _cloud_logging(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _cloud_logging_structured(text: str) -> str:
+    """The same sink's export when the job logs JSON (Google Cloud Logging parses a container's JSON line, or
+    google-cloud-logging's StructuredLogHandler writes one, into ``jsonPayload``): the text in its ``message``."""
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        rec = {
+            "insertId": f"{0x1A2B3C + i:x}",
+            "jsonPayload": {"message": line, "python_logger": "train", "python_thread": "MainThread"},
+            "logName": "projects/p/logs/stdout",
+            "resource": {"type": "k8s_container", "labels": {"pod_name": "trainer-0", "container_name": "train"}},
+            "severity": "ERROR" if "Error" in line else "INFO",
+            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z",
+        }
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
+def _filebeat(text: str) -> str:
+    """A log shipped by Elastic's Filebeat and exported from Elasticsearch (Kibana's CSV/NDJSON export,
+    ``elasticdump``): each line an ECS document, its text in ``message``, its time in ``@timestamp``, the file it
+    was read from under ``log`` (an object)."""
+    out, offset = [], 0
+    for i, line in enumerate(text.splitlines()):
+        rec = {
+            "@timestamp": f"2024-05-14T09:31:{i % 60:02d}.123Z",
+            "log": {"file": {"path": "/var/log/train/rank0.log"}, "offset": offset},
+            "message": line,
+            "host": {"name": "gpu-node-07"},
+            "agent": {"type": "filebeat", "version": "8.13.4"},
+            "ecs": {"version": "8.0.0"},
+        }
+        offset += len(line.encode()) + 1
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
+def _loki(text: str) -> str:
+    """Grafana Loki's ``logcli query --output=jsonl``: each line with its stream's labels, its time and the text in
+    ``line``."""
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        rec = {
+            "labels": {"job": "train", "pod": "trainer-0", "namespace": "ml"},
+            "line": line,
+            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456789Z",
+        }
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
 def _windows(text: str) -> str:
     """The same run on Windows: each absolute POSIX path a traceback or pytest names as a drive path with
     backslashes (``/usr/lib/python3.10/site-packages/torch/x.py`` -> ``C:\\usr\\lib\\...\\x.py``)."""
@@ -147,6 +197,9 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "docker-json-file": _docker_json,
     "journald-json": _journald_json,
     "cloud-logging-json": _cloud_logging,
+    "cloud-logging-structured": _cloud_logging_structured,
+    "filebeat-ecs": _filebeat,
+    "loki-jsonl": _loki,
     "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi-colour": _ansi,
     "html-escaped": lambda t: html.escape(t, quote=True),

@@ -60,9 +60,11 @@ field: Docker's default ``json-file`` driver (``/var/lib/docker/containers/<id>/
 ``{"log":"…\\n","stream":"stderr","time":"2024-05-14T09:31:07.123456789Z"}``, Go's encoder writing ``<``, ``>``
 and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``); ``journalctl -o json`` of a service (the line in
 ``MESSAGE``, its time in microseconds in ``__REALTIME_TIMESTAMP``); a cloud log sink's export, where a managed
-job's output lands (Google Cloud Logging's ``textPayload`` and ``timestamp``: a Vertex AI or GKE job); and a
-program's JSON logger (``message``: python-json-logger, structlog; ``msg``: zap, klog, logrus), whose traceback
-sits in ``exc_info``/``exception``. A log whose head is such records is read as each record's time and text,
+job's output lands (Google Cloud Logging's ``textPayload`` and ``timestamp``: a Vertex AI or GKE job; its
+``jsonPayload.message`` when the job logs JSON); a log store's export (Elastic's Filebeat documents, ``message``
+and ``@timestamp``; Grafana Loki's ``logcli --output=jsonl``, ``line``); and a program's JSON logger
+(``message``: python-json-logger, structlog; ``msg``: zap, klog, logrus), whose traceback sits in
+``exc_info``/``exception``. A log whose head is such records is read as each record's time and text,
 one line for each record (a text that holds several lines, a logged traceback, is kept on its record's line,
 its lines joined by spaces: splitting it would renumber the log), before anything else: the time then reads as
 the RFC 3339 envelope.
@@ -358,11 +360,13 @@ def wrap_cut(buf: bytes | bytearray, cut: int, width: int) -> int:
     return end or cut
 
 
-# a record's fields: where its text is (in this order), what a logger adds after it (a logged traceback), where
-# its time is as RFC 3339 text, and journald's time (microseconds since the epoch)
-RECORD_TEXT = ("log", "MESSAGE", "textPayload", "message", "msg")
+# a record's fields: where its text is (in this order), the object that holds a structured record's fields (Google
+# Cloud Logging's jsonPayload), what a logger adds after the text (a logged traceback), where its time is as RFC
+# 3339 text, and journald's time (microseconds since the epoch)
+RECORD_TEXT = ("log", "MESSAGE", "textPayload", "message", "msg", "line")
+RECORD_PAYLOAD = "jsonPayload"
 RECORD_EXTRA = ("exc_info", "exception")
-RECORD_TIME = ("time", "timestamp")
+RECORD_TIME = ("time", "timestamp", "@timestamp")
 _JOURNAL_TIME = "__REALTIME_TIMESTAMP"
 _RFC3339_WHOLE = re.compile(_RFC3339 + "$")
 
@@ -391,7 +395,8 @@ def _record_text(rec: dict[str, object]) -> str | None:
         if isinstance(text, str):
             break
     else:
-        return None
+        payload = rec.get(RECORD_PAYLOAD)
+        return _record_text(payload) if isinstance(payload, dict) else None
     text = text.rstrip("\r\n")
     for key in RECORD_EXTRA:
         extra = rec.get(key)

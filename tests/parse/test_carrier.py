@@ -44,7 +44,9 @@ CARRIERS = [
 ]
 WEAK = {"ray", "compose", "pdsh"}  # carrier.WEAK_FORMS
 # bench/robustness.py: what a page or a container runtime's log file does to the whole text
-PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file", "journald-json", "cloud-logging-json"]
+# the JSON-lines stores: a service's journal, a cloud log sink's export (plain and structured), a log store's export
+RECORDS = ["journald-json", "cloud-logging-json", "cloud-logging-structured", "filebeat-ecs", "loki-jsonl"]
+PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file", *RECORDS]
 
 PROGRAM = """
     import json
@@ -226,10 +228,12 @@ def test_a_containers_json_file_log_is_read_as_its_records_text(tmp_path):
     assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
 
 
-@pytest.mark.parametrize("shape", ["journald-json", "cloud-logging-json"])
+@pytest.mark.parametrize("shape", RECORDS)
 def test_a_services_journal_and_a_cloud_sinks_export_are_read_as_their_records_text(tmp_path, shape):
-    # `journalctl -u train.service -o json` (the line in MESSAGE, microseconds since the epoch) and a log sink's
-    # export of a managed job (textPayload, an RFC 3339 timestamp): the run's lines, each in one JSON record
+    # `journalctl -u train.service -o json` (the line in MESSAGE, microseconds since the epoch), a log sink's
+    # export of a managed job (textPayload, or jsonPayload.message when the job logs JSON; an RFC 3339 timestamp),
+    # Filebeat's documents (message, @timestamp, `log` an object) and Loki's logcli (line): the run's lines, each
+    # in one JSON record
     plain = _run(tmp_path, PROGRAM)
     stored = REWRITES[shape](plain)
     assert stored.startswith("{") and '\\"' in stored  # the text JSON-escaped
