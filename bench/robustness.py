@@ -135,6 +135,31 @@ def _cloud_logging_structured(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _cloud_logging_exceptions(text: str) -> str:
+    """The sink's export of a GKE job: the logging agent's exception detection joins a Python traceback's lines
+    (``Traceback (most recent call last):`` down to its exception line, the first one not indented) into one
+    entry, its text holding them with their newlines; every other line is an entry of its own."""
+    entries: list[str] = []
+    block: list[str] = []
+    for line in text.splitlines():
+        if block:
+            block.append(line)
+            if line.strip() and line[:1] not in (" ", "\t"):
+                entries.append("\n".join(block))
+                block = []
+        elif line.startswith("Traceback (most recent call last):"):
+            block = [line]
+        else:
+            entries.append(line)
+    if block:
+        entries.append("\n".join(block))
+    out = []
+    for i, entry in enumerate(entries):
+        rec = {"textPayload": entry, "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z"}
+        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(out) + "\n"
+
+
 def _filebeat(text: str) -> str:
     """A log shipped by Elastic's Filebeat and exported from Elasticsearch (Kibana's CSV/NDJSON export,
     ``elasticdump``): each line an ECS document, its text in ``message``, its time in ``@timestamp``, the file it
@@ -200,6 +225,7 @@ REWRITES: dict[str, Callable[[str], str]] = {
     "cloud-logging-structured": _cloud_logging_structured,
     "filebeat-ecs": _filebeat,
     "loki-jsonl": _loki,
+    "cloud-logging-exceptions": _cloud_logging_exceptions,
     "crlf": lambda t: t.replace("\r\n", "\n").replace("\n", "\r\n"),
     "ansi-colour": _ansi,
     "html-escaped": lambda t: html.escape(t, quote=True),
