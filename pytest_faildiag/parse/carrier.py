@@ -65,9 +65,9 @@ job's output lands (Google Cloud Logging's ``textPayload`` and ``timestamp``: a 
 and ``@timestamp``; Grafana Loki's ``logcli --output=jsonl``, ``line``); and a program's JSON logger
 (``message``: python-json-logger, structlog; ``msg``: zap, klog, logrus), whose traceback sits in
 ``exc_info``/``exception``. A log whose head is such records is read as each record's time and text,
-one line for each record (a text that holds several lines, a logged traceback, is kept on its record's line,
-its lines joined by spaces: splitting it would renumber the log), before anything else: the time then reads as
-the RFC 3339 envelope.
+one line for each record, before anything else: the time then reads as the RFC 3339 envelope. A text that holds
+several lines (a logged traceback, or one a logging agent joined into one entry) keeps them, each after the first
+marked as its record's (``SUBLINE``): its frames are read as a traceback's, and numbered as the record's line.
 
 **Hard wraps**: a copy of a terminal's screen (a selection in tmux or screen, a console window, a
 screenshot typed out) breaks every line longer than the terminal at its last column: ``File "…/graph.py",
@@ -184,8 +184,9 @@ class Envelope:
 
 
 def _head_lines(head: bytes | bytearray | memoryview) -> list[str]:
+    """The first non-empty lines of ``head`` (a record's further lines, ``SUBLINE``, are its record's)."""
     text = bytes(head[:HEAD_BYTES]).decode("utf-8", "replace")
-    return [s for s in text.splitlines()[: SAMPLE_LINES * 4] if s.strip()][:SAMPLE_LINES]
+    return [s for s in text.splitlines()[: SAMPLE_LINES * 4] if s.strip() and s[:1] != SUBLINE][:SAMPLE_LINES]
 
 
 def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
@@ -367,6 +368,12 @@ RECORD_TEXT = ("log", "MESSAGE", "textPayload", "message", "msg", "line")
 RECORD_PAYLOAD = "jsonPayload"
 RECORD_EXTRA = ("exc_info", "exception")
 RECORD_TIME = ("time", "timestamp", "@timestamp")
+# a record whose text holds several lines (a traceback that a logger put in exc_info, or that a logging agent's
+# exception detection joined into one entry): each line after the first starts with this character, ASCII's unit
+# separator, which a log's line does not hold (it is a control character: never printed, and no line break for
+# str.splitlines). The scanner reads each such line as a line of its own, a traceback's frames included, and
+# numbers it as its record, so no line of the log is renumbered.
+SUBLINE = "\x1f"
 _JOURNAL_TIME = "__REALTIME_TIMESTAMP"
 _RFC3339_WHOLE = re.compile(_RFC3339 + "$")
 
@@ -401,13 +408,13 @@ def _record_text(rec: dict[str, object]) -> str | None:
     for key in RECORD_EXTRA:
         extra = rec.get(key)
         if isinstance(extra, str) and extra:
-            text = f"{text} {extra}"
-    return text.replace("\r\n", " ").replace("\n", " ") if "\n" in text else text
+            text = f"{text}\n{extra.rstrip()}"
+    return text.replace("\r\n", "\n").replace("\n", "\n" + SUBLINE) if "\n" in text else text
 
 
 def _record(line: bytes) -> bytes | None:
-    """A JSON-lines record as its time, a space and its text (no newline, never longer than the record); None for
-    another line."""
+    """A JSON-lines record as its time, a space and its text (never longer than the record: JSON escapes a newline
+    in two characters, a newline and ``SUBLINE`` are two); None for another line."""
     if line[:1] != b"{":
         return None
     try:

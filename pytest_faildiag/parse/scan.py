@@ -28,6 +28,7 @@ from .carrier import (
     ENTITIES,
     MONTHS,
     RANK_PREFIX,
+    SUBLINE,
     Envelope,
     carrier_decoder,
     detect,
@@ -469,6 +470,7 @@ class _Scanner:
         self.escaped = False  # the log is a page's escaped text, decoded chunk by chunk (``carrier``)
         self.decode: Callable[[bytes | bytearray | memoryview], bytes] | None = None  # what undoes the carrier's doing
         self.every_chunk = False  # ``decode`` changes every chunk (else only one with a page's marks)
+        self.sublines = False  # the log is JSON-lines records, whose text may hold several lines (``carrier.SUBLINE``)
         self.wrap: int | None = None  # the width a terminal copy hard-wrapped the log's lines at (``carrier``)
         self.stamp: str | None = None  # the time the envelope gave the line being read
         # who the envelope says printed it (``srun --label``'s task, pdsh's host, a pod, a Ray worker): its rank, the
@@ -1815,6 +1817,7 @@ def _read_carrier(sc: _Scanner, head: bytes | memoryview) -> None:
     continued = sc.envelope is not None and sc.envelope.name == "gitlab"
     sc.decode = carrier_decoder(sc.escaped, records, continued)
     sc.every_chunk = sc.escaped or records or continued
+    sc.sublines = records
 
 
 def _decode_lines(
@@ -1916,11 +1919,13 @@ def _scan_chunk(
     pos = 0
     n = len(buf) if n is None else n
     sc.buf, sc.looked, sc.n = buf, 0, n
+    subs = sc.sublines and buf.find(_SUB_BREAK, 0, n) >= 0  # a record of several lines in this chunk
+    count = _record_lines if subs else newlines
     while pos < n:
         if sc.in_block:
             end = buf.find(b"\n", pos, n)
             end = n if end < 0 else end + 1
-            line_no += 1
+            line_no += not subs or buf[pos] != _SUB
             raw = buf[pos:end]
             sc.start = pos
             _process(sc, line_no, raw, _seen(raw, pos, occ, table))
@@ -1928,14 +1933,14 @@ def _scan_chunk(
             continue
         m = find(pos)
         if m is None:
-            line_no += newlines(buf, pos, n)
+            line_no += count(buf, pos, n)
             break
         start = buf.rfind(b"\n", pos, m[0])
         start = pos if start < 0 else start + 1
-        line_no += newlines(buf, pos, start)
+        line_no += count(buf, pos, start)
         end = buf.find(b"\n", m[1], n)
         end = n if end < 0 else end + 1
-        line_no += 1
+        line_no += not subs or buf[start] != _SUB
         raw = buf[start:end]
         sc.start = start
         _process(sc, line_no, raw, _seen(raw, start, occ, table))
@@ -1954,6 +1959,18 @@ def _scan_chunk(
         if vis.strip():
             tail.append(vis)
     return line_no
+
+
+_SUB = ord(SUBLINE)
+_SUB_BREAK = b"\n" + SUBLINE.encode()
+
+
+def _record_lines(buf: bytes | bytearray, start: int, end: int) -> int:
+    """The records that start in the whole lines ``buf[start:end]``: its lines, less those that go on a record
+    (``carrier.SUBLINE`` first), for line numbers that stay the log's."""
+    if start >= end:
+        return 0
+    return newlines(buf, start, end) - buf.count(_SUB_BREAK, start, end) - (buf[start] == _SUB)
 
 
 def newlines(buf: bytes | bytearray, start: int, end: int) -> int:
@@ -2004,6 +2021,8 @@ def _seen(
 
 
 def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | bytes | bytearray | None = None) -> None:
+    if sc.sublines and raw[:1] == _SUB_BREAK[1:]:  # a record's further line: read without its mark
+        raw, seen = raw[1:], _behind(seen, 1)
     if len(raw) > MAX_LINE:
         raw = raw[:MAX_LINE]
         sc.info.truncated_lines += 1

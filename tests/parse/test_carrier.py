@@ -21,7 +21,16 @@ from bench.audit_extract import SHAPES
 from bench.robustness import REWRITES, per_line
 from pytest_faildiag.engine import diagnose
 from pytest_faildiag.parse import scan
-from pytest_faildiag.parse.carrier import WEAK_LINES, detect, json_records, page_escaped, unrecord, unwrap, wrap_width
+from pytest_faildiag.parse.carrier import (
+    SUBLINE,
+    WEAK_LINES,
+    detect,
+    json_records,
+    page_escaped,
+    unrecord,
+    unwrap,
+    wrap_width,
+)
 from pytest_faildiag.parse.scan import ScanResult, scan_stream, scan_text
 from pytest_faildiag.rules import load_ruleset
 
@@ -45,7 +54,14 @@ CARRIERS = [
 WEAK = {"ray", "compose", "pdsh"}  # carrier.WEAK_FORMS
 # bench/robustness.py: what a page or a container runtime's log file does to the whole text
 # the JSON-lines stores: a service's journal, a cloud log sink's export (plain and structured), a log store's export
-RECORDS = ["journald-json", "cloud-logging-json", "cloud-logging-structured", "filebeat-ecs", "loki-jsonl"]
+RECORDS = [
+    "journald-json",
+    "cloud-logging-json",
+    "cloud-logging-structured",
+    "cloud-logging-exceptions",
+    "filebeat-ecs",
+    "loki-jsonl",
+]
 PAGES = ["html-escaped", "nbsp-spaces", "smart-quotes", "docker-json-file", *RECORDS]
 
 PROGRAM = """
@@ -292,17 +308,22 @@ JSON_LOGGER = """
 
 def test_a_json_loggers_records_are_read_with_the_traceback_they_logged(tmp_path):
     # a program logging through a JSON formatter: its records' text, and the traceback logger.exception put in
-    # exc_info, which keeps its record's line (its lines joined: the log is not renumbered)
+    # exc_info, read as the traceback it is (its frames) on its record's line number: the log is not renumbered
     stored = _run(tmp_path, JSON_LOGGER)
     assert stored.startswith('{"asctime"') and '"exc_info": "Traceback' in stored
     assert json_records(stored.encode())
-    lines = unrecord(stored.encode()).decode().splitlines()
-    assert len(lines) == len(stored.splitlines())
-    assert lines[0] == "step 0 loss 2.5000"
-    assert lines[-1].startswith("could not read the data shard Traceback (most recent call last): ")
-    assert "PermissionError: [Errno 13] Permission denied: '/data/shards/00017.arrow'" in lines[-1]
+    lines = unrecord(stored.encode()).decode().split("\n")
+    assert lines[0] == "step 0 loss 2.5000" and lines[40] == "could not read the data shard"
+    assert lines[41] == SUBLINE + "Traceback (most recent call last):"
+    assert all(line.startswith(SUBLINE) for line in lines[41:-1])
+    res = _scan(stored)
+    assert res.sources["log"].lines == len(stored.splitlines()) == 41
+    [tb] = res.tracebacks
+    assert (tb.exc_type, tb.message) == ("PermissionError", "[Errno 13] Permission denied: '/data/shards/00017.arrow'")
+    assert [f.func for f in tb.frames] == ["<module>", "load_shard"] and tb.exc_line == 41
     d = diagnose(texts={"log": stored})
-    assert d.root_causes and "Permission denied" in json.dumps([c.evidence for c in d.root_causes[:1]], default=str)
+    assert d.profile.first_failure is not None and d.profile.first_failure.line == 41
+    assert all(e.line is None or e.line <= 41 for c in d.root_causes for e in c.evidence)
 
 
 def _typeset(text: str) -> str:
