@@ -87,15 +87,19 @@ class FailurePoint:
     source: str
     line: int | None
     excerpt: str
+    rank: str | None = None  # the rank (or the host, pod, worker) whose line it is, in a run of several processes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "line": self.line, "excerpt": self.excerpt}
+        d: dict[str, Any] = {"source": self.source, "line": self.line, "excerpt": self.excerpt}
+        if self.rank is not None:
+            d["rank"] = self.rank
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> FailurePoint | None:
         if not isinstance(d, dict):
             return None
-        return cls(_text(d.get("source")), _line(d.get("line")), _text(d.get("excerpt")))
+        return cls(_text(d.get("source")), _line(d.get("line")), _text(d.get("excerpt")), _opt_text(d.get("rank")))
 
 
 @dataclass

@@ -389,24 +389,35 @@ def rank_summary(scan: ScanResult) -> dict[str, Any]:
     }
 
 
-def failure_point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | None:
-    """The first real failure point: the best non-downstream finding, else the last exception line."""
+def failure_point(scan: ScanResult, findings: list[Finding], *, ranked: bool = False) -> FailurePoint | None:
+    """The first real failure point: the best non-downstream finding, else the last exception line. ``ranked``:
+    the run had several processes (``rank_summary``), so the point names the rank or writer whose line it is."""
+    found = _point(scan, findings)
+    if found is None:
+        return None
+    point, rank = found
+    if ranked:
+        point.rank = rank
+    return point
+
+
+def _point(scan: ScanResult, findings: list[Finding]) -> tuple[FailurePoint, str | None] | None:
     for f in findings:
         if not f.rule.downstream and f.rule.causes and f.source != "exit status":
-            return FailurePoint(f.source, f.line, f.text)
+            return FailurePoint(f.source, f.line, f.text), f.rank
     for tb in reversed(primary_tracebacks(scan)):
         if not tb.chained:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
     for tb in reversed(scan.tracebacks):
         if tb.exc_type and not tb.chained:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
     for tb in reversed(scan.tracebacks):
         if tb.exc_type:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": "))
+            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
     if scan.pytest_errors:
         src, line, text = scan.pytest_errors[0]
-        return FailurePoint(src, line, text)
+        return FailurePoint(src, line, text), None
     if scan.error_lines:
         src, line, text = scan.error_lines[-1]
-        return FailurePoint(src, line, text)
+        return FailurePoint(src, line, text), None
     return None

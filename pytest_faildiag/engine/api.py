@@ -274,7 +274,7 @@ def diagnose(
     if inp.readiness is not None:
         ctx_data.setdefault("readiness", inp.readiness)
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
-    analysis.profile.first_failure = failure_point(scan, analysis.findings)
+    analysis.profile.first_failure = failure_point(scan, analysis.findings, ranked=bool(analysis.profile.ranks))
     facts = gather_facts(scan, analysis, rs)
     refine_profile(analysis, facts, rs, progressed=scan.progress > 0)
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited

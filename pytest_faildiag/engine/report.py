@@ -45,12 +45,20 @@ def finish(
     return diag
 
 
+def _who(rank: object) -> str:
+    """A rank by its number ("rank 3"), a host, a pod or a worker by its name."""
+    return f"rank {rank}" if str(rank).isdigit() else str(rank)
+
+
 def _summary(analysis: Analysis, top: RootCause | None) -> str:
     prof = analysis.profile
     where = ""
-    if prof.ranks.get("first_failing") is not None:
-        who = str(prof.ranks["first_failing"])
-        where = f" ({'rank ' if who.isdigit() else ''}{who} failed first)"  # a host, a pod or a worker by its name
+    first = prof.ranks.get("first_failing")
+    if first is not None:
+        on = prof.first_failure.rank if prof.first_failure is not None else None
+        where = f" ({_who(first)} failed first)"
+        if on is not None and on != str(first):  # the error shown is another process's than the first to fail
+            where = f" (on {_who(on)}; {_who(first)} failed first)"
     if top is None:
         if prof.exit_code not in (None, 0):
             return f"the run exited with status {prof.exit_code}{' (' + prof.signal + ')' if prof.signal else ''} and left no recognisable error; collect stderr and rerun with faulthandler"
@@ -112,7 +120,8 @@ def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
     ]
     if p.first_failure:
         ff = p.first_failure
-        lines.append(f"  first failure: {ff.source}:{ff.line or '?'}: {display(ff.excerpt, limit=200)}")
+        on = f" ({_who(ff.rank)})" if ff.rank is not None else ""
+        lines.append(f"  first failure: {ff.source}:{ff.line or '?'}{on}: {display(ff.excerpt, limit=200)}")
     for i, c in enumerate(diag.root_causes[:max_causes], 1):
         lines.append(f"  {i}. [{c.category}] {c.summary} ({c.confidence:.0%}, {c.id})")
         for e in c.evidence[:3]:

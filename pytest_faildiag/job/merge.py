@@ -44,10 +44,9 @@ LATE_INITIATOR_S = 1.0  # an "initiating" event this much later than the first s
 
 @dataclass
 class NodeFailurePoint(FailurePoint):
-    """``profile.first_failure`` of a merged job: where, plus on which host and rank."""
+    """``profile.first_failure`` of a merged job: where, plus on which host and rank (both always said)."""
 
     host: str | None = None
-    rank: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()

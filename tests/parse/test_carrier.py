@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from bench.audit_extract import SHAPES
@@ -35,6 +36,7 @@ from pytest_faildiag.parse.scan import ScanResult, scan_stream, scan_text
 from pytest_faildiag.rules import load_ruleset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+SCHEMAS = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "schemas"
 THREADS = DATA / "corpus" / "threads"
 CARRIERS = [
     "gha",
@@ -175,7 +177,13 @@ def test_the_interleaved_output_of_several_hosts_is_read_per_host(tmp_path, shap
     d = diagnose(texts={"log": log})
     assert d.profile.ranks["first_failing"] == failed_first
     assert d.profile.ranks["ranks_with_errors"] == [failed_first, who_a if failed_first == who_b else who_b]
-    assert f"({failed_first} failed first)" in d.summary
+    # the error the diagnosis shows names whose it is, and the summary says so when it is not the first to fail
+    point = d.profile.first_failure
+    assert point is not None and point.line is not None
+    assert point.rank == (who_a if lines[point.line - 1].startswith(a) else who_b)
+    shown = f"on {point.rank}; " if point.rank != failed_first else ""
+    assert f"({shown}{failed_first} failed first)" in d.summary
+    jsonschema.validate(d.to_dict(), json.loads((SCHEMAS / "report.schema.json").read_text()))  # first_failure.rank
 
 
 @pytest.mark.parametrize(
