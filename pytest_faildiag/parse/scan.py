@@ -1961,8 +1961,9 @@ def _scan_chunk(
     return line_no
 
 
-_SUB = ord(SUBLINE)
-_SUB_BREAK = b"\n" + SUBLINE.encode()
+_SUB_MARK = SUBLINE.encode()  # a record's further line starts with it
+_SUB = _SUB_MARK[0]
+_SUB_BREAK = b"\n" + _SUB_MARK
 
 
 def _record_lines(buf: bytes | bytearray, start: int, end: int) -> int:
@@ -2021,7 +2022,7 @@ def _seen(
 
 
 def _process(sc: _Scanner, number: int, raw: bytes | bytearray, seen: _Seen | bytes | bytearray | None = None) -> None:
-    if sc.sublines and raw[:1] == _SUB_BREAK[1:]:  # a record's further line: read without its mark
+    if sc.sublines and raw[:1] == _SUB_MARK:  # a record's further line: read without its mark
         raw, seen = raw[1:], _behind(seen, 1)
     if len(raw) > MAX_LINE:
         raw = raw[:MAX_LINE]
