@@ -27,8 +27,9 @@ import re
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -69,14 +70,24 @@ def _wrap(width: int) -> Callable[[str], str]:
     return rewrite
 
 
+def _json_lines(records: Iterable[dict[str, object]]) -> str:
+    """Records as JSON lines, compact, as a log store writes them (one per line, non-ASCII text kept)."""
+    return "\n".join(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) for rec in records) + "\n"
+
+
+def _at(i: int, fraction: str) -> str:
+    """The ``i``-th record's RFC 3339 time (a second apart), with the fraction its store writes."""
+    return f"2024-05-14T09:31:{i % 60:02d}.{fraction}Z"
+
+
 def _docker_json(text: str) -> str:
     """Docker's json-file log of a container's stderr: each line a JSON record, escaped as Go's encoder does
     (``<``, ``>`` and ``&`` as ``\\u003c``, ``\\u003e``, ``\\u0026``)."""
-    out = []
-    for i, line in enumerate(text.splitlines()):
-        rec = {"log": line + "\n", "stream": "stderr", "time": f"2024-05-14T09:31:{i % 60:02d}.123456789Z"}
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+    out = _json_lines(
+        {"log": line + "\n", "stream": "stderr", "time": _at(i, "123456789")}
+        for i, line in enumerate(text.splitlines())
+    )
+    return out.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _journald_json(text: str) -> str:
@@ -102,37 +113,35 @@ def _journald_json(text: str) -> str:
 def _cloud_logging(text: str) -> str:
     """A cloud log sink's export (Google Cloud Logging to Cloud Storage, as a Vertex AI or GKE job's output is
     kept): each line of the container's output one JSON entry, its text in ``textPayload``."""
-    out = []
-    for i, line in enumerate(text.splitlines()):
-        rec = {
+    return _json_lines(
+        {
             "insertId": f"{0x1A2B3C + i:x}",
             "labels": {"ml.googleapis.com/trial_id": "", "compute.googleapis.com/resource_name": "gke-pool-1"},
             "logName": "projects/p/logs/workerpool0-0",
-            "receiveTimestamp": f"2024-05-14T09:31:{i % 60:02d}.456789Z",
+            "receiveTimestamp": _at(i, "456789"),
             "resource": {"type": "ml_job", "labels": {"job_id": "7184", "task_name": "workerpool0-0"}},
             "severity": "ERROR" if "Error" in line else "INFO",
             "textPayload": line,
-            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z",
+            "timestamp": _at(i, "123456"),
         }
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out) + "\n"
+        for i, line in enumerate(text.splitlines())
+    )
 
 
 def _cloud_logging_structured(text: str) -> str:
     """The same sink's export when the job logs JSON (Google Cloud Logging parses a container's JSON line, or
     google-cloud-logging's StructuredLogHandler writes one, into ``jsonPayload``): the text in its ``message``."""
-    out = []
-    for i, line in enumerate(text.splitlines()):
-        rec = {
+    return _json_lines(
+        {
             "insertId": f"{0x1A2B3C + i:x}",
             "jsonPayload": {"message": line, "python_logger": "train", "python_thread": "MainThread"},
             "logName": "projects/p/logs/stdout",
             "resource": {"type": "k8s_container", "labels": {"pod_name": "trainer-0", "container_name": "train"}},
             "severity": "ERROR" if "Error" in line else "INFO",
-            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z",
+            "timestamp": _at(i, "123456"),
         }
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out) + "\n"
+        for i, line in enumerate(text.splitlines())
+    )
 
 
 def _cloud_logging_exceptions(text: str) -> str:
@@ -153,44 +162,39 @@ def _cloud_logging_exceptions(text: str) -> str:
             entries.append(line)
     if block:
         entries.append("\n".join(block))
-    out = []
-    for i, entry in enumerate(entries):
-        rec = {"textPayload": entry, "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456Z"}
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out) + "\n"
+    return _json_lines({"textPayload": entry, "timestamp": _at(i, "123456")} for i, entry in enumerate(entries))
 
 
 def _filebeat(text: str) -> str:
     """A log shipped by Elastic's Filebeat and exported from Elasticsearch (Kibana's CSV/NDJSON export,
     ``elasticdump``): each line an ECS document, its text in ``message``, its time in ``@timestamp``, the file it
-    was read from under ``log`` (an object)."""
-    out, offset = [], 0
-    for i, line in enumerate(text.splitlines()):
-        rec = {
-            "@timestamp": f"2024-05-14T09:31:{i % 60:02d}.123Z",
-            "log": {"file": {"path": "/var/log/train/rank0.log"}, "offset": offset},
+    was read from under ``log`` (an object, with the line's byte offset in it)."""
+    lines = text.splitlines()
+    offsets = list(accumulate((len(line.encode()) + 1 for line in lines), initial=0))
+    return _json_lines(
+        {
+            "@timestamp": _at(i, "123"),
+            "log": {"file": {"path": "/var/log/train/rank0.log"}, "offset": offsets[i]},
             "message": line,
             "host": {"name": "gpu-node-07"},
             "agent": {"type": "filebeat", "version": "8.13.4"},
             "ecs": {"version": "8.0.0"},
         }
-        offset += len(line.encode()) + 1
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out) + "\n"
+        for i, line in enumerate(lines)
+    )
 
 
 def _loki(text: str) -> str:
     """Grafana Loki's ``logcli query --output=jsonl``: each line with its stream's labels, its time and the text in
     ``line``."""
-    out = []
-    for i, line in enumerate(text.splitlines()):
-        rec = {
+    return _json_lines(
+        {
             "labels": {"job": "train", "pod": "trainer-0", "namespace": "ml"},
             "line": line,
-            "timestamp": f"2024-05-14T09:31:{i % 60:02d}.123456789Z",
+            "timestamp": _at(i, "123456789"),
         }
-        out.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(out) + "\n"
+        for i, line in enumerate(text.splitlines())
+    )
 
 
 def _windows(text: str) -> str:

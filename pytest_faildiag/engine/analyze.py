@@ -375,7 +375,7 @@ def rank_summary(scan: ScanResult) -> dict[str, Any]:
             firsts[tb.rank] = (
                 tb.source,
                 tb.exc_line or tb.line,
-                f"{tb.exc_type}: {tb.message}".strip(": ")[:300],
+                tb.headline[:300],
                 None,
             )
     if not several_processes(firsts):
@@ -392,32 +392,25 @@ def rank_summary(scan: ScanResult) -> dict[str, Any]:
 def failure_point(scan: ScanResult, findings: list[Finding], *, ranked: bool = False) -> FailurePoint | None:
     """The first real failure point: the best non-downstream finding, else the last exception line. ``ranked``:
     the run had several processes (``rank_summary``), so the point names the rank or writer whose line it is."""
-    found = _point(scan, findings)
-    if found is None:
-        return None
-    point, rank = found
-    if ranked:
-        point.rank = rank
+    point = _point(scan, findings)
+    if point is not None and not ranked:
+        point.rank = None
     return point
 
 
-def _point(scan: ScanResult, findings: list[Finding]) -> tuple[FailurePoint, str | None] | None:
+def _point(scan: ScanResult, findings: list[Finding]) -> FailurePoint | None:
     for f in findings:
         if not f.rule.downstream and f.rule.causes and f.source != "exit status":
-            return FailurePoint(f.source, f.line, f.text), f.rank
-    for tb in reversed(primary_tracebacks(scan)):
-        if not tb.chained:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
-    for tb in reversed(scan.tracebacks):
-        if tb.exc_type and not tb.chained:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
-    for tb in reversed(scan.tracebacks):
-        if tb.exc_type:
-            return FailurePoint(tb.source, tb.exc_line, f"{tb.exc_type}: {tb.message}".strip(": ")), tb.rank
+            return FailurePoint(f.source, f.line, f.text, f.rank)
+    # the last exception that is no symptom and not chained, else the last one not chained, else the last one
+    for tbs, unchained in ((primary_tracebacks(scan), True), (scan.tracebacks, True), (scan.tracebacks, False)):
+        for tb in reversed(tbs):
+            if tb.exc_type and not (unchained and tb.chained):
+                return FailurePoint(tb.source, tb.exc_line, tb.headline, tb.rank)
     if scan.pytest_errors:
         src, line, text = scan.pytest_errors[0]
-        return FailurePoint(src, line, text), None
+        return FailurePoint(src, line, text)
     if scan.error_lines:
         src, line, text = scan.error_lines[-1]
-        return FailurePoint(src, line, text), None
+        return FailurePoint(src, line, text)
     return None

@@ -263,7 +263,7 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
     point = None
     for tb in [*reversed(primary_tracebacks(scan)), *reversed(scan.tracebacks)]:
         if tb.exc_type:
-            point = Evidence("direct", tb.source, f"{tb.exc_type}: {tb.message}".strip(": ")[:500], tb.exc_line)
+            point = Evidence("direct", tb.source, tb.headline[:500], tb.exc_line)
             break
     if point is None and scan.pytest_errors:
         src, line, text = scan.pytest_errors[0]

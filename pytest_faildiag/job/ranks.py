@@ -136,7 +136,7 @@ def read_rank_events(files: list[tuple[str, Path]], ref: float) -> tuple[list[Ra
     for tb in primary_tracebacks(scan):
         if tb.source not in paths or tb.chained:
             continue
-        text = f"{tb.exc_type}: {tb.message}".strip(": ")[:400]
+        text = tb.headline[:400]
         raw.append(RankEvent(tb.rank, None, "", tb.source, tb.exc_line or tb.line, text, is_symptom(text), seq=tb.seq))
     lines: dict[str, list[int]] = {}
     for ev in raw:

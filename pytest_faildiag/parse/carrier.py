@@ -396,7 +396,8 @@ def _record_time(rec: dict[str, object]) -> str:
 
 
 def _record_text(rec: dict[str, object]) -> str | None:
-    """The record's text and what its logger added, on one line; None when no field holds text."""
+    """The record's text and what its logger added after it (a logged traceback), its lines after the first marked
+    ``SUBLINE``; None when no field holds text."""
     for key in RECORD_TEXT:
         text = rec.get(key)
         if isinstance(text, str):

@@ -369,6 +369,11 @@ class Traceback:
     handled: bool = False  # printed under a record below ERROR: maybe handled (``_LOW_RECORD``)
 
     @property
+    def headline(self) -> str:
+        """The exception line as Python prints it (``KeyError: 'lr'``; the class alone when it has no message)."""
+        return f"{self.exc_type}: {self.message}".strip(": ")
+
+    @property
     def user_frame(self) -> Frame | None:
         for fr in reversed(self.frames):
             if not fr.is_library:
