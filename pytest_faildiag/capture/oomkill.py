@@ -62,13 +62,15 @@ def oom_verdict(before: dict[str, int], after: dict[str, int], pids: set[int], s
             if delta > 0:
                 return verdict
     if status == 128 + signal.SIGKILL:
-        line = _dmesg_oom_line(pids)
+        line = dmesg_oom_line(pids)
         if line:
             return {"killed": True, "detail": f"kernel log: {line}"}
     return verdict
 
 
-def _dmesg_oom_line(pids: set[int]) -> str | None:
+def dmesg_oom_line(pids: set[int]) -> str | None:
+    """The kernel log's line that names one of ``pids`` as the OOM killer's victim (None when there is none or
+    the log cannot be read: ``dmesg`` is often restricted to root)."""
     try:
         cp = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=3, errors="replace")
     except (OSError, subprocess.SubprocessError):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..capture.oomkill import dmesg_oom_line
 from ..fsio import check_regular, open_regular, project_root, read_allowed, read_roots, read_tail
 from .pytest_journal import MAX_LINE, annotate_main_thread, stacks_file
 
@@ -177,13 +178,18 @@ def dead_test_texts(
     in ``journal.txt``, so ``/proc/self/environ`` or ``~/.aws/credentials`` never become evidence."""
     roots = evidence_roots(out_dir, extra_roots)
     how = "the session ended, so a pytest-xdist worker died" if dead.session_ended else "the whole pytest session died"
+    # What ended the process is not known here (a signal from a timeout or a CI cancel, the OOM killer, os._exit,
+    # a native crash), so the statement names none of them: a list of possible killers read as evidence made
+    # every killed session an out-of-memory diagnosis. The kernel's own record names the OOM killer's victims.
     texts = {
         "journal.txt": (
             f"faildiag: process {dead.pid}{' (' + dead.worker + ')' if dead.worker else ''} died while running "
-            f"{dead.nodeid}: the test started and never reported ({how}); killed by a signal (SIGKILL, the OOM "
-            "killer, a CI cancel), os._exit, or a native crash\n"
+            f"{dead.nodeid}: the test started and never reported ({how}); what ended it left no record\n"
         )
     }
+    oom_line = dmesg_oom_line({dead.pid})
+    if oom_line:
+        texts["journal.txt"] += f"faildiag: the kernel log names this process: {oom_line}\n"
     for p in dead.artifacts[:MAX_ARTIFACTS]:
         try:
             text = _read_evidence(Path(p), roots, tail)

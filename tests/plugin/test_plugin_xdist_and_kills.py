@@ -108,6 +108,41 @@ def test_a_killed_session_is_named_by_recover_and_by_the_next_run(pytester: pyte
     assert (out / "journal.prev.jsonl").is_file()
 
 
+TERMINATED = """
+    import os
+    import signal
+    import threading
+    import time
+
+    def test_waits():
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        time.sleep(120)
+"""
+
+
+def test_a_session_terminated_from_outside_is_not_read_as_out_of_memory(pytester: pytest.Pytester) -> None:
+    """``timeout``, a CI cancel or Slurm end a stuck session with SIGTERM: nothing in the journal says memory
+    ran out, so recover must not say so (its statement once listed the OOM killer among possible killers, and
+    the engine read that list as evidence)."""
+    pytester.makepyfile(test_t=TERMINATED)
+    result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", timeout=180)
+    assert result.ret in (-15, 143)
+    out = pytester.path / "faildiag-out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    killed = json.loads(proc.stdout)["killed"]
+    assert [k["nodeid"] for k in killed] == ["test_t.py::test_waits"]
+    report = json.loads((out / killed[0]["slug"] / "report.json").read_text())
+    assert report["profile"]["type"] != "oom", report["summary"]
+    assert "memory" not in report["summary"].lower(), report["summary"]
+    assert [c["category"] for c in report["root_causes"][:1]] != ["resource"], report["summary"]
+
+
 def test_recover_without_a_journal_is_a_one_line_usage_error(tmp_path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(tmp_path / "none")],
