@@ -42,6 +42,7 @@ SESSION = "session.json"
 SESSION_SCHEMA = "faildiag.session/1"
 TEST_FILE = "test.json"  # the plugin's note in each snapshot: which test (nodeid, when, file, line, worker)
 RUN_FILE = "run.json"  # what ``faildiag run`` saw of the process
+WATCHDOG_FILE = "watchdog.txt"  # a hung run: what the watchdog saw and that faildiag itself stopped the run
 FAILURE_LOCK = "artifacts/failure.lock.json"
 JOURNAL = "journal.jsonl"
 PREVIOUS_JOURNAL = "journal.prev.jsonl"

@@ -59,6 +59,20 @@ class RunResult:
     def failed(self) -> bool:
         return self.hung or self.exit_status != 0
 
+    def watchdog_text(self) -> str:
+        """What the hang watchdog saw and did, as evidence (``watchdog.txt``): the detection, and that the
+        termination signals the log shows after it are faildiag's own stop, not a scheduler's or a person's
+        (torchrun reports its own SIGTERM as ``SignalException: Process N got signal: 15``)."""
+        if not self.hung:
+            return ""
+        stopped = next((n for n in self.notes if n.startswith("the run was stopped with")), "")
+        how = "SIGKILL" if "SIGKILL" in stopped else "SIGTERM"
+        return (
+            f"{self.hang_detail}\n"
+            f"faildiag: faildiag stopped the hung run itself ({how} to its process group): the termination "
+            "signals and exit status after this point are its own\n"
+        )
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("timeline")

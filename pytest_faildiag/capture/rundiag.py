@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..store import read_last_green
+from ..store import WATCHDOG_FILE, read_last_green
 from .options import RunOptions, RunResult, command_text
 
 
@@ -17,7 +17,7 @@ def diagnose_result(result: RunResult, opts: RunOptions, lock: dict[str, Any] | 
 
     texts: dict[str, str] = {}
     if result.hung:
-        texts["watchdog.txt"] = result.hang_detail + "\n"
+        texts[WATCHDOG_FILE] = result.watchdog_text()
     texts.update(result.stacks)
     logs = [str(opts.out / "logs" / n) for n in ("stdout.log", "stderr.log")]
     extra: list[Evidence] = []

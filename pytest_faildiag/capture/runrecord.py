@@ -1,4 +1,6 @@
-"""What a run leaves besides a diagnosis: ``run.json`` always, the last-green lock after a passing run.
+"""What a run leaves besides a diagnosis: ``run.json`` always, ``watchdog.txt`` after a hang (the evidence a
+later ``faildiag diagnose`` of the folder reads, as the run's own diagnosis did), the last-green lock after a
+passing run.
 
 Written without importing the engine: a passing run should not pay for loading the rules.
 """
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import safe_atomic_write
-from ..store import LAST_GREEN_LOCK, RUN_FILE, write_last_green
+from ..store import LAST_GREEN_LOCK, RUN_FILE, WATCHDOG_FILE, write_last_green
 from .options import RunResult
 
 LAST_GREEN = LAST_GREEN_LOCK  # the name is the output folder's: defined in store
@@ -23,6 +25,8 @@ def write_run_files(result: RunResult, out: Path, lock: dict[str, Any] | None, *
     from ..redact import redact_obj
 
     safe_atomic_write(out, RUN_FILE, _dump(redact_obj(result.to_json())))
+    if result.hung:
+        safe_atomic_write(out, WATCHDOG_FILE, result.watchdog_text())
     if not result.failed and lock:
         write_last_green(out, _dump(lock if redacted else redact_obj(lock)))
 

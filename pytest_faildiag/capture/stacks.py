@@ -278,9 +278,12 @@ def collect_stacks(
     for pid, text in sorted(dumps.items()):
         rank = ranks.get(pid)
         if ranked and rank is None:
+            _drop(stacks_dir / f"{pid}.txt")  # as the diagnosis left it out, so does a later reading of the folder
             continue
         name = f"stacks/{pid}.txt" if rank is None else f"stacks/rank{rank}-{pid}.txt"
         texts[name] = prefix_rank(text, rank)
+        if rank is not None:
+            _keep_as(out, stacks_dir / f"{pid}.txt", name, texts[name], notes)
     try:
         safe_atomic_write(out, "process-tree.txt", process_table(procs, ranks))  # CPU% since the first call above
     except OSError as exc:
@@ -292,6 +295,25 @@ def collect_stacks(
         except OSError as exc:
             notes.append(f"gpu.txt not written: {exc}")
     return texts, notes
+
+
+def _keep_as(out: Path, raw: Path, name: str, text: str, notes: list[str]) -> None:
+    """A rank's dump is cited under its rank's name (``stacks/rank0-<pid>.txt``): keep it on disk under that
+    name, rank-prefixed as the diagnosis read it, so the citation opens and a later ``faildiag diagnose`` of
+    the folder reads the ranks the run read (the process's own ``<pid>.txt`` is dropped)."""
+    try:
+        safe_atomic_write(out, name, text)
+    except OSError as exc:
+        notes.append(f"{name} not written: {exc}")
+        return
+    _drop(raw)
+
+
+def _drop(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def _stable(path: Path) -> bool:

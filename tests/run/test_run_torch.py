@@ -117,3 +117,12 @@ def test_it_stops_a_hung_job_and_says_where_each_rank_waits(faildiag_run, script
     assert any("rank 1" in e["excerpt"] and "hang.py:12" in e["excerpt"] for e in top["evidence"])  # every rank named
     names = r.run_json()["stacks"]
     assert sorted(n.split("-")[0] for n in names) == ["stacks/rank0", "stacks/rank1"]  # the launcher left out
+    # the SIGTERM torchrun reports is faildiag's own stop of the hung job, not an outsider's (it said so once)
+    assert not [c for c in rep["root_causes"] if c["rule"] == "elastic.agent_signal"], rep["root_causes"]
+    assert "stopped the hung run itself" in (r.out / "watchdog.txt").read_text()
+    # every cited file opens, and a later reading of the folder reads what the run read: the same answer
+    cited = {e["source"] for c in rep["root_causes"] for e in c["evidence"] if e["source"].startswith("stacks/")}
+    assert cited and all((r.out / name).is_file() for name in cited | set(names)), cited
+    again = diagnose([str(r.out)])
+    assert again.profile.type == "hang"
+    assert (again.root_causes[0].category, again.root_causes[0].summary) == (top["category"], top["summary"])
