@@ -60,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read input: {exc}") from None
+    written = True
     try:
         write_snapshot(diag, args.out)
     except OSError as exc:
+        written = False
         print(f"faildiag: warning: snapshot not written to {args.out}: {exc.strerror or exc}", file=sys.stderr)
     if args.format == "json":
         from ..sanitize import json_safe
@@ -70,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         text = json_safe(json.dumps(report_dict(diag), indent=2, ensure_ascii=False, default=str)) + "\n"
     elif args.format == "md":
         text = render_markdown(diag)
-    else:
-        text = render_text(diag) + "\n"
+    else:  # where the snapshot went: the next steps hand it to `faildiag fix <snapshot>`
+        text = render_text(diag) + (f"\n  snapshot: {args.out}" if written else "") + "\n"
     if args.max_chars is not None and len(text) > args.max_chars:  # the rest goes first: agents/budget.py
         from ..agents.budget import render_report
 

@@ -268,15 +268,16 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
     if point is None and scan.pytest_errors:
         src, line, text = scan.pytest_errors[0]
         point = Evidence("direct", src, text, line)
+    clean_exit = analysis.profile.exit_code == 0
     if point is None:
         for info in scan.sources.values():
-            if info.name.startswith("stderr") and info.tail:
+            if info.name.startswith("stderr") and info.tail and not clean_exit:  # a clean run's stderr is no error
                 point = Evidence("direct", info.name, info.tail[-1][:500], info.lines)
         if point is None and scan.error_lines:
             src, line, text = scan.error_lines[-1]
             point = Evidence("direct", src, text, line)
-    if point is None and analysis.profile.exit_code is None:
-        return []
+    if point is None and (analysis.profile.exit_code is None or clean_exit):
+        return []  # no error in the evidence and no failing exit status: nothing failed that it shows
     cats = ruleset.fallback.get(analysis.profile.stack) or ruleset.fallback.get("other") or ["model"]
     priors = [0.35, 0.2, 0.12]
     what = point.excerpt if point else f"exit status {analysis.profile.exit_code}"

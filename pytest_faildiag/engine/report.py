@@ -62,6 +62,8 @@ def _summary(analysis: Analysis, top: RootCause | None) -> str:
     if top is None:
         if prof.exit_code not in (None, 0):
             return f"the run exited with status {prof.exit_code}{' (' + prof.signal + ')' if prof.signal else ''} and left no recognisable error; collect stderr and rerun with faulthandler"
+        if prof.exit_code == 0:
+            return "the run exited with status 0 and its evidence shows no error: nothing failed to diagnose"
         return "no failure found in the evidence"
     kind = prof.type.replace("_", " ")
     return redact_text(f"{kind} at {prof.stage}: {top.summary}{where} [{top.category}, {top.confidence:.0%}]")
@@ -110,6 +112,11 @@ def _next_actions(
     return out[:6]
 
 
+# How a check's status reads beside its cause (report.json keeps the contract's passed/failed/skipped): "failed"
+# printed under a cause beside a true statement ("an assert in the test failed") read as if the check were wrong.
+CHECK_READS = {"passed": "supports this cause", "failed": "against this cause", "skipped": "not run"}
+
+
 def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
     """The report for a terminal. Excerpts are cut after redaction (a cut token would no longer match)."""
     p = diag.profile
@@ -128,7 +135,9 @@ def render_text(diag: Diagnosis, *, max_causes: int = 3) -> str:
             loc = f"{e.source}:{e.line}" if e.line else e.source
             lines.append(f"       {e.kind:10} {loc}: {display(e.excerpt, limit=160)}")
         for v in c.validation_checks[:3]:
-            lines.append(f"       check {v.name}: {v.status} — {display(v.detail, limit=160)}")
+            lines.append(
+                f"       check {v.name}: {CHECK_READS.get(v.status, v.status)} — {display(v.detail, limit=160)}"
+            )
         for h in c.fix_hints[:2]:
             lines.append(f"       fix: {h}")
     for a in diag.next_actions[:3]:
@@ -178,7 +187,7 @@ def render_markdown(diag: Diagnosis) -> str:
             loc = f"{e.source}:{e.line}" if e.line else e.source
             out.append(f"- {md_text(e.kind)} — {md_code(loc)}: {md_text(e.excerpt, limit=300)}")
         for v in c.validation_checks:
-            out.append(f"- check {md_code(v.name)}: **{md_text(v.status)}** — {md_text(v.detail)}")
+            out.append(f"- check {md_code(v.name)}: **{CHECK_READS.get(v.status, v.status)}** — {md_text(v.detail)}")
         for h in c.fix_hints:
             out.append(f"- fix: {md_text(h)}")
     if diag.next_actions:

@@ -171,3 +171,58 @@ def test_exit_code_alone_is_evidence_enough(tmp_path, run_cli):
     report = json.loads(p.stdout)
     assert report["profile"]["signal"] == "SIGSEGV"
     assert report["profile"]["type"] == "crash"
+
+
+CLEAN_RUN = """\
+import sys, traceback, warnings
+warnings.warn("torch.cuda.amp.GradScaler(args...) is deprecated", FutureWarning)
+for epoch in range(3):
+    print(f"epoch {epoch} loss {1.0 / (epoch + 1):.3f}", flush=True)
+if len(sys.argv) > 1:  # a retried step: the error is caught, printed, and the run goes on to succeed
+    try:
+        {}["shard-7"]
+    except KeyError:
+        traceback.print_exc()
+print("done", flush=True)
+"""
+
+
+def _real_output(tmp_path: Path, *args: str) -> tuple[Path, int]:
+    import subprocess
+    import sys
+
+    prog = tmp_path / "train.py"
+    prog.write_text(CLEAN_RUN)
+    p = subprocess.run([sys.executable, str(prog), *args], capture_output=True, text=True, timeout=60)
+    ev = tmp_path / f"evidence{len(args)}"
+    ev.mkdir()
+    (ev / "stdout.log").write_text(p.stdout)
+    (ev / "stderr.log").write_text(p.stderr)
+    return ev, p.returncode
+
+
+def test_a_run_that_exited_0_with_no_error_gets_no_cause(tmp_path, run_cli, report_schema):
+    """A clean exit and evidence without an error is nothing to diagnose: it once got 'unrecognised failure
+    (exit status 0); look in the model first' at 37 %. The same evidence with a failing status still gets the
+    fallback's places to look, and a caught error a clean run printed is still read."""
+    ev, rc = _real_output(tmp_path)
+    assert rc == 0
+
+    def report(evidence: Path, status: int) -> dict:
+        p = run_cli(
+            "diagnose", str(evidence), "--format", "json", "--exit-code", str(status), "--out", str(tmp_path / "o")
+        )
+        assert p.returncode == 0, p.stderr
+        rep = json.loads(p.stdout)
+        jsonschema.validate(rep, report_schema)
+        return rep
+
+    clean = report(ev, 0)
+    assert clean["root_causes"] == [], clean["root_causes"]
+    assert "nothing failed" in clean["summary"], clean["summary"]
+    failing = report(ev, 1)
+    assert failing["root_causes"] and failing["profile"]["exit_code"] == 1
+    caught, rc = _real_output(tmp_path, "--retry")
+    assert rc == 0
+    with_error = report(caught, 0)
+    assert with_error["root_causes"] and "KeyError" in with_error["profile"]["first_failure"]["excerpt"]
