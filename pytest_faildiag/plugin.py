@@ -139,7 +139,13 @@ def pytest_load_initial_conftests(
             ),
             stacklevel=1,
         )
-    return (yield)
+    try:
+        return (yield)
+    except BaseException as exc:  # a conftest that does not import: say why, then let pytest report it as usual
+        from .integrations.pytest_conftest import report_conftest_failure
+
+        report_conftest_failure(early_config, exc)
+        raise
 
 
 def enabled(config: pytest.Config) -> bool:

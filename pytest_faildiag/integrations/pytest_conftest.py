@@ -1,0 +1,44 @@
+"""A conftest that fails to import stops pytest before any session (exit status 4, no test, no report hook):
+``pytest --faildiag`` still says why, from the import error's own traceback, on stderr.
+
+The diagnosis is what ``faildiag diagnose`` gives for the same text (a missing module, a name a release
+removed, a syntax error in the project's own file); nothing is written and the exception goes on to pytest
+unchanged, so its message and exit status stay what they were.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import pytest
+
+
+def report_conftest_failure(early_config: pytest.Config, exc: BaseException) -> None:
+    """Print the diagnosis of a conftest's import error when ``--faildiag`` (or its ini) is on. Never raises."""
+    try:
+        if type(exc).__name__ != "ConftestImportFailure" or not _enabled(early_config):
+            return
+        cause = getattr(exc, "cause", None) or exc.__cause__ or exc
+        text = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
+        from ..engine import diagnose
+
+        diag = diagnose(texts={"conftest-import.txt": text}, cwd=str(early_config.invocation_params.dir))
+        top = diag.root_causes[0] if diag.root_causes else None
+        lines = [f"faildiag: {getattr(exc, 'path', 'a conftest')} did not import: {diag.summary}"]
+        if top is not None and top.fix_hints:
+            lines.append(f"faildiag:   try: {top.fix_hints[0]}")
+        sys.stderr.write("\n".join(lines) + "\n")
+    except Exception as err:  # the plugin's own failure must not hide pytest's report of the conftest
+        sys.stderr.write(f"faildiag: the conftest import error was not diagnosed ({type(err).__name__}: {err})\n")
+
+
+def _enabled(early_config: pytest.Config) -> bool:
+    """``--faildiag`` from the early parse (the plugin's options are known by then), else the ini value."""
+    opt = getattr(early_config.known_args_namespace, "faildiag", None)
+    if opt is not None:
+        return bool(opt)
+    try:
+        return bool(early_config.getini("faildiag"))
+    except (ValueError, KeyError):
+        return False
