@@ -126,3 +126,36 @@ def test_it_stops_a_hung_job_and_says_where_each_rank_waits(faildiag_run, script
     again = diagnose([str(r.out)])
     assert again.profile.type == "hang"
     assert (again.root_causes[0].category, again.root_causes[0].summary) == (top["category"], top["summary"])
+
+
+PEER_PRINTS_AND_WAITS = """\
+    import time
+    import traceback
+    from datetime import timedelta
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group("gloo", timeout=timedelta(seconds=3))
+    shards = {0: torch.ones(4)}
+    try:
+        t = shards[dist.get_rank()]
+    except KeyError:
+        traceback.print_exc()  # "retry later": the error is printed, the rank never joins
+        time.sleep(60)
+    dist.all_reduce(t)
+"""
+
+
+def test_a_peer_error_printed_before_the_collective_timeout_is_named(faildiag_run, script):
+    """Rank 1 prints its own error (no rank prefix: torchrun prefixes only what it relays) and never joins;
+    rank 0 times out in all_reduce. The timeout's cause names the earlier error as the peer that failed: a
+    new user's trial found it nowhere in the report."""
+    s = script("peer_wait.py", PEER_PRINTS_AND_WAITS)
+    r = faildiag_run([*TORCHRUN, str(s)], timeout=180)
+    assert r.returncode != 0
+    rep = r.report()
+    top = rep["root_causes"][0]
+    assert top["category"] == "communication", rep["summary"]
+    checks = {c["name"]: c for c in top["validation_checks"]}
+    detail = checks["rank-divergence"]["detail"]
+    assert checks["rank-divergence"]["status"] == "passed", detail
+    assert "KeyError: 1" in detail and "peer_wait.py:9" in detail, detail
