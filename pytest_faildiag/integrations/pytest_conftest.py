@@ -28,7 +28,9 @@ def report_conftest_failure(early_config: pytest.Config, exc: BaseException) -> 
         lines = [f"faildiag: {getattr(exc, 'path', 'a conftest')} did not import: {diag.summary}"]
         if top is not None and top.fix_hints:
             lines.append(f"faildiag:   try: {top.fix_hints[0]}")
-        sys.stderr.write("\n".join(lines) + "\n")
+        from ..redact import redact_text
+
+        sys.stderr.write(redact_text("\n".join(lines)) + "\n")
     except Exception as err:  # the plugin's own failure must not hide pytest's report of the conftest
         sys.stderr.write(f"faildiag: the conftest import error was not diagnosed ({type(err).__name__}: {err})\n")
 

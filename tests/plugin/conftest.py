@@ -23,6 +23,20 @@ def entry_for(index: dict[str, Any], test_name: str) -> dict[str, Any]:
     return matches[0]
 
 
+def recover_killed(out: Path, *extra: str) -> list[dict[str, Any]]:
+    """``faildiag recover --out OUT --format json`` in a fresh interpreter: the tests a killed session left."""
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json", *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["killed"]
+
+
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner sessions must not see CI variables of the outer one (GitHub annotations would change output)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import entry_for, session_index
+from .conftest import entry_for, recover_killed, session_index
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -113,9 +113,6 @@ def test_a_marker_sets_the_timeout_of_one_test_without_a_session_timeout(pyteste
 
 
 def test_pytest_timeouts_thread_method_kills_the_process_and_recover_names_the_hang(pytester: pytest.Pytester) -> None:
-    import json
-    import subprocess
-    import sys
 
     pytester.makepyfile(
         test_t="""
@@ -136,14 +133,7 @@ def test_pytest_timeouts_thread_method_kills_the_process_and_recover_names_the_h
     assert "+++ Timeout +++" in result.stdout.str() + result.stderr.str()
     out = pytester.path / "faildiag-out"
     assert not (out / "session.json").exists()  # pytest-timeout ended the process (os._exit): no session end
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    [killed] = json.loads(proc.stdout)["killed"]
+    [killed] = recover_killed(out)
     assert killed["nodeid"] == "test_t.py::test_stuck" and killed["type"] == "hang"
     stacks = (out / killed["slug"] / "evidence" / "hang-stacks.txt").read_text()
     assert "[MainThread]" in stacks and "wait_forever" in stacks

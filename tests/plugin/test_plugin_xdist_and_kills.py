@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .conftest import entry_for, session_index
+from .conftest import entry_for, recover_killed, session_index
 
 pytestmark = pytest.mark.usefixtures("isolated")
 
@@ -128,14 +128,7 @@ def test_a_session_terminated_from_outside_is_not_read_as_out_of_memory(pytester
     result = pytester.runpytest_subprocess("--faildiag", "-p", "no:xdist", timeout=180)
     assert result.ret in (-15, 143)
     out = pytester.path / "faildiag-out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest_faildiag.cli", "recover", "--out", str(out), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    killed = json.loads(proc.stdout)["killed"]
+    killed = recover_killed(out)
     assert [k["nodeid"] for k in killed] == ["test_t.py::test_waits"]
     report = json.loads((out / killed[0]["slug"] / "report.json").read_text())
     assert report["profile"]["type"] != "oom", report["summary"]
