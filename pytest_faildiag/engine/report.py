@@ -86,6 +86,11 @@ def _next_actions(
     acts: list[str] = []
     if causes:
         top = causes[0]
+        if _guessed_hang(analysis, top):
+            acts.append(
+                "no error and no exit status in the evidence: the hang is a guess from a log that just ends; "
+                "if the run ended on its own, pass its status (--exit-code N)"
+            )
         if top.fix_hints:
             acts.append(f"try: {top.fix_hints[0]}")
         acts.extend(_category_actions(rs, top.category, facts))
@@ -99,6 +104,10 @@ def _next_actions(
             acts.append(
                 f"evidence is thin: collect a smaller repro and the full stderr of {'the run' if single else 'every rank'}"
             )
+    elif analysis.profile.exit_code == 0:
+        acts.append(
+            "nothing to diagnose: if the run did fail, hand over the output that shows it (stderr, every rank's)"
+        )
     else:
         acts.append(
             f"collect the full stdout/stderr of {'the run' if single else 'every process'}, the exit status, and rerun with PYTHONFAULTHANDLER=1"
@@ -110,6 +119,12 @@ def _next_actions(
         if a not in out:
             out.append(a)
     return out[:6]
+
+
+def _guessed_hang(analysis: Analysis, top: RootCause) -> bool:
+    """A hang read from nothing but a log that ends: no exit status, and no line of the evidence shows it."""
+    prof = analysis.profile
+    return prof.type == "hang" and prof.exit_code is None and not any(e.kind == "direct" for e in top.evidence)
 
 
 # How a check's status reads beside its cause (report.json keeps the contract's passed/failed/skipped): "failed"

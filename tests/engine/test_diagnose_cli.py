@@ -220,6 +220,11 @@ def test_a_run_that_exited_0_with_no_error_gets_no_cause(tmp_path, run_cli, repo
     clean = report(ev, 0)
     assert clean["root_causes"] == [], clean["root_causes"]
     assert "nothing failed" in clean["summary"], clean["summary"]
+    assert clean["next_actions"][0].startswith("nothing to diagnose"), clean["next_actions"]
+    p = run_cli("diagnose", str(ev), "--format", "json", "--out", str(tmp_path / "o"))  # no status: it just ends
+    unknown = json.loads(p.stdout)
+    assert unknown["profile"]["type"] == "hang"  # a guess from a log that just ends: the report says how to settle it
+    assert "--exit-code" in unknown["next_actions"][0], unknown["next_actions"]
     failing = report(ev, 1)
     assert failing["root_causes"] and failing["profile"]["exit_code"] == 1
     caught, rc = _real_output(tmp_path, "--retry")
