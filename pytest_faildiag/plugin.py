@@ -142,14 +142,16 @@ def pytest_load_initial_conftests(
     try:
         return (yield)
     except BaseException as exc:  # a conftest that does not import: say why, then let pytest report it as usual
-        from .integrations.pytest_conftest import report_conftest_failure
+        if enabled(early_config, early_config.known_args_namespace):  # the plugin's options: known by the early parse
+            from .integrations.pytest_conftest import report_conftest_failure
 
-        report_conftest_failure(early_config, exc)
+            report_conftest_failure(early_config, exc)
         raise
 
 
-def enabled(config: pytest.Config) -> bool:
-    opt = config.getoption("faildiag", None)
+def enabled(config: pytest.Config, early_args: object = None) -> bool:
+    """``--faildiag`` (or the ini value). ``early_args``: the early parse's namespace, before pytest set options."""
+    opt = config.getoption("faildiag", None) if early_args is None else getattr(early_args, "faildiag", None)
     if opt is not None:
         return bool(opt)
     try:

@@ -71,12 +71,20 @@ def oom_verdict(before: dict[str, int], after: dict[str, int], pids: set[int], s
 def dmesg_oom_line(pids: set[int]) -> str | None:
     """The kernel log's line that names one of ``pids`` as the OOM killer's victim (None when there is none or
     the log cannot be read: ``dmesg`` is often restricted to root)."""
+    lines = dmesg_oom_lines(pids)
+    return next(iter(lines.values()), None)
+
+
+def dmesg_oom_lines(pids: set[int]) -> dict[int, str]:
+    """Each of ``pids`` the kernel log names as the OOM killer's victim, with its line (the latest), from one
+    read of the log; empty when it cannot be read."""
     try:
         cp = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=3, errors="replace")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return {}
+    found: dict[int, str] = {}
     for line in reversed(cp.stdout.splitlines()[-5000:]):
         m = re.search(r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+)", line)
         if m and int(m.group(1)) in pids:
-            return line.strip()[:300]
-    return None
+            found.setdefault(int(m.group(1)), line.strip()[:300])
+    return found

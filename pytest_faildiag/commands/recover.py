@@ -33,6 +33,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..capture.oomkill import dmesg_oom_lines
     from ..cli import UsageError
     from ..engine import diagnose, render_text, write_snapshot
     from ..fsio import ReadRefused, check_regular
@@ -50,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc) if isinstance(exc, ReadRefused) else f"{journal}: {exc.strerror}") from None
     dead = dead_tests(read_events(journal))
     results = []
+    kernel_oom = dmesg_oom_lines({d.pid for d in dead}) if dead else {}
     for d in dead:
-        texts = dead_test_texts(out, d, extra_roots=args.root)
+        texts = dead_test_texts(out, d, extra_roots=args.root, kernel_oom=kernel_oom)
         try:
             diag = diagnose(texts=texts, stack="pytest", command=f"pytest {shlex.quote(d.nodeid)}")
         except InputError as exc:  # pragma: no cover - the journal text is always there

@@ -287,6 +287,7 @@ def diagnose(
         probe_machine=probe_machine,
         context=ctx_data,
         checks={**BUILTIN_CHECKS, **collect_checks(hook)},
+        patterns=rs.reasoning.patterns,
     )
     causes = build_causes(scan, analysis, rs, ctx, facts)
     for ev in ctx_data.get("extra_evidence") or []:

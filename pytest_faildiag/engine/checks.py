@@ -275,34 +275,28 @@ def _rank_divergence(ctx: CheckContext, cause: RootCause, finding: dict[str, Any
     errs = ctx.scan.rank_first_error
     if len(errs) >= 1:
         detail = "errors from " + "; ".join(f"rank {r}: {v[2][:100]}" for r, v in sorted(errs.items()))
-        earlier = _unnamed_error_before(ctx.scan, errs)
+        earlier = _unnamed_error_before(ctx, errs)
         if earlier:  # first: the terminal shows the start of a check's detail
             detail = f"{earlier}; then the {detail}"
         return ValidationCheck("rank-divergence", "passed" if len(errs) == 1 or earlier else "skipped", detail)
     return ValidationCheck("rank-divergence", "skipped", "the logs do not tell ranks apart")
 
 
-# The exceptions a rank raises because a peer or the transport failed: not the peer's own error.
-_COLLECTIVE_FALLOUT = re.compile(
-    r"(?i)timed? ?out|timeout|\bnccl|\bgloo|\bhccl|connection|socket|broken pipe|DistBackendError|DistNetworkError"
-    r"|DistStoreError|SignalException|ChildFailedError|ProcessExitedException|watchdog"
-)
-
-
-def _unnamed_error_before(scan: Any, errs: dict[str, tuple[str, int, str, str | None]]) -> str | None:
+def _unnamed_error_before(ctx: CheckContext, errs: dict[str, tuple[str, int, str, str | None]]) -> str | None:
     """A traceback no rank prefix names, printed in a ranks' log before the first rank's own error, whose
     exception is not a collective's fallout: the process that failed first and never joined the collective
     (a caught and printed error, a rank whose output has no prefix). Launchers prefix only what they relay;
     ``traceback.print_exc()`` in a rank's own code is not relayed as its rank's."""
+    fallout = ctx.patterns.get("collective_fallout")  # a rank's error because a peer or the transport failed
     firsts: dict[str, int] = {}
     for source, line, _text, _ts in errs.values():
         firsts[source] = min(firsts.get(source, line), line)
-    for tb in scan.tracebacks:
+    for tb in ctx.scan.tracebacks:
         first = firsts.get(tb.source)
         at = tb.exc_line or tb.line
         if tb.rank is not None or tb.chained or not tb.exc_type or first is None or at >= first:
             continue
-        if _COLLECTIVE_FALLOUT.search(tb.headline):
+        if fallout is not None and fallout.search(tb.headline):
             continue
         fr = tb.user_frame or (tb.frames[-1] if tb.frames else None)
         where = f" at {Path(fr.file).name}:{fr.line}" if fr is not None else ""

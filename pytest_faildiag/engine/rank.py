@@ -270,8 +270,8 @@ def fallback_causes(scan: ScanResult, analysis: Analysis, ruleset: RuleSet) -> l
         point = Evidence("direct", src, text, line)
     clean_exit = analysis.profile.exit_code == 0
     if point is None:
-        for info in scan.sources.values():
-            if info.name.startswith("stderr") and info.tail and not clean_exit:  # a clean run's stderr is no error
+        for info in scan.sources.values() if not clean_exit else ():  # a clean run's last stderr line is no error
+            if info.name.startswith("stderr") and info.tail:
                 point = Evidence("direct", info.name, info.tail[-1][:500], info.lines)
         if point is None and scan.error_lines:
             src, line, text = scan.error_lines[-1]

@@ -24,7 +24,8 @@ class CheckContext:
     """What a check may look at. ``scan`` is the engine's ScanResult (lines matched, tracebacks,
     tails); ``lock`` the environment lock when one was given; ``probe_machine`` is False when the
     evidence comes from another machine (a stored log), so checks of the live machine must skip.
-    ``checks`` maps a check's name to its function: the names a rule may list in this diagnosis."""
+    ``checks`` maps a check's name to its function: the names a rule may list in this diagnosis; ``patterns`` the
+    rule set's named texts (``[patterns]`` of the packs), the words a check looks for kept as data."""
 
     scan: Any
     profile: Any
@@ -32,6 +33,7 @@ class CheckContext:
     probe_machine: bool = False
     context: dict[str, Any] = field(default_factory=dict)
     checks: Mapping[str, CheckFn] = field(default_factory=dict)
+    patterns: Mapping[str, Any] = field(default_factory=dict)
 
 
 CheckFn = Callable[[CheckContext, RootCause, dict[str, Any]], "ValidationCheck | None"]

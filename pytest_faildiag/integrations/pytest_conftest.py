@@ -15,9 +15,10 @@ import pytest
 
 
 def report_conftest_failure(early_config: pytest.Config, exc: BaseException) -> None:
-    """Print the diagnosis of a conftest's import error when ``--faildiag`` (or its ini) is on. Never raises."""
+    """Print the diagnosis of a conftest's import error (the plugin calls it when ``--faildiag`` is on). Never
+    raises."""
     try:
-        if type(exc).__name__ != "ConftestImportFailure" or not _enabled(early_config):
+        if type(exc).__name__ != "ConftestImportFailure":
             return
         cause = getattr(exc, "cause", None) or exc.__cause__ or exc
         text = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
@@ -33,14 +34,3 @@ def report_conftest_failure(early_config: pytest.Config, exc: BaseException) -> 
         sys.stderr.write(redact_text("\n".join(lines)) + "\n")
     except Exception as err:  # the plugin's own failure must not hide pytest's report of the conftest
         sys.stderr.write(f"faildiag: the conftest import error was not diagnosed ({type(err).__name__}: {err})\n")
-
-
-def _enabled(early_config: pytest.Config) -> bool:
-    """``--faildiag`` from the early parse (the plugin's options are known by then), else the ini value."""
-    opt = getattr(early_config.known_args_namespace, "faildiag", None)
-    if opt is not None:
-        return bool(opt)
-    try:
-        return bool(early_config.getini("faildiag"))
-    except (ValueError, KeyError):
-        return False

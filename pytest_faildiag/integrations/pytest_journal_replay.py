@@ -15,12 +15,12 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..capture.oomkill import dmesg_oom_line
+from ..capture.oomkill import dmesg_oom_lines
 from ..fsio import check_regular, open_regular, project_root, read_allowed, read_roots, read_tail
 from .pytest_journal import MAX_LINE, annotate_main_thread, stacks_file
 
@@ -168,7 +168,12 @@ def evidence_roots(out_dir: Path, extra: Iterable[str | os.PathLike[str] | None]
 
 
 def dead_test_texts(
-    out_dir: Path, dead: DeadTest, tail: int = 256 * 1024, *, extra_roots: Iterable[str | os.PathLike[str] | None] = ()
+    out_dir: Path,
+    dead: DeadTest,
+    tail: int = 256 * 1024,
+    *,
+    extra_roots: Iterable[str | os.PathLike[str] | None] = (),
+    kernel_oom: Mapping[int, str] | None = None,
 ) -> dict[str, str]:
     """Evidence for a dead test: a statement of what the journal shows, the output files its commands
     wrote, and the stack dump its process left (when the hang watchdog or pytest-timeout armed one).
@@ -187,7 +192,8 @@ def dead_test_texts(
             f"{dead.nodeid}: the test started and never reported ({how}); what ended it left no record\n"
         )
     }
-    oom_line = dmesg_oom_line({dead.pid})
+    # ``kernel_oom``: the kernel log's OOM-killer lines by pid, read once by a caller with several dead tests
+    oom_line = (dmesg_oom_lines({dead.pid}) if kernel_oom is None else kernel_oom).get(dead.pid)
     if oom_line:
         texts["journal.txt"] += f"faildiag: the kernel log names this process: {oom_line}\n"
     for p in dead.artifacts[:MAX_ARTIFACTS]:

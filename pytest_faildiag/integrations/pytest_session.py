@@ -526,14 +526,15 @@ class FaildiagSession:
         if ended_cleanly(path):  # nothing to diagnose: skip replaying a line per test of the last session
             os.replace(path, self.out / PREVIOUS)
             return
+        from ..capture.oomkill import dmesg_oom_lines
         from .pytest_journal_replay import dead_test_texts, dead_tests, read_events
 
         events = read_events(path)
-        for dead in dead_tests(events):
-            if dead.session_ended:
-                continue  # a worker crash the controller already diagnosed
+        deads = [d for d in dead_tests(events) if not d.session_ended]  # a worker crash: the controller diagnosed it
+        kernel_oom = dmesg_oom_lines({d.pid for d in deads}) if deads else {}
+        for dead in deads:
             try:
-                texts = dead_test_texts(self.out, dead, extra_roots=self._evidence_roots())
+                texts = dead_test_texts(self.out, dead, extra_roots=self._evidence_roots(), kernel_oom=kernel_oom)
                 entry = self._run_engine(
                     dead.nodeid, "killed", texts, [], file=dead.nodeid.split("::")[0], line=None, hang=False
                 )

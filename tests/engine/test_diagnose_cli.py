@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -188,9 +190,6 @@ print("done", flush=True)
 
 
 def _real_output(tmp_path: Path, *args: str) -> tuple[Path, int]:
-    import subprocess
-    import sys
-
     prog = tmp_path / "train.py"
     prog.write_text(CLEAN_RUN)
     p = subprocess.run([sys.executable, str(prog), *args], capture_output=True, text=True, timeout=60)
