@@ -8,6 +8,8 @@ escapes every field and puts excerpts in fenced blocks they cannot close.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from ..model import Diagnosis, RootCause
@@ -36,13 +38,47 @@ def finish(
     for c in causes:
         if c.category not in prof.domains and len(prof.domains) < 6:
             prof.domains.append(c.category)
+    held = _held_dump(scan)
+    asks = rs.reasoning.patterns.get("asks_for_stack_dump") if held else None
+    if held and asks is not None:
+        for c in causes:
+            c.fix_hints = _point_at_dump(c.fix_hints, asks, held)
     diag = Diagnosis(summary=_summary(analysis, top), profile=prof, root_causes=causes)
-    diag.next_actions = _next_actions(analysis, causes, rs, [*facts, f"stack:{prof.stack}"])
+    acts = _next_actions(analysis, causes, rs, [*facts, f"stack:{prof.stack}"])
+    diag.next_actions = _point_at_dump(acts, asks, held) if held and asks is not None else acts
     if ctx.get("flight_recorder"):
         diag.extra["flight_recorder"] = ctx["flight_recorder"]
     if ctx.get("stuck"):
         diag.extra["stuck"] = [{k: v for k, v in s.items() if k != "fix_hints"} for s in ctx["stuck"]]
     return diag
+
+
+def _held_dump(scan: ScanResult) -> str | None:
+    """Where the evidence already shows a process's Python stacks (faulthandler, py-spy, pystack, gdb), with the
+    innermost frame of the first: what a "rerun with faulthandler" step would have produced."""
+    for d in scan.dumps:
+        if d.innermost:
+            fr = d.innermost[0]
+            tool = f"{d.kind}'s dump" if d.kind else "the faulthandler dump"
+            where = f"{tool} at {d.source}:{d.line}: innermost frame {fr.func} ({Path(fr.file).name}:{fr.line})"
+            own = next((f for f in d.innermost if not f.is_library), None)  # the program's call into a library
+            return (
+                where
+                if own is None or own is fr
+                else f"{where}, called from {own.func} ({Path(own.file).name}:{own.line})"
+            )
+    return None
+
+
+def _point_at_dump(steps: list[str], asks: re.Pattern[str], held: str) -> list[str]:
+    """The steps with each one that asks for a stack dump the evidence holds replaced by where that dump is (a
+    run under `faildiag run` or `-X faulthandler` already printed it; asking again reads as a tool that missed it)."""
+    out: list[str] = []
+    for step in steps:
+        new = f"read {held}: the Python call that was running there" if asks.search(step) else step
+        if new not in out:
+            out.append(new)
+    return out
 
 
 def _who(rank: object) -> str:

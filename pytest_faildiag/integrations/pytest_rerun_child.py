@@ -557,6 +557,11 @@ def apply_verdict(out: Path, entry: dict[str, Any], v: Verdict, suspects: list[d
             f"intermittent ({v.detail}): look for timing, randomness, "
             "threads or shared resources before changing the code",
         )
+        # the summary is what a CI annotation, JUnit's faildiag.summary and the terminal show of a test: a reader
+        # of it alone would fix the cause as if it failed every time
+        flaky = f"intermittent ({v.detail}): {report.get('summary') or entry.get('summary') or ''}".rstrip(": ")
+        report["summary"] = flaky
+        entry["summary"] = flaky
     _write_report(out / slug, report)
 
 

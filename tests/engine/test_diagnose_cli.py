@@ -230,3 +230,31 @@ def test_a_run_that_exited_0_with_no_error_gets_no_cause(tmp_path, run_cli, repo
     assert rc == 0
     with_error = report(caught, 0)
     assert with_error["root_causes"] and "KeyError" in with_error["profile"]["first_failure"]["excerpt"]
+
+
+def test_a_crash_whose_stack_dump_is_in_the_evidence_is_not_told_to_rerun_for_it(tmp_path, run_cli):
+    """A real segfault under `-X faulthandler` (as `faildiag run` starts every job): its stderr holds the dump, and
+    the report said to rerun with faulthandler anyway. It now points at the dump and the program's call in it;
+    the same crash without faulthandler still asks for the rerun."""
+    prog = tmp_path / "crash.py"
+    prog.write_text("import ctypes\n\n\ndef boom():\n    ctypes.string_at(0)\n\n\nboom()\n")
+
+    def report(*flags: str) -> dict:
+        p = subprocess.run([sys.executable, *flags, str(prog)], capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0
+        ev = tmp_path / f"ev{len(flags)}"
+        ev.mkdir()
+        (ev / "stderr.log").write_text(p.stderr)
+        out = run_cli("diagnose", str(ev), "--format", "json", "--exit-code", "139", "--out", str(tmp_path / "o"))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def steps(rep: dict) -> list[str]:
+        return rep["next_actions"] + [h for c in rep["root_causes"] for h in c["fix_hints"]]
+
+    dumped = report("-X", "faulthandler")
+    assert dumped["profile"]["type"] == "crash"
+    assert not [s for s in steps(dumped) if "faulthandler" in s and "rerun" in s], steps(dumped)
+    assert any("boom (crash.py:5)" in s for s in dumped["next_actions"]), dumped["next_actions"]
+    bare = report()
+    assert any("faulthandler" in s and "rerun" in s for s in steps(bare)), steps(bare)

@@ -131,7 +131,11 @@ def test_a_test_failing_one_run_in_three_is_intermittent(pytester: pytest.Pytest
         e["source"] == "faildiag rerun" and "intermittent" in e["excerpt"] for e in report["root_causes"][0]["evidence"]
     )
     assert report["next_actions"][0].startswith("intermittent")
-    assert _props(pytester.path / "junit.xml", "test_sometimes")["faildiag.rerun"] == "intermittent"
+    props = _props(pytester.path / "junit.xml", "test_sometimes")
+    assert props["faildiag.rerun"] == "intermittent"
+    # the one line CI shows of the test says it too (it once read like a failure of every run)
+    assert report["summary"].startswith("intermittent (passed 2 of 3 reruns alone): "), report["summary"]
+    assert props["faildiag.summary"] == report["summary"]
 
 
 ORDER = """
