@@ -109,6 +109,10 @@ class _ChildRecorder:
 # ---------------------------------------------------------------------------------------------- one run
 
 
+# how a child killed for making no progress says so (RunResult.detail starts with it)
+HUNG = "hung:"
+
+
 @dataclass
 class RunResult:
     """One child run: per node id ``passed``/``failed``/``skipped``; ``target`` is the rerun test's."""
@@ -191,7 +195,7 @@ def _watch(proc: subprocess.Popen[bytes], events: Path, test_limit: float, deadl
                 size, clock, limit = current, now, test_limit
             if now - clock > limit:
                 _kill_group(proc)
-                return f"hung: no progress for {limit:g}s"
+                return f"{HUNG} no progress for {limit:g}s"
             if now > deadline:
                 _kill_group(proc)
                 return "stopped: the rerun time budget ran out"
@@ -339,10 +343,13 @@ def decide(nodeid: str, predecessors: list[str], n: int, run: Callable[[list[str
         if r.target == "failed":
             v.failure = v.failure or r.detail
             v.coverage = v.coverage or r.coverage
+        if r.detail.startswith(HUNG) and v.passed == 0:
+            break  # it hung alone as in the session: each further rerun would cost the whole time limit again
     if v.runs == 0:
         return v
     if v.passed == 0:
-        v.verdict, v.detail = "deterministic", f"failed {v.runs} of {v.runs} reruns alone"
+        again = " (it hung alone again: not rerun further)" if v.runs < n and v.failure.startswith(HUNG) else ""
+        v.verdict, v.detail = "deterministic", f"failed {v.runs} of {v.runs} reruns alone{again}"
         return v
     if v.passed < v.runs:
         v.verdict, v.detail = "intermittent", f"passed {v.passed} of {v.runs} reruns alone"

@@ -217,6 +217,36 @@ def test_the_environment_variable_sets_reruns_and_the_option_wins(
     assert report["rerun"]["verdict"] == "deterministic"
 
 
+def test_a_test_that_hangs_again_alone_is_not_rerun_further(pytester: pytest.Pytester) -> None:
+    """A test that hangs every time cost the whole time limit once per rerun (a new user's suite of always-hanging
+    tests got slow): once it hangs alone as it did in the session, the remaining reruns are skipped and the
+    verdict says why. A test that fails fast still gets all its reruns."""
+    pytester.makepyfile(
+        test_hangs="""
+        import time, pytest
+        from pathlib import Path
+
+        @pytest.mark.faildiag_timeout(1)
+        def test_hangs():
+            with open(Path(__file__).with_name("runs.txt"), "a") as f:
+                f.write("run\\n")
+            time.sleep(60)
+
+        def test_fails():
+            assert False
+    """
+    )
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "3")
+    result.assert_outcomes(failed=2)
+    assert (pytester.path / "runs.txt").read_text().count("run") == 2  # the session and one rerun, not four
+    index = session_index(pytester.path)
+    hung = _report(pytester.path, entry_for(index, "test_hangs"))["rerun"]
+    assert (hung["verdict"], hung["runs"]) == ("deterministic", 1), hung
+    assert "hung alone again" in hung["detail"]
+    fast = _report(pytester.path, entry_for(index, "test_fails"))["rerun"]
+    assert (fast["verdict"], fast["runs"]) == ("deterministic", 3), fast
+
+
 def test_a_hung_rerun_is_killed_with_its_process_group(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_stuck="""
