@@ -327,9 +327,11 @@ class Verdict:
 
 
 def decide(nodeid: str, predecessors: list[str], n: int, run: Callable[[list[str], str, bool], RunResult]) -> Verdict:
-    """N runs alone, then (when all passed) one replay after its predecessors and halving to the polluter.
+    """N runs alone (fewer once one hangs and none passed), then (when all passed) one replay after its
+    predecessors and halving to the polluter.
     ``run(nodeids, label, with_coverage)`` runs one child."""
     v = Verdict("not_run")
+    hung = False
     for i in range(n):
         r = run([nodeid], f"alone-{i + 1}", i == 0)
         v.seconds += r.seconds
@@ -343,12 +345,13 @@ def decide(nodeid: str, predecessors: list[str], n: int, run: Callable[[list[str
         if r.target == "failed":
             v.failure = v.failure or r.detail
             v.coverage = v.coverage or r.coverage
-        if r.detail.startswith(HUNG) and v.passed == 0:
-            break  # it hung alone as in the session: each further rerun would cost the whole time limit again
+        hung = r.detail.startswith(HUNG) and v.passed == 0
+        if hung:
+            break  # it hung alone: each further rerun would cost the whole time limit again
     if v.runs == 0:
         return v
     if v.passed == 0:
-        again = " (it hung alone again: not rerun further)" if v.runs < n and v.failure.startswith(HUNG) else ""
+        again = " (it hung alone: not rerun further)" if hung and v.runs < n else ""
         v.verdict, v.detail = "deterministic", f"failed {v.runs} of {v.runs} reruns alone{again}"
         return v
     if v.passed < v.runs:

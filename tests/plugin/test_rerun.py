@@ -242,7 +242,7 @@ def test_a_test_that_hangs_again_alone_is_not_rerun_further(pytester: pytest.Pyt
     index = session_index(pytester.path)
     hung = _report(pytester.path, entry_for(index, "test_hangs"))["rerun"]
     assert (hung["verdict"], hung["runs"]) == ("deterministic", 1), hung
-    assert "hung alone again" in hung["detail"]
+    assert "hung alone: not rerun further" in hung["detail"]
     fast = _report(pytester.path, entry_for(index, "test_fails"))["rerun"]
     assert (fast["verdict"], fast["runs"]) == ("deterministic", 3), fast
 
