@@ -308,12 +308,12 @@ def _unnamed_error_before(ctx: CheckContext, errs: dict[str, tuple[str, int, str
 
 
 def _native_frame(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
-    for d in ctx.scan.dumps:
-        if d.innermost:
-            fr = d.innermost[0]
-            return ValidationCheck(
-                "native-frame", "passed", f"faulthandler shows the crash under {fr.func} ({fr.file}:{fr.line})"
-            )
+    d = ctx.scan.framed_dump()
+    if d is not None:
+        fr = d.innermost[0]
+        return ValidationCheck(
+            "native-frame", "passed", f"faulthandler shows the crash under {fr.func} ({fr.file}:{fr.line})"
+        )
     return ValidationCheck(
         "native-frame", "skipped", "no faulthandler dump: the Python frame that called native code is unknown"
     )

@@ -18,6 +18,7 @@ from ..redact import redact_text
 from ..rules import RuleSet
 from ..sanitize import display, md_code, md_fence, md_text
 from .analyze import Analysis
+from .reason import frame_owner
 
 
 def finish(
@@ -38,7 +39,7 @@ def finish(
     for c in causes:
         if c.category not in prof.domains and len(prof.domains) < 6:
             prof.domains.append(c.category)
-    held = _held_dump(scan)
+    held = _held_dump(scan, rs.reasoning.libraries)
     asks = rs.reasoning.patterns.get("asks_for_stack_dump") if held else None
     if held and asks is not None:
         for c in causes:
@@ -53,21 +54,20 @@ def finish(
     return diag
 
 
-def _held_dump(scan: ScanResult) -> str | None:
+def _held_dump(scan: ScanResult, libraries: frozenset[str]) -> str | None:
     """Where the evidence already shows a process's Python stacks (faulthandler, py-spy, pystack, gdb), with the
-    innermost frame of the first: what a "rerun with faulthandler" step would have produced."""
-    for d in scan.dumps:
-        if d.innermost:
-            fr = d.innermost[0]
-            tool = f"{d.kind}'s dump" if d.kind else "the faulthandler dump"
-            where = f"{tool} at {d.source}:{d.line}: innermost frame {fr.func} ({Path(fr.file).name}:{fr.line})"
-            own = next((f for f in d.innermost if not f.is_library), None)  # the program's call into a library
-            return (
-                where
-                if own is None or own is fr
-                else f"{where}, called from {own.func} ({Path(own.file).name}:{own.line})"
-            )
-    return None
+    innermost frame of the first and the program's own call below it: what a "rerun with faulthandler" step
+    would have produced."""
+    d = scan.framed_dump()
+    if d is None:
+        return None
+    fr = d.innermost[0]
+    tool = f"{d.kind}'s dump" if d.kind else "the faulthandler dump"
+    where = f"{tool} at {d.source}:{d.line}: innermost frame {fr.func} ({Path(fr.file).name}:{fr.line})"
+    own = next((f for f in d.innermost if frame_owner(f, libraries)[0] in ("user", "test")), None)
+    if own is None or own is fr:
+        return where
+    return f"{where}, called from {own.func} ({Path(own.file).name}:{own.line})"
 
 
 def _point_at_dump(steps: list[str], asks: re.Pattern[str], held: str) -> list[str]:

@@ -449,6 +449,11 @@ class ScanResult:
     def rule_ids(self) -> set[str]:
         return {f.rule.id for f in self.findings}
 
+    def framed_dump(self) -> StackDump | None:
+        """The first stack dump that shows frames (faulthandler's, py-spy's, …): where the evidence already says
+        which Python call a crashed or stuck process was in."""
+        return next((d for d in self.dumps if d.innermost), None)
+
 
 class _Scanner:
     """Stateful scanner for one source; call ``feed_line`` for lines Python must see."""
