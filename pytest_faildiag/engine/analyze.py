@@ -166,6 +166,8 @@ def analyze(
     else:
         ruled_type = _first_attr(findings, "type")
         profile.type = ruled_type or _fallback_type(scan, exit_code)
+    if profile.type in _ABORTABLE and _died_of_abort(scan, findings, exit_code):
+        profile.type = "crash"  # the contract's crash: the process died of the abort, whatever the message said
     profile.stage, staged = _stage(scan, findings, exit_code)
     domains: list[str] = []
     for f in findings[:6]:
@@ -179,6 +181,22 @@ def analyze(
     return Analysis(
         profile, findings, failed or bool(findings), stage_by_rule=staged, type_by_rule=ruled_type is not None
     )
+
+
+# the symptoms whose message a native library prints before it aborts (an uncaught C++ exception: std::terminate
+# calls abort(); a Rust panic built to abort; a CHECK failure): the process still died of the signal, the
+# contract's crash. An OOM or a hang keeps its own type: the abort is how that symptom ended the run.
+_ABORTABLE = frozenset({"runtime_error", "unsupported_op", "backend"})
+_ABORT_DEATH = re.compile(r"^\s*(?:Aborted(?: \(core dumped\))?|Fatal Python error: Aborted)\s*$")
+
+
+def _died_of_abort(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> bool:
+    """The abort itself is shown: SIGABRT's exit status, a line saying a process died of it, the shell's or
+    faulthandler's own line for it (``Aborted (core dumped)``, ``Fatal Python error: Aborted``), or the C++
+    runtime's ``terminate called after throwing …`` (std::terminate's default handler calls abort())."""
+    if signal_name(exit_code) == "SIGABRT" or reported_signal_death(scan) == "SIGABRT":
+        return True
+    return any(f.rule.id == "proc.sigabrt" and (f.groups.get("what") or _ABORT_DEATH.match(f.text)) for f in findings)
 
 
 def _has_error_finding(scan: ScanResult) -> bool:

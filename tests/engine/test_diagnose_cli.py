@@ -258,3 +258,33 @@ def test_a_crash_whose_stack_dump_is_in_the_evidence_is_not_told_to_rerun_for_it
     assert any("boom (crash.py:5)" in s for s in dumped["next_actions"]), dumped["next_actions"]
     bare = report()
     assert any("faulthandler" in s and "rerun" in s for s in steps(bare)), steps(bare)
+
+
+def test_a_native_error_that_ends_in_an_abort_is_a_crash(tmp_path, run_cli):
+    """A real C++ program whose exception nothing catches: std::terminate prints the message and calls abort().
+    The message alone names an unsupported operation, yet the process died of SIGABRT: the contract's crash (it
+    was read as unsupported_op even with exit status 134). std::terminate's own line says the abort, so the stderr
+    alone reads the same."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler to build the aborting program")
+    src = tmp_path / "uncaught.cpp"
+    src.write_text(
+        "#include <stdexcept>\n"
+        'int main() { throw std::runtime_error("Required aspect fp64 is not supported on the device"); }\n'
+    )
+    subprocess.run([cxx, str(src), "-o", str(tmp_path / "uncaught")], check=True, capture_output=True, timeout=120)
+    p = subprocess.run([str(tmp_path / "uncaught")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == -6 and "terminate called after throwing" in p.stderr, (p.returncode, p.stderr)
+    ev = tmp_path / "stderr.log"
+    ev.write_text(p.stderr)
+
+    def read(*status: str) -> dict:
+        out = run_cli("diagnose", str(ev), "--format", "json", *status, "--out", str(tmp_path / "o"))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    aborted = read("--exit-code", "134")
+    assert aborted["profile"]["type"] == "crash", aborted["profile"]
+    assert any(c["category"] == "model" for c in aborted["root_causes"][:3])  # float64 on the GPU stays a reading
+    assert read()["profile"]["type"] == "crash"  # no exit status: "terminate called after throwing" is the abort
