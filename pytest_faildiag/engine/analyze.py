@@ -191,12 +191,20 @@ _ABORT_DEATH = re.compile(r"^\s*(?:Aborted(?: \(core dumped\))?|Fatal Python err
 
 
 def _died_of_abort(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> bool:
-    """The abort itself is shown: SIGABRT's exit status, a line saying a process died of it, the shell's or
-    faulthandler's own line for it (``Aborted (core dumped)``, ``Fatal Python error: Aborted``), or the C++
-    runtime's ``terminate called after throwing …`` (std::terminate's default handler calls abort())."""
+    """The native error itself ended the process with an abort: the C++ runtime's ``terminate called after
+    throwing …`` (an uncaught exception; std::terminate's default handler calls abort()), or, when no Python
+    exception ended the run first, SIGABRT's exit status, a line saying a process died of it, or the shell's or
+    faulthandler's own line for it (``Aborted (core dumped)``, ``Fatal Python error: Aborted``). A Python
+    exception that ended a rank stays its symptom even when the interpreter then aborted at exit (a thread
+    still joinable: ``terminate called without an active exception``), as the contract reads it."""
+    sigabrt = [f for f in findings if f.rule.id == "proc.sigabrt"]
+    if any(f.groups.get("what") for f in sigabrt):
+        return True
+    if any(tb.exc_type for tb in scan.tracebacks):
+        return False
     if signal_name(exit_code) == "SIGABRT" or reported_signal_death(scan) == "SIGABRT":
         return True
-    return any(f.rule.id == "proc.sigabrt" and (f.groups.get("what") or _ABORT_DEATH.match(f.text)) for f in findings)
+    return any(_ABORT_DEATH.match(f.text) for f in sigabrt)
 
 
 def _has_error_finding(scan: ScanResult) -> bool:
