@@ -288,3 +288,31 @@ def test_a_native_error_that_ends_in_an_abort_is_a_crash(tmp_path, run_cli):
     assert aborted["profile"]["type"] == "crash", aborted["profile"]
     assert any(c["category"] == "model" for c in aborted["root_causes"][:3])  # float64 on the GPU stays a reading
     assert read()["profile"]["type"] == "crash"  # no exit status: "terminate called after throwing" is the abort
+
+
+def test_an_abort_with_no_python_exception_before_it_is_a_crash_only_when_shown(tmp_path, run_cli):
+    """A real C program that prints an error and calls abort() itself (no uncaught C++ exception, no
+    std::terminate line): its exit status 134 is the abort, so the run is a crash; its stderr alone does not
+    show the abort (the shell's "Aborted" goes to the shell's own stderr), so without the status the message's
+    own type stands."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("c++")
+    if cc is None:
+        pytest.skip("no C compiler to build the aborting program")
+    src = tmp_path / "aborts.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <stdlib.h>\n"
+        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n'
+    )
+    subprocess.run([cc, str(src), "-o", str(tmp_path / "aborts")], check=True, capture_output=True, timeout=120)
+    p = subprocess.run([str(tmp_path / "aborts")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == -6, (p.returncode, p.stderr)
+    ev = tmp_path / "stderr.log"
+    ev.write_text(p.stderr)
+
+    def type_of(*status: str) -> str:
+        out = run_cli("diagnose", str(ev), "--format", "json", *status, "--out", str(tmp_path / "o"))
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["profile"]["type"]
+
+    assert type_of("--exit-code", "134") == "crash"
+    assert type_of() == "unsupported_op"
