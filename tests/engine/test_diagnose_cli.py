@@ -260,24 +260,35 @@ def test_a_crash_whose_stack_dump_is_in_the_evidence_is_not_told_to_rerun_for_it
     assert any("faulthandler" in s and "rerun" in s for s in steps(bare)), steps(bare)
 
 
+def _aborting_program_stderr(tmp_path: Path, compilers: tuple[str, ...], name: str, source: str) -> Path:
+    """Build ``source`` with the machine's compiler, run it (it must die of SIGABRT) and keep its stderr as the
+    evidence file: the real output of a native program that aborted."""
+    cc = next((found for c in compilers if (found := shutil.which(c))), None)
+    if cc is None:
+        pytest.skip("no compiler to build the aborting program")
+    src = tmp_path / name
+    src.write_text(source)
+    subprocess.run([cc, str(src), "-o", str(tmp_path / "aborts")], check=True, capture_output=True, timeout=120)
+    p = subprocess.run([str(tmp_path / "aborts")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == -6, (p.returncode, p.stderr)
+    ev = tmp_path / "stderr.log"
+    ev.write_text(p.stderr)
+    return ev
+
+
 def test_a_native_error_that_ends_in_an_abort_is_a_crash(tmp_path, run_cli):
     """A real C++ program whose exception nothing catches: std::terminate prints the message and calls abort().
     The message alone names an unsupported operation, yet the process died of SIGABRT: the contract's crash (it
     was read as unsupported_op even with exit status 134). std::terminate's own line says the abort, so the stderr
     alone reads the same."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    if cxx is None:
-        pytest.skip("no C++ compiler to build the aborting program")
-    src = tmp_path / "uncaught.cpp"
-    src.write_text(
+    ev = _aborting_program_stderr(
+        tmp_path,
+        ("c++", "g++"),
+        "uncaught.cpp",
         "#include <stdexcept>\n"
-        'int main() { throw std::runtime_error("Required aspect fp64 is not supported on the device"); }\n'
+        'int main() { throw std::runtime_error("Required aspect fp64 is not supported on the device"); }\n',
     )
-    subprocess.run([cxx, str(src), "-o", str(tmp_path / "uncaught")], check=True, capture_output=True, timeout=120)
-    p = subprocess.run([str(tmp_path / "uncaught")], capture_output=True, text=True, timeout=60)
-    assert p.returncode == -6 and "terminate called after throwing" in p.stderr, (p.returncode, p.stderr)
-    ev = tmp_path / "stderr.log"
-    ev.write_text(p.stderr)
+    assert "terminate called after throwing" in ev.read_text()
 
     def read(*status: str) -> dict:
         out = run_cli("diagnose", str(ev), "--format", "json", *status, "--out", str(tmp_path / "o"))
@@ -295,19 +306,13 @@ def test_an_abort_with_no_python_exception_before_it_is_a_crash_only_when_shown(
     std::terminate line): its exit status 134 is the abort, so the run is a crash; its stderr alone does not
     show the abort (the shell's "Aborted" goes to the shell's own stderr), so without the status the message's
     own type stands."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("c++")
-    if cc is None:
-        pytest.skip("no C compiler to build the aborting program")
-    src = tmp_path / "aborts.c"
-    src.write_text(
+    ev = _aborting_program_stderr(
+        tmp_path,
+        ("cc", "gcc", "c++"),
+        "aborts.c",
         "#include <stdio.h>\n#include <stdlib.h>\n"
-        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n'
+        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n',
     )
-    subprocess.run([cc, str(src), "-o", str(tmp_path / "aborts")], check=True, capture_output=True, timeout=120)
-    p = subprocess.run([str(tmp_path / "aborts")], capture_output=True, text=True, timeout=60)
-    assert p.returncode == -6, (p.returncode, p.stderr)
-    ev = tmp_path / "stderr.log"
-    ev.write_text(p.stderr)
 
     def type_of(*status: str) -> str:
         out = run_cli("diagnose", str(ev), "--format", "json", *status, "--out", str(tmp_path / "o"))
