@@ -187,24 +187,28 @@ def analyze(
 # calls abort(); a Rust panic built to abort; a CHECK failure): the process still died of the signal, the
 # contract's crash. An OOM or a hang keeps its own type: the abort is how that symptom ended the run.
 _ABORTABLE = frozenset({"runtime_error", "unsupported_op", "backend"})
-_ABORT_DEATH = re.compile(r"^\s*(?:Aborted(?: \(core dumped\))?|Fatal Python error: Aborted)\s*$")
 
 
 def _died_of_abort(scan: ScanResult, findings: list[Finding], exit_code: int | None) -> bool:
     """The native error itself ended the process with an abort: the C++ runtime's ``terminate called after
     throwing …`` (an uncaught exception; std::terminate's default handler calls abort()), or, when no Python
-    exception ended the run first, SIGABRT's exit status, a line saying a process died of it, or the shell's or
-    faulthandler's own line for it (``Aborted (core dumped)``, ``Fatal Python error: Aborted``). A Python
+    exception ended the run first, SIGABRT's exit status, a line saying a process died of it, or a line a rule
+    marks as the abort's own report (its ``aborted`` group: a shell's job report, faulthandler's line). A Python
     exception that ended a rank stays its symptom even when the interpreter then aborted at exit (a thread
     still joinable: ``terminate called without an active exception``), as the contract reads it."""
-    sigabrt = [f for f in findings if f.rule.id == "proc.sigabrt"]
-    if any(f.groups.get("what") for f in sigabrt):
+    if any(f.rule.id == "proc.sigabrt" and f.groups.get("what") for f in findings):
         return True
-    if any(tb.exc_type for tb in scan.tracebacks):
+    if _python_exception_ended(scan):
         return False
     if signal_name(exit_code) == "SIGABRT" or reported_signal_death(scan) == "SIGABRT":
         return True
-    return any(_ABORT_DEATH.match(f.text) for f in sigabrt)
+    return any("aborted" in f.groups for f in findings)
+
+
+def _python_exception_ended(scan: ScanResult) -> bool:
+    """A Python exception's traceback is in the evidence: that exception ended the run (the contract's
+    runtime_error, whatever signal the process died of afterwards)."""
+    return any(tb.exc_type for tb in scan.tracebacks)
 
 
 def _has_error_finding(scan: ScanResult) -> bool:
@@ -281,7 +285,7 @@ def reported_signal_death(scan: ScanResult) -> str | None:
 
 
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:
-    if scan.tracebacks and any(tb.exc_type for tb in scan.tracebacks):
+    if _python_exception_ended(scan):
         return "runtime_error"
     if scan.pytest_errors:
         return "runtime_error"

@@ -321,3 +321,26 @@ def test_an_abort_with_no_python_exception_before_it_is_a_crash_only_when_shown(
 
     assert type_of("--exit-code", "134") == "crash"
     assert type_of() == "unsupported_op"
+
+
+def test_a_shells_report_of_the_abort_makes_the_crash(tmp_path, run_cli):
+    """The same kind of program run by a real bash script: bash reports the job's death by SIGABRT on its own
+    stderr ("bash: line 1: PID Aborted  ./prog", strsignal's text for the signal, as it reports "Killed"), so the
+    captured stderr alone shows the abort and the run is a crash with no exit status given."""
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash to run the aborting program")
+    _aborting_program_stderr(
+        tmp_path,
+        ("cc", "gcc", "c++"),
+        "aborts.c",
+        "#include <stdio.h>\n#include <stdlib.h>\n"
+        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n',
+    )
+    p = subprocess.run([bash, "-c", f"{tmp_path / 'aborts'}; exit 1"], capture_output=True, text=True, timeout=60)
+    assert " Aborted" in p.stderr, p.stderr
+    ev = tmp_path / "shell.log"
+    ev.write_text(p.stderr)
+    out = run_cli("diagnose", str(ev), "--format", "json", "--out", str(tmp_path / "o"))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["profile"]["type"] == "crash"
