@@ -123,6 +123,7 @@ class Facts:
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
     library_on_stack: bool = False  # a library's frame is on the failing stack (a caller or the code it called)
     native_tail: bool = False  # the run's last line came from a library's compiled code (_native_tail)
+    native_stop: str | None = None  # a native backtrace's innermost frame: "wait" or "fault" (_native_stop)
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -454,6 +455,7 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.error_head_bare = _PATHS.sub(" ", facts.error_head)
     facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, reasoning, facts.lead)
     facts.native_tail = _native_tail(scan, reasoning.libraries)
+    facts.native_stop = _native_stop(scan, reasoning)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
@@ -643,8 +645,9 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         prof.type = "runtime_error"
     if prof.type == "unknown" and prof.stage == "unknown" and prof.exit_code is None and not facts.exc_type:
         # no error, no exception, no exit status: a log handed over as a failure that just stops is a run
-        # that stopped making progress (hung, or killed from outside without a word)
-        prof.type, prof.stage = "hang", "runtime"
+        # that stopped making progress (hung, or killed from outside without a word); but a native backtrace
+        # stopped in code that computes, not waits, is a fault's (_native_stop)
+        prof.type, prof.stage = ("crash" if facts.native_stop == "fault" else "hang"), "runtime"
         return
     if entry.get("type") and analysis.type_by_rule and _typed_by_weak_signal(analysis):
         # a weak signal (an exit status, a bare "timed out after N") says less than the failing exception's
@@ -1831,6 +1834,36 @@ _NATIVE_LINE = re.compile(
     r"|^\s*#\d+\s+(?:0x[0-9a-fA-F]+ in )?[\w:~<>.]+\s*\("
     r"|\b[NR]CCL (?:INFO|WARN)\b"
 )
+
+
+# A frame of a native backtrace: gdb's ``#3  0x00007f… in func (args) at file.c:41`` (or ``#1  func (…)`` for an
+# inlined frame) and Abseil's/glog's failure signal handler's ``@     0x555a…        64  func()``. gdb numbers the
+# innermost frame 0; the handler prints it first.
+_NATIVE_FRAME = re.compile(
+    r"^\s*(?:#(?P<n>\d+)\s+(?:0x[0-9a-fA-F]+\s+in\s+)?|@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?)(?P<func>[^\s(]+)"
+)
+
+
+def _native_stop(scan: ScanResult, reasoning: Reasoning) -> str | None:
+    """Where a native backtrace in the logs' last lines stopped: ``"wait"`` when its innermost frame (gdb's lowest
+    number shown, the signal handler's first) is a blocking call (``[patterns] blocking_wait``: a thread of a stalled
+    process), ``"fault"`` when it is any other code (where a signal stopped it: a debugger's or a crash handler's
+    backtrace of a fault), None without one. Read only where nothing else typed the failure (``refine_profile``)."""
+    wait = _text(reasoning, "blocking_wait")
+    best: tuple[int, str] | None = None
+    for info in scan.sources.values():
+        for line in info.tail:
+            m = _NATIVE_FRAME.match(line)
+            if m is None or m["func"] == "??":
+                continue
+            rank = int(m["n"]) if m["n"] is not None else 0
+            if best is None or rank < best[0]:
+                best = (rank, m["func"])
+            if rank == 0:
+                break
+    if best is None:
+        return None
+    return "wait" if wait.search(" " + best[1]) else "fault"
 
 
 def _native_tail(scan: ScanResult, libraries: frozenset[str]) -> bool:
