@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from ..parse.scan import JAX_WRAPPERS, Frame, ScanResult, Traceback, exception_line, printed_frame, raised_line
+from ..parse.scan import (
+    JAX_WRAPPERS,
+    Frame,
+    ScanResult,
+    Traceback,
+    exception_line,
+    native_frame,
+    printed_frame,
+    raised_line,
+)
 from ..rules import Reasoning, RuleSet
 from .analyze import Analysis, primary_tracebacks, several_processes
 
@@ -1836,14 +1845,6 @@ _NATIVE_LINE = re.compile(
 )
 
 
-# A frame of a native backtrace: gdb's ``#3  0x00007f… in func (args) at file.c:41`` (or ``#1  func (…)`` for an
-# inlined frame) and Abseil's/glog's failure signal handler's ``@     0x555a…        64  func()``. gdb numbers the
-# innermost frame 0; the handler prints it first.
-_NATIVE_FRAME = re.compile(
-    r"^\s*(?:#(?P<n>\d+)\s+(?:0x[0-9a-fA-F]+\s+in\s+)?|@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?)(?P<func>[^\s(]+)"
-)
-
-
 def _native_stop(scan: ScanResult, reasoning: Reasoning) -> str | None:
     """Where a native backtrace in the logs' last lines stopped: ``"wait"`` when its innermost frame (gdb's lowest
     number shown, the signal handler's first) is a blocking call (``[patterns] blocking_wait``: a thread of a stalled
@@ -1853,13 +1854,12 @@ def _native_stop(scan: ScanResult, reasoning: Reasoning) -> str | None:
     best: tuple[int, str] | None = None
     for info in scan.sources.values():
         for line in info.tail:
-            m = _NATIVE_FRAME.match(line)
-            if m is None or m["func"] == "??":
+            frame = native_frame(line)
+            if frame is None or frame[1] == "??":
                 continue
-            rank = int(m["n"]) if m["n"] is not None else 0
-            if best is None or rank < best[0]:
-                best = (rank, m["func"])
-            if rank == 0:
+            if best is None or frame[0] < best[0]:
+                best = frame
+            if frame[0] == 0:
                 break
     if best is None:
         return None

@@ -188,6 +188,26 @@ _PYSPY_THREAD = re.compile(r'^Thread (?P<id>0x[0-9A-Fa-f]+|\d+) \((?P<state>[a-z
 _PYSPY_FRAME = re.compile(r"^ {4}(?P<func>\S.*?) \((?P<file>[^()\s]+?)(?::(?P<line>\d+))?\)\s*$")
 _PYSTACK_THREAD = re.compile(r"^Traceback for thread (?P<id>\d+)(?: \((?P<name>[^)]*)\))?")
 _PYSTACK_FRAME = re.compile(r'^\s+\((?P<kind>Python|C)\) File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+# A frame of a native backtrace: gdb's ``#3  0x00007f… in func (args) at file.c:41`` (``#1  func (args)`` for an
+# inlined frame) and Abseil's/glog's failure signal handler's ``@     0x555a…        64  func()``. gdb numbers the
+# innermost frame 0; the handler prints it first. Its words are a function's and its arguments' names and values
+# (``timeout=-1``, ``__GI_abort``), not a message: no error line of their own (``generic``); the reasoning reads the
+# backtrace as a whole (``reason._native_stop``).
+NATIVE_FRAME = re.compile(
+    r"^\s*(?:#(?P<n>\d+)\s+(?:0x[0-9a-fA-F]+\s+in\s+(?P<f1>[^\s(]+)|(?P<f2>[^\s(]+)\s*\()"
+    r"|@\s+0x[0-9a-fA-F]+\s+(?:\d+\s+)?(?P<f3>[^\s(]+))"
+)
+
+
+def native_frame(line: str) -> tuple[int, str] | None:
+    """(frame number, function) of a native backtrace's frame line (``NATIVE_FRAME``; the signal handler's
+    frames count as 0, in the order printed), else None."""
+    m = NATIVE_FRAME.match(line)
+    if m is None:
+        return None
+    return (int(m["n"]) if m["n"] is not None else 0), (m["f1"] or m["f2"] or m["f3"])
+
+
 _GDB_FRAME = re.compile(r"Frame 0x[0-9a-fA-F]+, for file (?P<file>.+?), line (?P<line>\d+), in (?P<func>[^\s(),]+)")
 _GDB_LINE = re.compile(r"^#\d+ ")
 # what py-bt prints in place of a Python frame (a builtin, a frame it cannot read, the interpreter's own states)
@@ -1179,7 +1199,7 @@ class _Scanner:
             or "timed out" in low
             or "timeout" in low
             or "  what():  " in text  # libstdc++'s terminate handler: the exception's message (``_STRUCTURAL``)
-        ):
+        ) and not NATIVE_FRAME.match(text):
             el = self.res.handled_error_lines if self.quiet_line == "apart" else self.res.error_lines
             if el is self.res.error_lines and (self.quiet_line == "maybe" or not _reports_error(text)):
                 self.res.maybe_lines.add((self.source, number))  # no failure in a run that exited 0

@@ -58,9 +58,8 @@ def test_the_backtrace_of_a_fault_is_a_crash(tmp_path):
 
 
 def test_the_backtrace_of_a_waiting_process_is_a_hang(tmp_path):
-    # a read from a pipe nobody writes to (a frame's argument words such as ``timeout=`` are still flagged as an
-    # error line by the scanner, which then types the log itself: not this reading's case)
-    waiting = subprocess.Popen([sys.executable, "-c", "import os; r, w = os.pipe(); os.read(r, 1)"], cwd=tmp_path)
+    # an event nobody sets: the frames' arguments hold ``timeout=…`` (words of a frame, not a message)
+    waiting = subprocess.Popen([sys.executable, "-c", "import threading; threading.Event().wait()"], cwd=tmp_path)
     try:
         time.sleep(1.0)
         out = subprocess.run(
@@ -75,5 +74,6 @@ def test_the_backtrace_of_a_waiting_process_is_a_hang(tmp_path):
         waiting.wait()
     if "#0" not in out:
         pytest.skip("gdb could not attach here (ptrace not permitted)")
+    assert "timeout=" in out
     diag = _diagnose(_frames(out))
     assert diag.profile.type == "hang"
