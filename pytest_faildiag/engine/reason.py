@@ -1834,15 +1834,11 @@ def settings_and_data(facts: Facts, analysis: Analysis, frames: list[Frame], rea
 # --- top-3 homes (ktop3) ----------------------------------------------------------------------------------
 # Where a run stopped when it printed no exception: its last line. A line that a library's compiled code wrote
 # (a C/C++/CUDA source location — glog's and Horovod's `operations.cc:633]`, gdb's `at ./stdlib/cxa_atexit.c:41`
-# —, a frame of a native backtrace, `#1  __GI___cxa_atexit (…)`, or a collective library's own log line,
-# `NCCL INFO …`) says that library's code was running when the run stopped, and nothing shows the program's
+# —, a frame of a native backtrace, `#1  __GI___cxa_atexit (…)` (``scan.native_frame``), or a collective
+# library's own log line, `NCCL INFO …`) says that library's code was running when the run stopped, and nothing shows the program's
 # code on the way: the evidence cannot rule the library out, as for a failure that shows no frame of the
 # program (``program_unshown``).
-_NATIVE_LINE = re.compile(
-    r"\b[\w./-]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+|\(\d+\))"
-    r"|^\s*#\d+\s+(?:0x[0-9a-fA-F]+ in )?[\w:~<>.]+\s*\("
-    r"|\b[NR]CCL (?:INFO|WARN)\b"
-)
+_NATIVE_LINE = re.compile(r"\b[\w./-]+\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+|\(\d+\))|\b[NR]CCL (?:INFO|WARN)\b")
 
 
 def _native_stop(scan: ScanResult, reasoning: Reasoning) -> str | None:
@@ -1875,7 +1871,7 @@ def _native_tail(scan: ScanResult, libraries: frozenset[str]) -> bool:
             return False
     for info in scan.sources.values():
         last = next((t for t in reversed(info.tail) if t.strip()), "")
-        if last and _NATIVE_LINE.search(last):
+        if last and (_NATIVE_LINE.search(last) or native_frame(last) is not None):
             return True
     return False
 
