@@ -301,6 +301,13 @@ def test_a_native_error_that_ends_in_an_abort_is_a_crash(tmp_path, run_cli):
     assert read()["profile"]["type"] == "crash"  # no exit status: "terminate called after throwing" is the abort
 
 
+# a C program that prints an error and calls abort() itself (no C++ exception, no std::terminate line)
+_PRINTS_THEN_ABORTS = (
+    "#include <stdio.h>\n#include <stdlib.h>\n"
+    'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n'
+)
+
+
 def test_an_abort_with_no_python_exception_before_it_is_a_crash_only_when_shown(tmp_path, run_cli):
     """A real C program that prints an error and calls abort() itself (no uncaught C++ exception, no
     std::terminate line): its exit status 134 is the abort, so the run is a crash; its stderr alone does not
@@ -310,8 +317,7 @@ def test_an_abort_with_no_python_exception_before_it_is_a_crash_only_when_shown(
         tmp_path,
         ("cc", "gcc", "c++"),
         "aborts.c",
-        "#include <stdio.h>\n#include <stdlib.h>\n"
-        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n',
+        _PRINTS_THEN_ABORTS,
     )
 
     def type_of(*status: str) -> str:
@@ -334,8 +340,7 @@ def test_a_shells_report_of_the_abort_makes_the_crash(tmp_path, run_cli):
         tmp_path,
         ("cc", "gcc", "c++"),
         "aborts.c",
-        "#include <stdio.h>\n#include <stdlib.h>\n"
-        'int main(void) { fprintf(stderr, "Required aspect fp64 is not supported on the device\\n"); abort(); }\n',
+        _PRINTS_THEN_ABORTS,
     )
     p = subprocess.run([bash, "-c", f"{tmp_path / 'aborts'}; exit 1"], capture_output=True, text=True, timeout=60)
     assert " Aborted" in p.stderr, p.stderr

@@ -15,31 +15,11 @@ processes here (the loader's own error for a soname no machine has; TorchScript 
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sys
-import warnings
 
 import pytest
 
-from pytest_faildiag.engine.api import diagnose
-
-from .kb_helpers import train_log_with_rules
-
-
-def _loader_error(tmp_path, soname: str) -> tuple[str, int]:
-    """A real Python process that loads ``soname`` with ctypes (as a framework's binding does at import) and dies
-    of the loader's OSError: its stderr and exit status."""
-    script = tmp_path / "load.py"
-    script.write_text(f"import ctypes\nctypes.CDLL({soname!r})\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
-    assert proc.returncode == 1 and "cannot open shared object file" in proc.stderr, proc.stderr
-    return proc.stderr, proc.returncode
-
-
-def _diagnose(text: str, rc: int):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return diagnose(texts={"stderr": text}, exit_code=rc)
+from .kb_helpers import run_failing, train_log_with_rules
 
 
 @pytest.mark.parametrize(
@@ -78,13 +58,13 @@ def test_train_logs_of_an_operation_the_runtime_lacks(name, rule):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_torchscript_refusing_a_construct_is_an_unsupported_operation(tmp_path):
-    script = tmp_path / "scripted.py"
-    script.write_text(
-        "import torch\n\ndef step(x: torch.Tensor):\n    global scale\n    return x\n\ntorch.jit.script(step)\n"
+    diag, err = run_failing(
+        tmp_path,
+        "import torch\n\ndef step(x: torch.Tensor):\n    global scale\n    return x\n\ntorch.jit.script(step)\n",
+        as_file=True,
+        timeout=300,
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert proc.returncode == 1 and "torch.jit.frontend.UnsupportedNodeError" in proc.stderr, proc.stderr[-2000:]
-    diag = _diagnose(proc.stderr, proc.returncode)
+    assert "torch.jit.frontend.UnsupportedNodeError" in err, err[-2000:]
     assert diag.profile.type == "unsupported_op"
     assert diag.profile.stage == "compile"
     assert "torch.msg.torchscript_unsupported" in [c.rule for c in diag.root_causes]
@@ -99,8 +79,10 @@ def test_ptxas_names_both_isa_versions():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ELF loader's message")
 @pytest.mark.parametrize("soname", ["libcudart.so.99", "libamdhip64.so.99", "libsndfile.so.99"])
 def test_a_library_the_loader_cannot_open_is_a_runtime_error_of_the_environment(tmp_path, soname):
-    err, rc = _loader_error(tmp_path, soname)
-    diag = _diagnose(err, rc)
+    # a real Python process that loads the soname with ctypes (as a framework's binding does at import) and dies
+    # of the loader's OSError
+    diag, err = run_failing(tmp_path, f"import ctypes\nctypes.CDLL({soname!r})\n")
+    assert "cannot open shared object file" in err, err
     assert diag.profile.type == "runtime_error", (diag.profile.type, [c.rule for c in diag.root_causes])
     assert diag.root_causes[0].category == "environment"
     assert soname in " ".join(c.summary for c in diag.root_causes[:2])
