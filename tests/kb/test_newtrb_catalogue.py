@@ -422,6 +422,7 @@ def test_cudnn_aborting_on_a_sub_library_it_cannot_load_is_a_crash_of_the_instal
     diag, label = train_log("environment/env_gi4_whisper_libcudnn_ops_infer_so8_missing_abort")
     assert "cudnn.sublibrary_load_failed" in _rules(diag)
     assert "torch.cuda_build_mismatch" not in _rules(diag)
+    assert "cuda.runtime_library_unloadable" not in _rules(diag)  # cuDNN's own loader line is the more specific
     assert (diag.profile.type, diag.profile.stage) == (label["type"], label["stage"]) == ("crash", "startup")
     assert _cats(diag)[0] == "environment"
 

@@ -1,0 +1,58 @@
+"""The dynamic loader's line for a CUDA library (libcudart, libcublas, libcudnn, libnccl, ...) names no framework.
+
+Every CUDA build of a framework links against the CUDA libraries by soname, and the loader prints the same
+"cannot open shared object file" whichever build asked: the diagnosis reads it as the missing release of that
+library for any stack, and says nothing of torch where no torch ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+
+from .kb_helpers import fired, run_failing, top3, train_log_path
+
+RULE = "cuda.runtime_library_unloadable"
+
+
+def _summaries(diag) -> str:
+    return " ".join(rc.summary or "" for rc in diag.root_causes)
+
+
+def test_a_real_loader_failure_for_a_cuda_runtime_soname_is_the_missing_release(tmp_path: Path):
+    # a real dlopen of a CUDA runtime major that no machine has: the loader's own message, its own exit
+    diag, err = run_failing(tmp_path, "import ctypes\nctypes.CDLL('libcudart.so.99')\n")
+    assert "libcudart.so.99: cannot open shared object file" in err
+    assert fired(diag, RULE)
+    assert top3(diag)[0] == "environment"
+    assert "libcudart.so.99" in diag.root_causes[0].summary
+    assert "torch" not in _summaries(diag)
+    assert (diag.profile.type, diag.profile.stage) == ("runtime_error", "startup")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "environment/onnxruntime_gpu_cudnn8_missing_wrong_cuda_cudnn",
+        "environment/tf_import_libcublas80_missing_cuda91_installed",
+        "environment/env_trtpy_import_libcudnn_so8_missing_ld_library_path",
+    ],
+)
+def test_other_frameworks_cuda_builds_are_not_read_as_torch(name: str):
+    diag = diagnose([str(train_log_path(name))])
+    assert fired(diag, RULE)
+    assert not fired(diag, "torch.cuda_build_mismatch")
+    assert "torch" not in _summaries(diag)
+    assert top3(diag)[0] == "environment"
+
+
+def test_torch_own_build_messages_stay_torch_s(tmp_path: Path):
+    # the CPU wheel asked for CUDA: torch's own words about its build still name torch; no loader line
+    pytest.importorskip("torch")
+    diag, err = run_failing(tmp_path, "import torch\ntorch.zeros(1).cuda()\n")
+    assert "Torch not compiled with CUDA enabled" in err
+    assert fired(diag, "torch.cuda_build_mismatch")
+    assert not fired(diag, RULE)
