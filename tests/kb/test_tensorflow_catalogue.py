@@ -158,7 +158,11 @@ CATALOGUE = [
         "tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution algorithm. This is probably "
         "because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.",
     ),
-    ("tf.dnn_unavailable", "tensorflow.python.framework.errors_impl.UnimplementedError: DNN library is not found."),
+    # XLA's stream executor's words (jaxlib prints them too): the rule names no framework, the exception's module does
+    (
+        "cudnn.dnn_library_not_found",
+        "tensorflow.python.framework.errors_impl.UnimplementedError: DNN library is not found.",
+    ),
     (
         "tf.dnn_unavailable",
         "tensorflow.python.framework.errors_impl.NotFoundError: No algorithm worked!  Error messages:",
@@ -179,6 +183,15 @@ def test_the_gpu_builds_cudnn_messages(rule, line):
     assert diag.profile.type == "backend" and diag.profile.stack == "tensorflow"
     assert "environment" in top3(diag)
     assert "tf.unimplemented" not in [c.rule for c in diag.root_causes]
+
+
+def test_xla_s_dnn_words_in_a_jax_log_name_no_tensorflow():
+    # jaxlib's XLA prints the stream executor's words too (cuDNN 8.0.5 loaded, jaxlib built with 8.1.0)
+    diag = train_log("jax/jax_cudnn_805_older_than_810_dnn_not_found")[0]
+    assert diag.root_causes[0].rule == "cudnn.dnn_library_not_found"
+    assert diag.profile.stack == "jax"
+    assert top3(diag)[0] == "environment"
+    assert "this TensorFlow build" not in " ".join(c.summary or "" for c in diag.root_causes)
 
 
 # ---------------------------------------------------------------------------------- live, when TF is here
