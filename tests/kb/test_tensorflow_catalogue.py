@@ -31,6 +31,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 # produced the logs: checked on the catalogue's own texts below), the "Graph execution error" wrapper (a stack
 # hint, noise = true) and the keras/tensorflow pairing (train logs below)
 NO_CAPTURED_LOG = {
+    "tf.data_batch_shapes",  # a train log below
     "tf.dnn_unavailable",
     "tf.cudnn_launch_failure",
     "tf.graph_execution_wrapper",
@@ -183,6 +184,16 @@ def test_the_gpu_builds_cudnn_messages(rule, line):
     assert diag.profile.type == "backend" and diag.profile.stack == "tensorflow"
     assert "environment" in top3(diag)
     assert "tf.unimplemented" not in [c.rule for c in diag.root_causes]
+
+
+def test_tf_data_batching_elements_of_two_shapes_is_the_data_not_mindspore_s():
+    # a greyscale (512,512,1) array among (512,512,3) images in the dataset (segmentation_gym's thread)
+    diag, label = train_log("pytest_python/tf_data_batch_mixed_grayscale_rgb_images")
+    assert diag.root_causes[0].rule == "tf.data_batch_shapes"
+    assert "ms.cat.batch_shapes" not in [c.rule for c in diag.root_causes]
+    assert "[512,512,3]" in diag.root_causes[0].summary and "[512,512,1]" in diag.root_causes[0].summary
+    assert (diag.profile.stack, diag.profile.stage) == ("tensorflow", "data")
+    assert top3(diag)[0] == label["category"] == "dataset"
 
 
 def test_xla_s_dnn_words_in_a_jax_log_name_no_tensorflow():
