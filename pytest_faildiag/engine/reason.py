@@ -174,9 +174,16 @@ def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | Non
     hub = _HUB_CODE.search(f)
     if hub:
         return "library", hub["pkg"] or hub["pkg2"]  # a model's code a library downloaded and imported (_HUB_CODE)
+    if parts and parts[-1].endswith(".py") and parts[-1] in libraries:  # [library] copied_scripts
+        return "library", _script_owner(parts[-1], libraries)
     if _TEST_FILE.search(f):
         return "test", None
     return "user", None
+
+
+def _script_owner(script: str, libraries: frozenset[str]) -> str | None:
+    """The package that copies ``script`` into the program's folders (``[library] copied_scripts``)."""
+    return next((e.partition("/")[0] for e in libraries if e.endswith("/" + script)), None)
 
 
 # a path whose leading folders a paste elided (``.../flax/nnx/pytreelib.py``, ``…/pkg/x.py``): the rest is read

@@ -649,6 +649,11 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     lib = data.get("library", {})
     for key in ("frameworks", "checkouts"):  # package names, and "repository/package" folder pairs
         out.libraries = out.libraries | frozenset(str(x) for x in lib.get(key, []))
+    for entry in lib.get("copied_scripts", []):  # "package/script.py": the script's name, and whose it is
+        pkg, _, script = str(entry).partition("/")
+        if not pkg or not script.endswith(".py") or "/" in script:
+            raise RuleError(f"library.copied_scripts: {entry!r} is not 'package/script.py'")
+        out.libraries = out.libraries | {script, f"{pkg}/{script}"}
     out.op_frameworks = out.op_frameworks | frozenset(str(x) for x in lib.get("op_frameworks", []))
     frames = data.get("frames", {})
     if frames.get("main_runners"):
