@@ -203,6 +203,7 @@ SHAPES: dict[str, Callable[[str], str]] = {
     "gitlab": lambda s: "2024-05-14T09:31:07.123456Z 01E " + s,
     "cri": lambda s: "2024-05-14T09:31:07.123456789+00:00 stderr F " + s,
     "jenkins": lambda s: "[2024-05-14T09:31:07.123Z] " + s,
+    "obs": lambda s: "[ 1232s] " + s,
     "journald": lambda s: "May 14 09:31:07 node07 python3[48211]: " + s,
     "airflow": lambda s: "[2024-05-14, 09:31:07 UTC] {pod_manager.py:342} INFO - " + s,
     "quote": lambda s: "> " + s,

@@ -212,6 +212,7 @@ CARRIED = {
     "srun-label": "srun",  # srun --label: the task number and a colon
     "torchrun-rank": "rank",  # torchrun's --tee/--local-ranks-filter prefix
     "jenkins-timestamper": "jenkins",  # Jenkins' Timestamper plugin (its ISO form) and Buildkite: time in brackets
+    "obs-build": "obs",  # the Open Build Service's build log: the seconds since the build started, in brackets
     "airflow-task-log": "airflow",  # Airflow's task log: a KubernetesPodOperator's job output, line by line
     "journald": "journald",  # journalctl's short form: month, day, time, host, unit and pid
     "markdown-quote": "quote",

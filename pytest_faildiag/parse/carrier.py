@@ -22,6 +22,9 @@ every line, and each of these writes a fixed, documented form.
 * Slurm's ``srun --label``: the task's number and a colon (``3: ``), the task being the rank; torchrun's
   ``--tee``/``--local-ranks-filter`` and torchelastic's ``--log-line-prefix-template``: ``[rank3]:``,
   ``[default3]:``;
+* the Open Build Service's build log (openSUSE's and others' package builds, whose ``%check`` runs the package's
+  test suite): the seconds since the build started, in brackets and right-aligned (``[ 1232s] ``), obs-build's
+  prefix of every line of the build's output;
 * an issue thread's Markdown quote of a paste: ``> `` before each line;
 * what gathers many processes' output into one stream: ``kubectl logs --prefix``
   (``[pod/trainer-worker-3/pytorch] ``), Open MPI's ``mpirun --tag-output`` (``[1,3]<stderr>:``, the rank
@@ -83,7 +86,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
 from itertools import pairwise
@@ -120,6 +123,8 @@ FORMS: dict[str, tuple[str, str]] = {
         rf"(?P<stamp>(?:{'|'.join(MONTHS)}) [ \d]\d \d\d:\d\d:\d\d) \S+ [^\s:\[]+(?:\[\d+\])?: ",
     ),
     "torchrun-rank": ("[", RANK_PREFIX),
+    # the Open Build Service's build log: the seconds since the build started (``[   12s] ``, ``[ 1232s] ``)
+    "obs-build": ("[", r"\[ *\d+s\] "),
     "srun-label": (_DIGITS + " ", r" *(?P<rank>\d{1,5}): "),
     "markdown-quote": (">", r">(?: |$)"),
     # ``kubectl logs --prefix`` (with ``-l``/``--all-containers``, one job's pods at once): the pod and the container
@@ -173,6 +178,9 @@ class Envelope:
     # the group that names who printed each line: ``rank`` (the task, a number) or ``writer`` (a host, a pod, a
     # worker process, a service), whose lines are apart from the others' (their tracebacks interleave)
     who: str | None = None
+    # a second carrier's envelope inside this one (an OBS build's log kept by a CI service, a compose service's
+    # lines behind the CI's time): taken off after this one
+    inner: Envelope | None = None
 
     def open(self, line: str) -> tuple[str, str | None, str | None]:
         """(the line without its envelope, the envelope's time, who printed it): a line that does not carry it
@@ -180,24 +188,40 @@ class Envelope:
         m = self.pattern.match(line)
         if m is None:
             return line, None, None
-        return line[m.end() :], m["stamp"] if self.stamped else None, m[self.who] if self.who else None
+        rest, stamp, who = line[m.end() :], m["stamp"] if self.stamped else None, m[self.who] if self.who else None
+        if self.inner is None:
+            return rest, stamp, who
+        rest, inner_stamp, inner_who = self.inner.open(rest)
+        return rest, stamp or inner_stamp, who or inner_who
 
 
 def _head_lines(head: bytes | bytearray | memoryview) -> list[str]:
-    """The first non-empty lines of ``head`` (a record's further lines, ``SUBLINE``, are its record's)."""
-    text = bytes(head[:HEAD_BYTES]).decode("utf-8", "replace")
+    """The first non-empty lines of ``head`` (a record's further lines, ``SUBLINE``, are its record's), with
+    no-break spaces as spaces: as the decoder hands every line to the envelope (``carrier_decoder``)."""
+    text = bytes(head[:HEAD_BYTES]).replace(NBSP, b" ").decode("utf-8", "replace")
     return [s for s in text.splitlines()[: SAMPLE_LINES * 4] if s.strip() and s[:1] != SUBLINE][:SAMPLE_LINES]
 
 
 def detect(head: bytes | bytearray | memoryview) -> Envelope | None:
-    """The envelope most of the first ``SAMPLE_LINES`` non-empty lines of ``head`` carry, if one does.
+    """The envelope most of the first ``SAMPLE_LINES`` non-empty lines of ``head`` carry, if one does, with the
+    envelope most of them carry inside it, if one does (two carriers, one around the other).
 
     Forms are tried in the order of ``FORMS`` (a CRI line is also an RFC 3339 one: the longer form first);
     the first that enough lines carry is the envelope."""
     lines = _head_lines(head)
+    outer = _detect_lines(lines)
+    if outer is None:
+        return None
+    opened = [outer.open(s)[0] for s in lines]
+    inner = _detect_lines([s for s in opened if s.strip()], len(lines))
+    return outer if inner is None else replace(outer, inner=inner)
+
+
+def _detect_lines(lines: list[str], sampled: int = 0) -> Envelope | None:
+    """The first form of ``FORMS`` that most of ``lines`` (of ``sampled`` lines) carry."""
     if not lines:
         return None
-    need = SHARE * len(lines)
+    need = SHARE * max(len(lines), sampled)
     for name, (starts, _) in FORMS.items():
         if sum(1 for s in lines if s[:1] in starts) < max(need, WEAK_LINES if name in WEAK_FORMS else 1):
             continue

@@ -44,6 +44,7 @@ CARRIERS = [
     "kubectl",
     "cri",
     "jenkins",
+    "obs",
     "airflow",
     "journald",
     "quote",
@@ -377,6 +378,38 @@ def _same_reading(carried: tuple, printed: tuple, shape: str) -> bool:
         return True
     alone = all(str(v[3] or "").startswith("differential:") for v in (carried, printed))
     return shape in RANKED and alone and carried[:2] == printed[:2]
+
+
+@pytest.mark.parametrize(("outer", "inner"), [("gha", "obs"), ("gha", "compose"), ("jenkins", "srun"), ("obs", "obs")])
+def test_a_failure_carried_by_two_carriers_is_diagnosed_as_printed(tmp_path, outer, inner):
+    # a package build's log kept by a CI service, a compose service's lines behind the CI's time, srun's task
+    # behind Jenkins' time: both envelopes come off, the inner one's rank or writer kept
+    plain = _run(tmp_path, PROGRAM)
+    carried = _carried(_carried(plain, inner), outer)
+    env = detect(carried.encode())
+    assert env is not None and env.inner is not None
+    assert _tracebacks(_scan(carried)) == _tracebacks(_scan(plain))
+    assert _verdict(carried) == _verdict(plain)
+
+
+def test_an_envelope_is_found_behind_the_no_break_spaces_of_a_rendered_page(tmp_path):
+    # docker compose pads the service's name with spaces, which a page's copy keeps as no-break spaces
+    page = _carried(_run(tmp_path, PROGRAM), "compose").replace("  ", "\u00a0\u00a0")
+    env = detect(page.encode())
+    assert env is not None and env.name == "compose"
+
+
+def test_an_open_build_service_log_is_a_test_run_s_failure_not_a_hang():
+    # openSUSE's build of a package whose %check ran its test suite (numpy 2 removed np.float_): the report's
+    # lines behind the build's seconds, cut before its E line
+    name = "pytest_python/numpy2_removed_float_alias_in_unit_test"
+    assert json.loads((THREADS / "split.json").read_text())["split"][name] == "train"
+    log = (THREADS / f"{name}.log").read_text()
+    env = detect(log.encode())
+    assert env is not None and env.name == "obs-build"
+    stripped = re.sub(r"(?m)^\[ *\d+s\] ", "", log)
+    assert _verdict(log) == _verdict(stripped)
+    assert _verdict(log)[0] == "runtime_error"
 
 
 @pytest.mark.parametrize("shape", CARRIERS + PAGES)
