@@ -26,19 +26,41 @@ MAX_EVIDENCE = 4
 MAX_CAUSES = 8
 
 
-class _Fmt(defaultdict[str, str]):
+class _Fmt(dict[str, str]):
     """A placeholder whose group did not take part in the match renders as nothing (docs/rules.md), so
-    `{dev}{dev2}` names one of two alternatives and a pattern without the group leaves no stray `?`."""
+    `{dev}{dev2}` names one of two alternatives and a pattern without the group leaves no stray `?`; in prose
+    it renders as ``_EMPTY``, which ``_tidy`` then takes out with the words it leaves behind."""
+
+    def __init__(self, values: dict[str, str], empty: str):
+        super().__init__(values)
+        self.empty = empty
 
     def __missing__(self, key: str) -> str:
-        return ""
+        return self.empty
 
 
-def _format(template: str, finding: Finding) -> str:
-    values = _Fmt(str, {k: v.strip() for k, v in finding.groups.items()})
+# where a placeholder rendered as nothing in a summary or a hint: the words it leaves behind are tidied
+_EMPTY = "\x00"
+# parentheses that held only empty placeholders, and at most one short word between them ("( vs )", "(rank )")
+_EMPTY_PARENS = re.compile(r" ?\((?=[^()]*\x00)[^()\w]*(?:[A-Za-z.]{1,6}[^()\w]*)?\)")
+# an empty placeholder with the spaces around it, and the punctuation that may follow it
+_SPACES_AT_EMPTY = re.compile(r" *\x00(?: *\x00)* *(?=([,:;.)]?))")
+
+
+def _tidy(text: str) -> str:
+    """Prose whose placeholders rendered as nothing, without the empty parentheses and doubled spaces they
+    leave ("the operator  has no kernel", "a collective () did not complete")."""
+    text = _EMPTY_PARENS.sub("", text)
+    return _SPACES_AT_EMPTY.sub(lambda m: "" if m[1] or " " not in m[0] else " ", text)
+
+
+def _format(template: str, finding: Finding, prose: bool = True) -> str:
+    """A summary's or a hint's template (``prose``) or a fix's value, filled from the finding's groups."""
+    empty = _EMPTY if prose else ""
+    values = _Fmt({k: v.strip() or empty for k, v in finding.groups.items()}, empty)
     values["line"] = finding.text[:160]
     try:
-        return template.format_map(values).rstrip(" :")
+        text = template.format_map(values)
     except (
         ValueError,
         IndexError,
@@ -47,6 +69,7 @@ def _format(template: str, finding: Finding) -> str:
         TypeError,
     ):  # literal braces, {0}, {x.y}: show it as written
         return template
+    return (_tidy(text) if _EMPTY in text else text).rstrip(" :")
 
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
@@ -149,7 +172,7 @@ def _fix_template(spec: CauseSpec, f: Finding) -> dict[str, Any] | None:
         return None
     out = {}
     for k, v in spec.fix.items():
-        out[k] = _format(v, f) if isinstance(v, str) and k not in {"find", "replace"} else v
+        out[k] = _format(v, f, prose=False) if isinstance(v, str) and k not in {"find", "replace"} else v
     return out
 
 
