@@ -51,7 +51,7 @@ def _tidy(text: str) -> str:
     """Prose whose placeholders rendered as nothing, without the empty parentheses and doubled spaces they
     leave ("the operator  has no kernel", "a collective () did not complete")."""
     text = _EMPTY_PARENS.sub("", text)
-    return _SPACES_AT_EMPTY.sub(lambda m: "" if m[1] or " " not in m[0] else " ", text)
+    return _SPACES_AT_EMPTY.sub(lambda m: "" if m[1] or m.start() == 0 or " " not in m[0] else " ", text)
 
 
 def _format(template: str, finding: Finding, prose: bool = True) -> str:

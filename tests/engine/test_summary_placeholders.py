@@ -45,6 +45,7 @@ def test_an_unfilled_placeholder_leaves_no_empty_parentheses_or_doubled_spaces(n
         (f"memory left on {_EMPTY}: the batch", "memory left on: the batch"),
         (f"on cuda:0{_EMPTY} and", "on cuda:0 and"),  # the alternative's group filled, the other not
         (f"call torch.no_grad() ({_EMPTY})", "call torch.no_grad()"),  # the template's own parentheses stay
+        (f"{_EMPTY} is not installed", "is not installed"),  # no space left at the start
         (f"a tensor (shape {_EMPTY}, dtype float32)", "a tensor (shape, dtype float32)"),  # more than one word: kept
     ],
 )
