@@ -126,7 +126,7 @@ def extract(text: str, label: dict) -> Extracted:
         an = analyze(res, rs, exit_code=label.get("exit_code"), command=label.get("command"))
         an.profile.first_failure = failure_point(res, an.findings)
         facts = gather_facts(res, an, rs)
-        refine_profile(an, facts, rs, progressed=res.progress > 0)
+        refine_profile(an, facts, rs, progressed=res.progress > 0, scan=res)
     fr = facts.raise_frame
     owner = "-"
     if fr is not None:

@@ -276,7 +276,7 @@ def diagnose(
     analysis = analyze(scan, rs, exit_code=exit_code, command=command, hint_stack=stack)
     analysis.profile.first_failure = failure_point(scan, analysis.findings, ranked=bool(analysis.profile.ranks))
     facts = gather_facts(scan, analysis, rs)
-    refine_profile(analysis, facts, rs, progressed=scan.progress > 0)
+    refine_profile(analysis, facts, rs, progressed=scan.progress > 0, scan=scan)
     # a crash's faulthandler dump (segfault, abort) shows where it died, not where it waited
     ctx_data["stuck"] = [] if analysis.profile.type == "crash" else stuck_points(scan, rs)
     the_lock = lock if lock is not None else inp.lock

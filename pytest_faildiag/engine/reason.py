@@ -132,7 +132,6 @@ class Facts:
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
     library_on_stack: bool = False  # a library's frame is on the failing stack (a caller or the code it called)
     native_tail: bool = False  # the run's last line came from a library's compiled code (_native_tail)
-    native_stop: str | None = None  # a native backtrace's innermost frame: "wait" or "fault" (_native_stop)
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -471,7 +470,6 @@ def gather_facts(scan: ScanResult, analysis: Analysis, rs: RuleSet) -> Facts:
     facts.error_head_bare = _PATHS.sub(" ", facts.error_head)
     facts.tests_seen = _tests_seen(scan, analysis, reasoning.libraries, reasoning, facts.lead)
     facts.native_tail = _native_tail(scan, reasoning.libraries)
-    facts.native_stop = _native_stop(scan, reasoning)
     if facts.exc_type:
         facts.entry = _exception_entry(reasoning, facts.exc_type) or {}
         facts.family = facts.entry.get("family")
@@ -611,10 +609,12 @@ def implied(facts: Facts, kind: str) -> str | None:
     return None
 
 
-def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bool = True) -> None:
+def refine_profile(
+    analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bool = True, scan: ScanResult | None = None
+) -> None:
     """Where no rule named them, the frames, the exception class and the words of the message decide the
     stage and the type. ``progressed``: the logs show training/test progress (so a failure is not at
-    start-up)."""
+    start-up); ``scan``: the logs, read for a native backtrace only where nothing else typed the failure."""
     prof = analysis.profile
     entry = facts.entry
     if analysis.stage_by_rule and prof.stage == "startup" and facts.stage == "collection":
@@ -663,7 +663,8 @@ def refine_profile(analysis: Analysis, facts: Facts, rs: RuleSet, progressed: bo
         # no error, no exception, no exit status: a log handed over as a failure that just stops is a run
         # that stopped making progress (hung, or killed from outside without a word); but a native backtrace
         # stopped in code that computes, not waits, is a fault's (_native_stop)
-        prof.type, prof.stage = ("crash" if facts.native_stop == "fault" else "hang"), "runtime"
+        fault = scan is not None and _native_stop(scan, rs.reasoning) == "fault"
+        prof.type, prof.stage = ("crash" if fault else "hang"), "runtime"
         return
     if entry.get("type") and analysis.type_by_rule and _typed_by_weak_signal(analysis):
         # a weak signal (an exit status, a bare "timed out after N") says less than the failing exception's

@@ -42,6 +42,11 @@ def pack_rules(pack: str) -> list[Rule]:
     return [r for r in rs.rules if r.pack == pack]
 
 
+def summaries(diag) -> str:
+    """Every cause's summary of the diagnosis, as one text (what a reader sees named)."""
+    return " ".join(rc.summary or "" for rc in diag.root_causes)
+
+
 def top3(diag) -> list[str]:
     """The first three distinct categories, as the accuracy bench counts them."""
     out: list[str] = []

@@ -14,13 +14,9 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, run_failing, top3, train_log_path
+from .kb_helpers import fired, run_failing, summaries, top3, train_log_path
 
 RULE = "cuda.runtime_library_unloadable"
-
-
-def _summaries(diag) -> str:
-    return " ".join(rc.summary or "" for rc in diag.root_causes)
 
 
 @pytest.mark.parametrize(
@@ -35,7 +31,7 @@ def test_other_frameworks_cuda_builds_are_not_read_as_torch(name: str):
     diag = diagnose([str(train_log_path(name))])
     assert fired(diag, RULE)
     assert not fired(diag, "torch.cuda_build_mismatch")
-    assert "torch" not in _summaries(diag)
+    assert "torch" not in summaries(diag)
     assert top3(diag)[0] == "environment"
 
 

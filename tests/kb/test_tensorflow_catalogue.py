@@ -21,7 +21,14 @@ import pytest
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import load_ruleset
 from tests.engine.corpus_logs import train_log
-from tests.kb.kb_helpers import check_labelled_log, check_text_alone, ids_in_other_packs, pack_rules, top3
+from tests.kb.kb_helpers import (
+    check_labelled_log,
+    check_text_alone,
+    ids_in_other_packs,
+    pack_rules,
+    summaries,
+    top3,
+)
 
 PACK_NAME = "76-tensorflow-catalogue.toml"
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "tensorflow_catalogue"
@@ -202,7 +209,7 @@ def test_xla_s_dnn_words_in_a_jax_log_name_no_tensorflow():
     assert diag.root_causes[0].rule == "cudnn.dnn_library_not_found"
     assert diag.profile.stack == "jax"
     assert top3(diag)[0] == "environment"
-    assert "this TensorFlow build" not in " ".join(c.summary or "" for c in diag.root_causes)
+    assert "this TensorFlow build" not in summaries(diag)
 
 
 # ---------------------------------------------------------------------------------- live, when TF is here
