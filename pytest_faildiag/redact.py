@@ -82,8 +82,10 @@ PRIVATE_KEY_BLOCK = _lazy(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)"
 )
 # A bare AWS secret access key (40 base64 characters; in an assertion diff or a pasted config line without
-# its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out.
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# its name). Shape checks in ``_mask_aws_secret`` keep git SHAs (lower-case hex) and paths out; a run glued to
+# an identifier by "_" is part of that identifier (a mangled C++ symbol such as
+# ``_ZN10tensorflow8OpKernel11TraceStringEPNS_15OpKernelContextEb``, the evidence of a loader error).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=_])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_])")
 # A bare "Bearer <token>" outside an Authorization header (curl -H lines cut in half, proxies' logs).
 _BEARER = _lazy(r"(?i)\b(bearer\s+)(?!\*\*\*)([A-Za-z0-9._~+/\-]{12,}=*)")
 # user:password@host in URLs. The password may hold "/" or "@" (written unencoded, as people do): it runs to
@@ -362,10 +364,26 @@ _FILE_NAME = _lazy(
 def _is_assignment(m: re.Match[str], key: str, val: str) -> bool:
     """False for the colon of a location rather than of a key: a pytest node id or C++ scope
     (``tests/test_auth.py::test_login``, ``auth::Session``) and ``file.py:12`` name code, they hold no
-    secret value; redacting them would hide which test failed in every test module named after auth."""
+    secret value; redacting them would hide which test failed in every test module named after auth. So is
+    a path's last part before its colon, and a colon that a clause follows (``signature: it is ...``)."""
     if m["sep"].strip() != ":":
         return True
-    return not (val.startswith(":") or _FILE_NAME.search(key))
+    if val.startswith(":") or _FILE_NAME.search(key):
+        return False
+    before = m.string[m.start() - 1 : m.start()]
+    if before in ("/", "\\"):
+        return False  # the last part of a path before its colon (``/root/.cache/huggingface/token: ...``)
+    after = m.string[m.end() : m.end() + 1]
+    return not (after == " " and val.lower() in _PROSE_WORDS)
+
+
+# Words that open a clause, not a secret: "signature: it is not HDF5", "wrong type or signature: one of its
+# usual causes" (the engine's and the rules' own sentences, and people's prose in logs). Only as a value that
+# more words follow: ``password: the`` at the end of a line stays masked.
+_PROSE_WORDS = frozenset(
+    "a an the it its one this that these those is are was were not there which what when where if any some each"
+    " every all both either neither nothing see use".split()
+)
 
 
 def _is_odbc_pwd(key: str, value: str) -> bool:
