@@ -1057,7 +1057,8 @@ def _library_op(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str 
 # [patterns]: torch.load's weights_only default). The exception is raised in the framework's own frames, so the
 # raiser facts name the framework; the code that has to change is the innermost frame outside the op frameworks
 # and the standard library, the one that made the call: the program's (``caller:user``) or a library's
-# (``caller:library``, its loader).
+# (``caller:library``, its loader). Python's call-binding TypeErrors (the same pattern) are raised in the caller's
+# own frame, so that frame (past wrappers that forward ``*args, **kwargs``) is the call that must change.
 CALLER_USER, CALLER_LIBRARY = "caller:user", "caller:library"
 
 
@@ -1068,11 +1069,25 @@ def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) ->
         f"{facts.message}\n{facts.lead}\n{facts.error_head}"
     ):
         return None
-    owner = _nearest_outside(frames, reasoning.libraries, reasoning.op_frameworks)
+    owner = _nearest_outside(_past_forwarders(frames), reasoning.libraries, reasoning.op_frameworks)
     if owner is None:
         return None
     kind, pkg = owner
     return CALLER_USER if kind in ("user", "test") else CALLER_LIBRARY if kind == "library" and pkg else None
+
+
+# a call that passes on star-arguments (``self._fun(*args, **kwargs)``): what it passes is what its own caller gave
+_FORWARDS = re.compile(r"\(\s*\*{1,2}[A-Za-z_]\w*\s*[,)]|,\s*\*{1,2}[A-Za-z_]\w*\s*[,)]")
+
+
+def _past_forwarders(frames: list[Frame]) -> list[Frame]:
+    """``frames`` without the innermost ones whose line forwards star-arguments (a wrapper's ``f(*args,
+    **kwargs)``): such a call passes on its caller's arguments, so the call whose arguments (or whose use of
+    the API) must change is further out. All of them when every frame forwards."""
+    end = len(frames)
+    while end > 1 and _FORWARDS.search(frames[end - 1].code or ""):
+        end -= 1
+    return frames[:end]
 
 
 def _add_fact(facts: Facts, fact: str | None, reasoning: Reasoning) -> None:
