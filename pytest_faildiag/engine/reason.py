@@ -947,6 +947,10 @@ _VALUE_TYPES = frozenset(
 # ``os.environ[name]`` for a variable that is not set
 _ENVIRON_FRAME = re.compile(r"(?:^|/)os\.py$|^<frozen os>$")
 ENTRY_DEPTH = 2  # library frames at most between the caller's frame and the raise: a check at the entry
+# Python's errors of a name the running code itself refers to (the language reference: a name not bound in its
+# scope, or a local read before any assignment on the path taken): no value a caller hands over makes a name
+# undefined in the callee's code, so raised in a library's frame they are that code's even at its entry
+_NAME_ERRORS = frozenset({"NameError", "UnboundLocalError"})
 
 
 def _library_run(frames: list[Frame], libraries: frozenset[str]) -> list[tuple[str, str | None]]:
@@ -967,7 +971,8 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
     the call's signature or values) raised after the library's code ran on by itself (two frames or more
     of library or standard-library code, or no caller frame at all): the library's own code did an
     operation that fails, the home of a bug (or of its contract with another library) fixed in its
-    release. ``raiser:library_entry``: a ValueError/TypeError raised by the library's function that the
+    release (a NameError or UnboundLocalError: at the library's entry too, see ``_NAME_ERRORS``).
+    ``raiser:library_entry``: a ValueError/TypeError raised by the library's function that the
     caller's frame called (at most ``ENTRY_DEPTH`` frames of one package below it): a check of the values
     the caller passed, so the caller's code, configuration or data is the home. The frame right below the
     raising code tells who handed over the value."""
@@ -990,7 +995,8 @@ def _library_raise(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> s
         packages = {_package(p) for k, p in run if k == "library" and p}
         if len(packages) == 1 and all(k == "library" for k, _ in run):
             return "raiser:library_entry"
-    if family not in _INTERNAL_FAMILIES or (len(run) < 2 and not facts.library_only):
+    own_names = (facts.exc_type or "").rsplit(".", 1)[-1] in _NAME_ERRORS
+    if family not in _INTERNAL_FAMILIES or (len(run) < 2 and not facts.library_only and not own_names):
         return None
     if family == "assertion" and (not _assertion_error(facts) or ASSERTION_HELPER in facts.active):
         # pytest's outcomes (``Failed`` from pytest.fail/raises): a verdict raised for the caller; an assertion
