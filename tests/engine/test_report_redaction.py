@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.redact import MASK, redact_obj
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))
-from kb_helpers import run_failing  # noqa: E402
+from tests.kb.kb_helpers import run_failing
 
 # a C++ symbol whose parts between underscores include a 40-character run of letters and digits
 SYMBOL = "_ZN10tensorflow8OpKernel11TraceStringEPNS_15OpKernelContextEb"
