@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import top3, train_log_path
+from tests.kb.kb_helpers import context_facts, top3, train_log_path
 
 
 def _family(diag) -> str:
@@ -61,3 +61,16 @@ def test_the_numpy_collection_errors_of_a_warning_at_import_are_the_filters():
     d = diagnose([train_log_path("pytest_python/pytest_ini_warnings_as_errors_numpy_array_api_userwarning_collection")])
     assert d.profile.stage == "collection"
     assert top3(d)[0] == "config"
+
+
+def test_a_user_warning_that_announces_a_deprecation_is_not_read_as_advisory(tmp_path):
+    # libraries that deprecate with a UserWarning (huggingface_hub's "… is deprecated and ignored"): the calling code
+    # needs the change, as for a DeprecationWarning, so the filter is not put first by the cue
+    code = "import warnings\nwarnings.warn('`resume` is deprecated and ignored in `fetch`', UserWarning)\n"
+    p = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert "UserWarning: `resume` is deprecated" in p.stderr
+    diag = diagnose(texts={"stderr.txt": p.stderr}, exit_code=p.returncode)
+    assert "cue:warning_raised" not in context_facts(diag)
+    plain = "import warnings\nwarnings.warn('the value is clipped to 1.0', UserWarning)\n"
+    q = subprocess.run([sys.executable, "-W", "error", "-c", plain], capture_output=True, text=True, cwd=tmp_path)
+    assert "cue:warning_raised" in context_facts(diagnose(texts={"stderr.txt": q.stderr}, exit_code=q.returncode))
