@@ -1069,8 +1069,8 @@ CALLER_USER, CALLER_LIBRARY = "caller:user", "caller:library"
 
 
 def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
-    """``caller:user`` / ``caller:library``: whose code called the framework function that refused, when the
-    framework's message says the fix lies in that call."""
+    """``caller:user`` / ``caller:library``: whose code made the call that failed, when the message says the fix
+    lies in that call (a framework's refusal of its arguments, or arguments that do not bind to a signature)."""
     if not frames or not _text(reasoning, "caller_decides").search(
         f"{facts.message}\n{facts.lead}\n{facts.error_head}"
     ):
@@ -1082,7 +1082,8 @@ def framework_caller(facts: Facts, frames: list[Frame], reasoning: Reasoning) ->
     return CALLER_USER if kind in ("user", "test") else CALLER_LIBRARY if kind == "library" and pkg else None
 
 
-# a call that passes on star-arguments (``self._fun(*args, **kwargs)``): what it passes is what its own caller gave
+# a call that passes on star-arguments (``self._fun(*args, **kwargs)``): what it passes is what its own caller gave.
+# Python's call syntax, a parsing mechanic of this module (``_text``), not words a library prints
 _FORWARDS = re.compile(r"\(\s*\*{1,2}[A-Za-z_]\w*\s*[,)]|,\s*\*{1,2}[A-Za-z_]\w*\s*[,)]")
 
 
