@@ -233,7 +233,24 @@ class RuleError(ValueError):
     pass
 
 
+# the keys a [[rule]] and its [[rule.causes]] may hold: TOML takes a mistyped or misplaced key (a cause's fields
+# left under the rule when its [[rule.causes]] header is lost) as data, so the knowledge it meant would be dropped
+# without a word; naming the key skips the pack with a warning instead
+RULE_KEYS = frozenset(
+    {"id", "title", "keywords", "patterns", "causes", "type", "stage", "stack", "backend", "domains", "priority"}
+    | {"ignore_case", "exit_codes", "downstream", "noise", "suppressed_by", "requires_failure"}
+)
+CAUSE_KEYS = frozenset({"id", "category", "confidence", "summary", "fix_hints", "checks", "kind", "reason", "fix"})
+
+
+def _known_keys(raw: dict[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise RuleError(f"{where}: unknown key {', '.join(map(repr, unknown))}")
+
+
 def _cause(raw: dict[str, Any], rule_id: str) -> CauseSpec:
+    _known_keys(raw, CAUSE_KEYS, f"rule {rule_id}: a cause")
     category = raw.get("category", "")
     if category not in CATEGORIES:
         raise RuleError(f"rule {rule_id}: unknown category {category!r}")
@@ -254,6 +271,7 @@ def _rule(raw: dict[str, Any], pack: str, lazy: bool = False) -> Rule:
     rid = raw.get("id")
     if not rid:
         raise RuleError("a rule without id")
+    _known_keys(raw, RULE_KEYS, f"rule {rid}")
     flags = re.IGNORECASE if raw.get("ignore_case") else 0
     keywords = [str(k) for k in raw.get("keywords", [])]
     exit_codes = [int(c) for c in raw.get("exit_codes", [])]

@@ -64,6 +64,24 @@ def test_a_pack_with_an_unknown_category_is_rejected_with_the_rule_named():
         parse_pack(bad, "bad.toml")
 
 
+def test_a_cause_whose_header_was_lost_is_an_unknown_key_of_its_rule():
+    """TOML reads a cause's fields left under the rule (its ``[[rule.causes]]`` line deleted in an edit) as the
+    rule's own keys: the pack must say so, not load a rule without that cause."""
+    lost = PACK.replace('[[rule.causes]]\nid = "hardware.flux"\n', "")
+    with pytest.raises(RuleError, match=r"acme\.flux_capacitor: unknown key 'category', 'confidence'"):
+        parse_pack(lost, "lost.toml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = build_ruleset([("lost.toml", lost)])
+    assert any("lost.toml" in str(w.message) and "unknown key" in str(w.message) for w in caught)
+    assert rs.by_id("acme.flux_capacitor") is None
+
+
+def test_a_mistyped_key_of_a_cause_is_named():
+    with pytest.raises(RuleError, match="unknown key 'fix_hint'"):
+        parse_pack(PACK.replace("fix_hints =", "fix_hint ="), "typo.toml")
+
+
 def test_a_malformed_pack_is_skipped_with_a_warning_not_an_error():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
