@@ -241,6 +241,12 @@ RULE_KEYS = frozenset(
     | {"ignore_case", "exit_codes", "downstream", "noise", "suppressed_by", "requires_failure"}
 )
 CAUSE_KEYS = frozenset({"id", "category", "confidence", "summary", "fix_hints", "checks", "kind", "reason", "fix"})
+# the same for the reasoning tables (a context's "factor" for "factors" would be a fact that weighs nothing)
+EXCEPTION_KEYS = frozenset({"names", "family", "type", "stage"})
+SYMPTOM_KEYS = frozenset({"id", "title", "causes"})
+SYMPTOM_CAUSE_KEYS = frozenset({"category", "prior", "summary", "fix_hints", "checks"})
+FRAME_STAGE_KEYS = frozenset({"file", "func", "stage"})
+CONTEXT_KEYS = frozenset({"fact", "why", "factors", "pattern", "lead_rules"})
 
 
 def _known_keys(raw: dict[str, Any], allowed: frozenset[str], where: str) -> None:
@@ -620,6 +626,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
     for ex in data.get("exception", []):
+        _known_keys(ex, EXCEPTION_KEYS, f"exception {ex.get('names')}")
         entry = {k: v for k, v in ex.items() if k != "names"}
         for key in ("type", "stage"):
             vocab = TYPES if key == "type" else STAGES
@@ -628,8 +635,10 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         for name in ex.get("names", []):
             out.exceptions[str(name)] = entry
     for sym in data.get("symptom", []):
+        _known_keys(sym, SYMPTOM_KEYS, f"symptom {sym.get('id')}")
         causes = []
         for c in sym.get("causes", []):
+            _known_keys(c, SYMPTOM_CAUSE_KEYS, f"symptom {sym.get('id')}: a cause")
             if c.get("category") not in CATEGORIES:
                 raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
             causes.append(
@@ -643,6 +652,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
             )
         out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
     for fs in data.get("frame_stage", []):
+        _known_keys(fs, FRAME_STAGE_KEYS, "frame_stage")
         if fs.get("stage") not in STAGES:
             raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
         if not fs.get("func") and not fs.get("file"):
@@ -651,6 +661,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         file = _regex(fs["file"], lazy) if fs.get("file") else None
         out.frame_stages.append((func, file, fs["stage"]))
     for ctx in data.get("context", []):
+        _known_keys(ctx, CONTEXT_KEYS, f"context {ctx.get('fact')}")
         factors = {str(k): float(v) for k, v in ctx.get("factors", {}).items()}
         unknown = [k for k in factors if k not in CATEGORIES]
         if unknown:

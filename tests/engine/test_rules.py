@@ -82,6 +82,34 @@ def test_a_mistyped_key_of_a_cause_is_named():
         parse_pack(PACK.replace("fix_hints =", "fix_hint ="), "typo.toml")
 
 
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ('[[context]]\nfact = "cue:acme"\nwhy = "w"\npattern = "acme"\nfactor = { model = 2.0 }\n', "context cue:acme"),
+        ('[[exception]]\nnames = ["AcmeError"]\nfamilly = "runtime"\n', "exception ['AcmeError']"),
+        ('[[symptom]]\nid = "acme"\ntitle = "t"\ncause = []\n', "symptom acme"),
+        (
+            '[[symptom]]\nid = "acme"\ntitle = "t"\ncauses = [{ category = "model", priors = 0.5 }]\n',
+            "symptom acme: a cause",
+        ),
+        ('[[frame_stage]]\nfunc = "evaluate"\nstages = "evaluation"\n', "frame_stage"),
+    ],
+)
+def test_a_reasoning_table_with_an_unknown_key_fails_its_pack(table, named):
+    """A context whose ``factors`` is misspelt would be a fact that weighs nothing, a symptom without its
+    ``causes`` a family with no hypothesis: the pack's reasoning tables are skipped with the table and the key
+    named (its rules, checked apart, stay)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rs = build_ruleset([("acme.toml", PACK + table)])
+    said = [str(w.message) for w in caught if "acme.toml" in str(w.message)]
+    assert said and "reasoning tables of acme.toml skipped" in said[0], said
+    assert named in said[0] and "unknown key" in said[0], said
+    assert "acme" not in rs.reasoning.symptoms and "AcmeError" not in rs.reasoning.exceptions
+    assert not [c for c in rs.reasoning.contexts if c.fact == "cue:acme"]
+    assert rs.by_id("acme.flux_capacitor") is not None
+
+
 def test_a_malformed_pack_is_skipped_with_a_warning_not_an_error():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
