@@ -26,7 +26,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
@@ -233,30 +233,34 @@ class RuleError(ValueError):
     pass
 
 
-# the keys a [[rule]] and its [[rule.causes]] may hold: TOML takes a mistyped or misplaced key (a cause's fields
-# left under the rule when its [[rule.causes]] header is lost) as data, so the knowledge it meant would be dropped
-# without a word; naming the key skips the pack with a warning instead
-RULE_KEYS = frozenset(
-    {"id", "title", "keywords", "patterns", "causes", "type", "stage", "stack", "backend", "domains", "priority"}
-    | {"ignore_case", "exit_codes", "downstream", "noise", "suppressed_by", "requires_failure"}
-)
-CAUSE_KEYS = frozenset({"id", "category", "confidence", "summary", "fix_hints", "checks", "kind", "reason", "fix"})
-# the same for the reasoning tables (a context's "factor" for "factors" would be a fact that weighs nothing)
+def _keys_of(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+# the keys a [[rule]], its [[rule.causes]] and the reasoning tables may hold (the model's own fields where a table
+# is one): TOML takes a mistyped or misplaced key (a cause's fields left under the rule when its [[rule.causes]]
+# header is lost, a context's "factor" for "factors") as data, so the knowledge it meant would be dropped without a
+# word; naming the key skips the pack (or its reasoning tables) with a warning instead
+RULE_KEYS = _keys_of(Rule) - {"pack"}  # ``pack`` is set from the file's name
+CAUSE_KEYS = _keys_of(CauseSpec)
+SYMPTOM_CAUSE_KEYS = _keys_of(SymptomCause)
+CONTEXT_KEYS = _keys_of(Context)
 EXCEPTION_KEYS = frozenset({"names", "family", "type", "stage"})
 SYMPTOM_KEYS = frozenset({"id", "title", "causes"})
-SYMPTOM_CAUSE_KEYS = frozenset({"category", "prior", "summary", "fix_hints", "checks"})
 FRAME_STAGE_KEYS = frozenset({"file", "func", "stage"})
-CONTEXT_KEYS = frozenset({"fact", "why", "factors", "pattern", "lead_rules"})
 
 
 def _known_keys(raw: dict[str, Any], allowed: frozenset[str], where: str) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
+    """Raise on a key ``allowed`` does not hold. Only where a pack is parsed and checked (not ``lazy``): a
+    cached pack was checked when it was cached, and a fresh CLI should not pay ~7 ms to check it again."""
+    if not raw.keys() <= allowed:
+        unknown = sorted(set(raw) - allowed)
         raise RuleError(f"{where}: unknown key {', '.join(map(repr, unknown))}")
 
 
-def _cause(raw: dict[str, Any], rule_id: str) -> CauseSpec:
-    _known_keys(raw, CAUSE_KEYS, f"rule {rule_id}: a cause")
+def _cause(raw: dict[str, Any], rule_id: str, lazy: bool = False) -> CauseSpec:
+    if not lazy:
+        _known_keys(raw, CAUSE_KEYS, f"rule {rule_id}: a cause")
     category = raw.get("category", "")
     if category not in CATEGORIES:
         raise RuleError(f"rule {rule_id}: unknown category {category!r}")
@@ -277,7 +281,8 @@ def _rule(raw: dict[str, Any], pack: str, lazy: bool = False) -> Rule:
     rid = raw.get("id")
     if not rid:
         raise RuleError("a rule without id")
-    _known_keys(raw, RULE_KEYS, f"rule {rid}")
+    if not lazy:
+        _known_keys(raw, RULE_KEYS, f"rule {rid}")
     flags = re.IGNORECASE if raw.get("ignore_case") else 0
     keywords = [str(k) for k in raw.get("keywords", [])]
     exit_codes = [int(c) for c in raw.get("exit_codes", [])]
@@ -298,7 +303,7 @@ def _rule(raw: dict[str, Any], pack: str, lazy: bool = False) -> Rule:
         title=str(raw.get("title", rid)),
         keywords=keywords,
         patterns=patterns,
-        causes=[_cause(c, rid) for c in raw.get("causes", [])],
+        causes=[_cause(c, rid, lazy) for c in raw.get("causes", [])],
         type=raw.get("type"),
         stage=raw.get("stage"),
         stack=raw.get("stack"),
@@ -626,7 +631,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
     for ex in data.get("exception", []):
-        _known_keys(ex, EXCEPTION_KEYS, f"exception {ex.get('names')}")
+        if not lazy:
+            _known_keys(ex, EXCEPTION_KEYS, f"exception {ex.get('names')}")
         entry = {k: v for k, v in ex.items() if k != "names"}
         for key in ("type", "stage"):
             vocab = TYPES if key == "type" else STAGES
@@ -635,10 +641,12 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         for name in ex.get("names", []):
             out.exceptions[str(name)] = entry
     for sym in data.get("symptom", []):
-        _known_keys(sym, SYMPTOM_KEYS, f"symptom {sym.get('id')}")
+        if not lazy:
+            _known_keys(sym, SYMPTOM_KEYS, f"symptom {sym.get('id')}")
         causes = []
         for c in sym.get("causes", []):
-            _known_keys(c, SYMPTOM_CAUSE_KEYS, f"symptom {sym.get('id')}: a cause")
+            if not lazy:
+                _known_keys(c, SYMPTOM_CAUSE_KEYS, f"symptom {sym.get('id')}: a cause")
             if c.get("category") not in CATEGORIES:
                 raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
             causes.append(
@@ -652,7 +660,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
             )
         out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
     for fs in data.get("frame_stage", []):
-        _known_keys(fs, FRAME_STAGE_KEYS, "frame_stage")
+        if not lazy:
+            _known_keys(fs, FRAME_STAGE_KEYS, "frame_stage")
         if fs.get("stage") not in STAGES:
             raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
         if not fs.get("func") and not fs.get("file"):
@@ -661,7 +670,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         file = _regex(fs["file"], lazy) if fs.get("file") else None
         out.frame_stages.append((func, file, fs["stage"]))
     for ctx in data.get("context", []):
-        _known_keys(ctx, CONTEXT_KEYS, f"context {ctx.get('fact')}")
+        if not lazy:
+            _known_keys(ctx, CONTEXT_KEYS, f"context {ctx.get('fact')}")
         factors = {str(k): float(v) for k, v in ctx.get("factors", {}).items()}
         unknown = [k for k in factors if k not in CATEGORIES]
         if unknown:

@@ -13,14 +13,18 @@ from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import train_log_with_rules
 
 
-def _stderr(code: str) -> str:
-    p = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
+def _stderr(argv: list[str], *, fails: bool = False) -> str:
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert (p.returncode != 0) == fails, p.stderr
     return p.stderr
 
 
+def _python(code: str) -> str:
+    return _stderr([sys.executable, "-W", "default", "-c", code])
+
+
 def test_a_paste_that_ends_on_a_warning_of_a_part_that_could_not_load_is_a_failure_not_a_hang():
-    err = _stderr("import warnings\nwarnings.warn('libcudart.so not found in any environmental path')\n")
+    err = _python("import warnings\nwarnings.warn('libcudart.so not found in any environmental path')\n")
     assert "UserWarning: libcudart.so not found" in err
     diag = diagnose(texts={"stderr": err})
     assert diag.profile.type == "runtime_error"
@@ -34,7 +38,7 @@ def test_a_log_whose_last_lines_are_info_chatter_still_reads_as_a_hang():
         "log.info('rank 0: waiting for the other ranks at the barrier')\n"
         "log.info('rank 0: could not reach rank 1 yet, retrying')\n"
     )
-    err = _stderr(code)
+    err = _python(code)
     assert "INFO:train:rank 0: could not reach rank 1 yet" in err
     assert diagnose(texts={"stderr": err}).profile.type == "hang"
 
@@ -54,16 +58,10 @@ def test_a_real_hang_that_just_stops_keeps_its_reading():
     assert label["type"] == diag.profile.type == "hang"
 
 
-def _shell_error(script: str) -> str:
-    p = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
-    assert p.returncode != 0
-    return p.stderr
-
-
 def test_a_shells_own_error_words_are_a_failure_not_a_hang():
     """POSIX shells word their errors without "error:" or an exception ("export: (HEAD: bad variable name",
     "Syntax error: "then" unexpected"): a build script's paste that ends on one states its failure."""
     for script in ("export '(HEAD'", "if then fi"):
-        err = _shell_error(script)
+        err = _stderr(["sh", "-c", script], fails=True)
         assert "bad variable name" in err or "yntax error" in err, err
         assert diagnose(texts={"stderr": err}).profile.type == "runtime_error", err
