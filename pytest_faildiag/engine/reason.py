@@ -1623,11 +1623,14 @@ def owner_kept(facts: Facts, rs: RuleSet) -> list[tuple[str, list[Any]]]:
     for fact in facts.active:
         if fact.startswith("raiser:") and facts.tests_seen:
             continue
-        if fact == "raiser:user" and not facts.library_on_stack:
-            continue
         entry = rs.reasoning.symptoms.get(KEPT_PREFIX + fact)
-        if entry is not None:
-            out.append((fact, list(entry[1])))
+        if entry is None:
+            continue
+        homes = list(entry[1])
+        if fact == "raiser:user" and not facts.library_on_stack:
+            homes = [sc for sc in homes if sc.category != "library"]
+        if homes:
+            out.append((fact, homes))
     return out
 
 

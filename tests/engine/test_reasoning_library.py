@@ -130,12 +130,13 @@ def test_a_check_at_the_library_entry_is_the_callers_values(tmp_path):
 
 def test_a_builtin_value_where_the_library_expects_an_object_is_not_its_bug(tmp_path):
     """The program hands a string where alpha expects an array: ``'str' object has no attribute 'shape'``
-    deep in alpha is the caller's value, not an invariant of alpha's own code, so the fact does not hold."""
+    deep in alpha may be the caller's value, not an invariant of alpha's own code, so the fact does not hold and
+    the program's code stays among the hypotheses."""
     err, rc = _run(tmp_path, "import alpha\nalpha.describe('abc')\n")
     assert "'str' object has no attribute 'shape'" in err
     diag = diagnose(texts={"stderr": err}, exit_code=rc)
     assert "context:raiser:library_internal" not in all_checks(diag)
-    assert cats(diag, 1) != ["library"]
+    assert "model" in cats(diag)
 
 
 def test_train_logs_a_plugin_using_another_librarys_object_wrongly():
