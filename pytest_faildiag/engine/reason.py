@@ -1611,14 +1611,14 @@ def kept_homes(facts: Facts, rs: RuleSet) -> list[str]:
 
 def owner_kept(facts: Facts, rs: RuleSet) -> list[tuple[str, list[Any]]]:
     """The ``kept:<fact>`` entries (``[[symptom]]`` tables that are not families) whose fact holds: who raised
-    decides which code the three hypotheses cover. The program's own frame raising leaves the library it was
-    calling a home (its objects, its results and its release reach the program's code), and a library's entry
-    check raising (``raiser:library_entry``) leaves that library's own check one: the code that raised, or
-    the code it was handed by, is always a hypothesis. Who raised keeps nothing in a test run: there the tests'
-    code is the other owner on the stack (a test called the code that raised), and it keeps its own place. Nor
-    when no library's frame is on the failing stack: a program that uses no library (its own list indexed out of
-    range) has no library to offer. A fact about what failed (``spawn:missing_program``: the missing file is a
-    program to start) keeps its home in a test run too."""
+    decides which code the three hypotheses cover. The program's own frame raising keeps the program's code and
+    the library it was calling (its objects, its results and its release reach the program's code), and a
+    library's entry check raising (``raiser:library_entry``) keeps that library's own check: the code that
+    raised, or the code it was handed by, is always a hypothesis. Who raised keeps nothing in a test run: there
+    the tests' code is the other owner on the stack (a test called the code that raised), and it keeps its own
+    place. With no library's frame on the failing stack the program's code alone is kept: a program that uses no
+    library (its own list indexed out of range) has no library to offer. A fact about what failed
+    (``spawn:missing_program``: the missing file is a program to start) keeps its home in a test run too."""
     out: list[tuple[str, list[Any]]] = []
     for fact in facts.active:
         if fact.startswith("raiser:") and facts.tests_seen:

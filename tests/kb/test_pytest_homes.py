@@ -35,6 +35,28 @@ def test_an_unregistered_marker_under_strict_markers_is_the_configuration_first(
     assert "pytest.collection_error" not in rules
 
 
+def test_a_plugins_own_marker_under_strict_markers_is_the_missing_plugin(pytester):
+    """``django_db`` is registered by pytest-django when it loads (not installed here): unknown under
+    --strict-markers, the installation leads and a run that keeps the plugin out follows; the generic reading
+    (register the marker) yields to it."""
+    pytester.makepyfile(test_m="import pytest\n\n@pytest.mark.django_db\ndef test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:faildiag", "--strict-markers")
+    assert "'django_db' not found in `markers` configuration option" in "\n".join(result.outlines + result.errlines)
+    diag, cats, rules = _diagnose(result)
+    assert "pytest.plugin_marker_unregistered" in rules and "pytest.strict_markers" not in rules
+    assert "django_db" in diag.root_causes[0].summary
+    assert cats[:2] == ["environment", "config"], cats
+
+
+def test_train_log_an_asyncio_marker_with_only_pytest_cov_loaded_is_the_missing_plugin():
+    """gittyup's suite marks tests ``asyncio`` under --strict-markers; the header's plugins line holds only
+    pytest-cov: pytest-asyncio was not installed (the maintainers added it to the dev dependencies)."""
+    diag, label = train_log("pytest_python/pytest_asyncio_marker_not_found_plugin_missing_strict_markers")
+    assert label["category"] == "environment"
+    assert [c.category for c in diag.root_causes[:2]] == ["environment", "config"]
+    assert diag.root_causes[0].rule == "pytest.plugin_marker_unregistered"
+
+
 def test_an_async_test_without_a_plugin_is_the_installation_then_its_mode(pytester):
     pytester.makepyfile(test_a="async def test_x():\n    assert True\n")
     diag, cats, rules = _diagnose(
