@@ -18,6 +18,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.rules import _builtin_packs, build_ruleset
+from tests.engine.corpus_logs import train_log
 from tests.kb.kb_helpers import pack_rules
 
 PACK = "35-system-catalogue.toml"
@@ -454,3 +455,30 @@ def test_it_matches_the_catalogue_text_of(rule_id):
     diag = diagnose(texts={"stderr.txt": CATALOGUE_TEXTS[rule_id] + "\n"}, exit_code=1)
     assert _fired(diag, rule_id), [c.rule for c in diag.root_causes]
     assert diag.root_causes[0].fix_hints
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH's client is not installed")
+def test_it_reads_a_host_name_ssh_cannot_resolve(tmp_path):
+    """A launcher reaching a node over ssh by a name that does not resolve (the .invalid top-level domain never
+    does, RFC 6761), as DeepSpeed's runner does with its hostfile: the name the job gave leads, this machine's
+    resolver follows; not the hub or a network outage (py.offline_hub yields to ssh's own words)."""
+    script = tmp_path / "launch.py"
+    script.write_text(
+        "import subprocess\n"
+        "subprocess.check_output('ssh -o BatchMode=yes -o ConnectTimeout=5 node-0.invalid hostname -I', shell=True)\n"
+    )
+    diag, p = _run([sys.executable, str(script)], tmp_path, timeout=60)
+    assert "Could not resolve hostname node-0.invalid" in p.stderr, p.stderr
+    first = diag.root_causes[0]
+    assert first.rule == "net.ssh_host_unresolved" and "node-0.invalid" in first.summary, first
+    assert [c.category for c in diag.root_causes[:2]] == ["config", "environment"]
+    assert all(c.rule != "py.offline_hub" for c in diag.root_causes)
+
+
+def test_train_log_a_hostfile_placeholder_ssh_cannot_resolve():
+    """DeepSpeed's runner ran `ssh node-0 hostname -I` for the hostfile's placeholder name (the developers: node-0
+    stands for the machine's address): the configuration."""
+    diag, label = train_log("distributed/deepspeed_hostfile_placeholder_node0_ssh_unresolvable")
+    assert label["category"] == "config"
+    assert diag.root_causes[0].rule == "net.ssh_host_unresolved"
+    assert [c.category for c in diag.root_causes[:2]] == ["config", "environment"]
