@@ -250,17 +250,17 @@ SYMPTOM_KEYS = frozenset({"id", "title", "causes"})
 FRAME_STAGE_KEYS = frozenset({"file", "func", "stage"})
 
 
-def _known_keys(raw: dict[str, Any], allowed: frozenset[str], where: str) -> None:
+def _known_keys(raw: dict[str, Any], allowed: frozenset[str], where: str, lazy: bool = False) -> None:
     """Raise on a key ``allowed`` does not hold. Only where a pack is parsed and checked (not ``lazy``): a
     cached pack was checked when it was cached, and a fresh CLI should not pay ~7 ms to check it again."""
-    if not raw.keys() <= allowed:
-        unknown = sorted(set(raw) - allowed)
-        raise RuleError(f"{where}: unknown key {', '.join(map(repr, unknown))}")
+    if lazy or raw.keys() <= allowed:
+        return
+    unknown = sorted(set(raw) - allowed)
+    raise RuleError(f"{where}: unknown key {', '.join(map(repr, unknown))}")
 
 
 def _cause(raw: dict[str, Any], rule_id: str, lazy: bool = False) -> CauseSpec:
-    if not lazy:
-        _known_keys(raw, CAUSE_KEYS, f"rule {rule_id}: a cause")
+    _known_keys(raw, CAUSE_KEYS, f"rule {rule_id}: a cause", lazy)
     category = raw.get("category", "")
     if category not in CATEGORIES:
         raise RuleError(f"rule {rule_id}: unknown category {category!r}")
@@ -281,8 +281,7 @@ def _rule(raw: dict[str, Any], pack: str, lazy: bool = False) -> Rule:
     rid = raw.get("id")
     if not rid:
         raise RuleError("a rule without id")
-    if not lazy:
-        _known_keys(raw, RULE_KEYS, f"rule {rid}")
+    _known_keys(raw, RULE_KEYS, f"rule {rid}", lazy)
     flags = re.IGNORECASE if raw.get("ignore_case") else 0
     keywords = [str(k) for k in raw.get("keywords", [])]
     exit_codes = [int(c) for c in raw.get("exit_codes", [])]
@@ -631,8 +630,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
     """Fold one pack's ``[[exception]]``, ``[[symptom]]``, ``[[frame_stage]]``, ``[[context]]`` and
     ``[library]`` tables into ``out`` (a later pack's entry with the same name replaces an earlier one)."""
     for ex in data.get("exception", []):
-        if not lazy:
-            _known_keys(ex, EXCEPTION_KEYS, f"exception {ex.get('names')}")
+        _known_keys(ex, EXCEPTION_KEYS, f"exception {ex.get('names')}", lazy)
         entry = {k: v for k, v in ex.items() if k != "names"}
         for key in ("type", "stage"):
             vocab = TYPES if key == "type" else STAGES
@@ -641,12 +639,10 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         for name in ex.get("names", []):
             out.exceptions[str(name)] = entry
     for sym in data.get("symptom", []):
-        if not lazy:
-            _known_keys(sym, SYMPTOM_KEYS, f"symptom {sym.get('id')}")
+        _known_keys(sym, SYMPTOM_KEYS, f"symptom {sym.get('id')}", lazy)
         causes = []
         for c in sym.get("causes", []):
-            if not lazy:
-                _known_keys(c, SYMPTOM_CAUSE_KEYS, f"symptom {sym.get('id')}: a cause")
+            _known_keys(c, SYMPTOM_CAUSE_KEYS, f"symptom {sym.get('id')}: a cause", lazy)
             if c.get("category") not in CATEGORIES:
                 raise RuleError(f"symptom {sym.get('id')}: unknown category {c.get('category')!r}")
             causes.append(
@@ -660,8 +656,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
             )
         out.symptoms[str(sym["id"])] = (str(sym.get("title", sym["id"])), causes)
     for fs in data.get("frame_stage", []):
-        if not lazy:
-            _known_keys(fs, FRAME_STAGE_KEYS, "frame_stage")
+        _known_keys(fs, FRAME_STAGE_KEYS, "frame_stage", lazy)
         if fs.get("stage") not in STAGES:
             raise RuleError(f"frame_stage: unknown stage {fs.get('stage')!r}")
         if not fs.get("func") and not fs.get("file"):
@@ -670,8 +665,7 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         file = _regex(fs["file"], lazy) if fs.get("file") else None
         out.frame_stages.append((func, file, fs["stage"]))
     for ctx in data.get("context", []):
-        if not lazy:
-            _known_keys(ctx, CONTEXT_KEYS, f"context {ctx.get('fact')}")
+        _known_keys(ctx, CONTEXT_KEYS, f"context {ctx.get('fact')}", lazy)
         factors = {str(k): float(v) for k, v in ctx.get("factors", {}).items()}
         unknown = [k for k in factors if k not in CATEGORIES]
         if unknown:

@@ -7,37 +7,30 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import train_log
+from tests.kb.kb_helpers import fake_site_library
 
 
-def _site(tmp_path: Path) -> Path:
-    """A site-packages with a Triton whose compiler module lacks ``triton_key`` and a compiler package that
-    imports it, as Inductor's codecache does."""
-    site = tmp_path / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    (site / "triton" / "compiler").mkdir(parents=True)
-    (site / "triton" / "__init__.py").write_text("__version__ = '2.3.0'\n")
-    (site / "triton" / "compiler" / "__init__.py").write_text("")
-    (site / "triton" / "compiler" / "compiler.py").write_text("def compile(src):\n    return src\n")
-    (site / "kernelc").mkdir()
-    (site / "kernelc" / "__init__.py").write_text(
-        textwrap.dedent(
-            """
-            def get_system():
-                from triton.compiler.compiler import triton_key
-                return triton_key()
-            """
-        )
+def _site(tmp_path: Path) -> str:
+    """A site-packages with a compiler package that imports ``triton_key`` as Inductor's codecache does
+    (``fake_site_library``) and a Triton whose compiler module lacks it."""
+    site = fake_site_library(
+        tmp_path, "def get_system():\n    from triton.compiler.compiler import triton_key\n    return triton_key()\n"
     )
+    compiler = Path(site) / "triton" / "compiler"
+    compiler.mkdir(parents=True)
+    (compiler.parent / "__init__.py").write_text("__version__ = '2.3.0'\n")
+    (compiler / "__init__.py").write_text("")
+    (compiler / "compiler.py").write_text("def compile(src):\n    return src\n")
     return site
 
 
 def test_a_name_the_installed_triton_lacks_is_the_installed_pair(tmp_path):
     site = _site(tmp_path)
-    script = f"import sys\nsys.path.insert(0, {str(site)!r})\nimport kernelc\nkernelc.get_system()\n"
+    script = f"import sys\nsys.path.insert(0, {site!r})\nimport fakelib\nfakelib.get_system()\n"
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert "cannot import name 'triton_key' from 'triton.compiler.compiler'" in p.stderr, p.stderr
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)

@@ -462,12 +462,14 @@ def test_it_reads_a_host_name_ssh_cannot_resolve(tmp_path):
     """A launcher reaching a node over ssh by a name that does not resolve (the .invalid top-level domain never
     does, RFC 6761), as DeepSpeed's runner does with its hostfile: the name the job gave leads, this machine's
     resolver follows; not the hub or a network outage (py.offline_hub yields to ssh's own words)."""
-    script = tmp_path / "launch.py"
-    script.write_text(
-        "import subprocess\n"
-        "subprocess.check_output('ssh -o BatchMode=yes -o ConnectTimeout=5 node-0.invalid hostname -I', shell=True)\n"
+    diag, p = _python(
+        tmp_path,
+        """
+        import subprocess
+        subprocess.check_output("ssh -o BatchMode=yes -o ConnectTimeout=5 node-0.invalid hostname -I", shell=True)
+        """,
+        timeout=60,
     )
-    diag, p = _run([sys.executable, str(script)], tmp_path, timeout=60)
     assert "Could not resolve hostname node-0.invalid" in p.stderr, p.stderr
     first = diag.root_causes[0]
     assert first.rule == "net.ssh_host_unresolved" and "node-0.invalid" in first.summary, first
