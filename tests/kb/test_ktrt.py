@@ -1,6 +1,7 @@
 """The TensorRT catalogue (79-tensorrt-catalogue.toml): a serialized engine that does not fit the runtime loading
 it (another TensorRT release, a GPU of another compute capability, a TensorRT-LLM engine without a tensor its
-runtime binds) and an op the ONNX parser has no importer or plugin for. Each rule is shown on a train log of the
+runtime binds), an op the ONNX parser has no importer or plugin for, and a model file the parser could read
+neither as a binary model nor as protobuf text. Each rule is shown on a train log of the
 thread corpus (a user's paste, its cause confirmed in the thread); before this pack the version and device
 mismatches read as the installed versions or a library, and the engine's own home came second or not at all."""
 
@@ -18,6 +19,7 @@ SHOWN_ON = {
     "tensorrt.engine_other_device": "pytest_python/tensorrt_engine_plan_built_for_other_gpu_compute_capability",
     "tensorrt.plugin_not_found": "pytest_python/tensorrt_8_0_round_op_unsupported_plugin_fallback",
     "trtllm.engine_lacks_input_tensor": "pytorch/trtllm_engine_stale_missing_host_max_kv_cache_length",
+    "tensorrt.onnx_file_unparsable": "pytest_python/trt_pointpillars_onnx_gitlfs_pointer",
 }
 
 
@@ -80,3 +82,30 @@ def test_the_older_runtimes_wording_of_a_version_mismatch_is_read_too():
     first = diag.root_causes[0]
     assert first.rule == "tensorrt.engine_version_mismatch" and first.category == "checkpoint"
     assert "serialized version 8.5.3.1, this runtime 8.6.1.6" in first.summary
+
+
+def test_a_model_file_neither_reading_parses_is_the_file_whatever_the_text_reading_stopped_at():
+    """onnx-tensorrt reads the file as a binary model, then as protobuf text: the text reading's complaint names
+    what it met (a Git LFS pointer's field 'version'; the control bytes of a model cut short), the same fact
+    either way. Both threads confirmed the file (a pointer where the 19 MB model belonged; an archive that did
+    not unpack whole); before this rule both read as the installed versions, the stage as the run."""
+    for name in (
+        "pytest_python/trt_pointpillars_onnx_gitlfs_pointer",
+        "pytest_python/trt_rangenet_onnx_truncated_archive",
+    ):
+        diag, label = train_log_with_rules(name)
+        assert diag.root_causes[0].rule == "tensorrt.onnx_file_unparsable", name
+        assert top3(diag)[:2] == [label["category"], "config"] == ["checkpoint", "config"]
+        assert diag.profile.stage == label["stage"] == "checkpoint"
+        assert "()" not in diag.root_causes[0].summary  # the path is named only where the matched line names it
+
+
+def test_a_parsed_model_that_fails_later_is_not_read_as_an_unreadable_file():
+    """The parser's per-node errors (an op without importer) follow a file that parsed: no unreadable-file reading."""
+    text = (
+        "[TRT] [E] 3: getPluginCreator could not find plugin: Round version: 1\n"
+        "[TRT] [E] ModelImporter.cpp:776: ERROR: builtin_op_importers.cpp:4870 In function importFallbackPluginImporter:\n"
+        '[8] Assertion failed: creator && "Plugin not found, are the plugin name, version, and namespace correct?"\n'
+    )
+    diag = diagnose(texts={"stderr": text}, exit_code=1)
+    assert all(c.rule != "tensorrt.onnx_file_unparsable" for c in diag.root_causes)
