@@ -307,17 +307,36 @@ def open_log(path: str) -> BinaryIO:
 
 
 def sniff_binary(path: str) -> bool:
-    """True for files that are not text logs: a NUL byte in the first 8 KiB (of the text, for a compressed
-    log), or more than ``MAX_HOLES`` of holes (a sparse file reads back gigabytes of NULs from no disk at all;
-    a log is written, not seeked). InputError for a log compressed in a format not read here."""
+    """True for files that are not text logs: NUL bytes or other control bytes in the first 8 KiB (of the text,
+    for a compressed log) beyond a text's stray ones (``_binary_head``), or more than ``MAX_HOLES`` of holes (a
+    sparse file reads back gigabytes of NULs from no disk at all; a log is written, not seeked). InputError for
+    a log compressed in a format not read here."""
     with open_regular(path) as f:
         head = f.read(8192)
         if marked_encoding(head[:8]) is not None:
             return False  # a wide encoding's NULs are its characters' bytes
         if _compressed_reader(head[:8], path) is None:
-            return b"\x00" in head or hole_bytes(f, MAX_HOLES) > MAX_HOLES
+            return _binary_head(head) or hole_bytes(f, MAX_HOLES) > MAX_HOLES
     with open_log(path) as text:
-        return b"\x00" in text.read(8192)
+        return _binary_head(text.read(8192))
+
+
+STRAY_NULS = 4  # NUL bytes a text log may hold in its first 8 KiB
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x1b\x08\x07")  # whitespace, ANSI escapes, backspace, bell
+
+
+def _binary_head(head: bytes) -> bool:
+    """Whether the first bytes of a file are not text. A text log may hold a few stray NULs: Open MPI 5's
+    launcher (PRRTE) ends each help message it prints with the C string's terminating NUL, and a terminal
+    capture or a writer that died mid-write leaves one or two. Binary formats (a checkpoint's zip or pickle, an
+    image, an executable) hold NULs and other control bytes throughout: more than ``STRAY_NULS`` NULs, or one
+    control byte that is neither whitespace nor a terminal's in a hundred, is binary."""
+    if b"\x00" not in head:
+        return False
+    if head.count(0) > STRAY_NULS:
+        return True
+    controls = sum(1 for b in head if b < 32 and b and b not in _TEXT_CONTROLS)
+    return controls * 100 > len(head)
 
 
 def check_readable(path: str) -> None:

@@ -85,6 +85,23 @@ def test_a_file_of_nuls_without_a_mark_is_still_binary(tmp_path):
     assert p.returncode == 2 and "binary file" in p.stderr
 
 
+def test_a_log_with_a_few_stray_nuls_is_text_and_a_binary_with_few_nuls_is_not(tmp_path):
+    """A real program's error followed by one NUL (Open MPI 5's launcher ends each help message with the C
+    string's NUL; a writer that died mid-write leaves one or two) is a log; bytes that are mostly control
+    characters stay binary even with few NULs (an image or a compressed blob under a .log name)."""
+    err = subprocess.run([sys.executable, "-c", "import torch_npu_absent"], capture_output=True).stderr
+    log = tmp_path / "job.log"
+    log.write_bytes(err + b"\x00")
+    cli = [sys.executable, "-m", "pytest_faildiag.cli", "diagnose", "--format", "json"]
+    p = subprocess.run([*cli, str(log)], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "ModuleNotFoundError" in p.stdout
+    blob = tmp_path / "image.log"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(1, 32)) * 200)
+    p = subprocess.run([*cli, str(blob)], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2 and "binary file" in p.stderr
+
+
 @pytest.mark.parametrize("codec", list(ENCODINGS))
 def test_a_marked_log_whose_first_line_is_the_error_reads_that_line(tmp_path, codec):
     # PowerShell's Set-Content / Out-File of a one-line error: the mark comes right before the exception's name
