@@ -646,7 +646,7 @@ def refine_profile(
         # a collective or barrier that timed out in an evaluation's or a checkpoint's frames: that work is the
         # stage (kdist6 round 6, _collective_in_work)
         prof.stage = facts.stage
-    if analysis.stage_by_rule and {prof.stage, facts.stage} == FILE_STAGES:
+    if analysis.stage_by_rule and facts.stage is not None and {prof.stage, facts.stage} == FILE_STAGES:
         # a file reader's rule names the stage of the files it usually reads (HDF5, a pickle, an archive: data;
         # torch.load: checkpoint); the frames say which file this one was: a weights loader's (load_weights,
         # load_state_dict) or a dataset's (__getitem__, a loader's worker)
