@@ -83,6 +83,7 @@ TAIL_READ = 8  # the last lines of each log read as its message when nothing in 
 API_CUE = "cue:api_change"  # the [[context]] whose words say that an API changed (removed, renamed, signature)
 FAILED_CUE = "cue:failed"  # the [[context]] whose words say that something failed (not a hang)
 LIBRARY_GAP = "raiser:library_gap"  # a library's own code raised NotImplementedError for a feature (_library_gap)
+FILE_STAGES = frozenset({"data", "checkpoint"})  # the stages a file reader's rule and the frames trade (refine_profile)
 LIBRARY_OP = "raiser:library_op"  # a compiled operation refused what a library's own line handed it (_library_op)
 # the [[exception]] family of an exception that only reports another one (pytest's warnings for an exception
 # raised where nothing could catch it): the reported exception is the failure, read in its place
@@ -686,9 +687,6 @@ def refine_profile(
             prof.type = implied_type
     npu_type(analysis, facts)  # kasc6
     stage_from_log(analysis, facts, progressed)  # kstage3
-
-
-FILE_STAGES = {"data", "checkpoint"}
 
 
 def _typed_by_weak_signal(analysis: Analysis) -> bool:

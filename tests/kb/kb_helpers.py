@@ -99,6 +99,16 @@ def check_pack_rules(rules: list[Rule]) -> None:
         assert len(cats) == len(set(cats)), (r.id, cats)
 
 
+def own_pack_ids(pack: str) -> set[str]:
+    """The rule ids of a built-in catalogue pack, after checking that it loads, has a catalogue pack's shape
+    (``check_pack_rules``) and reuses no id of another pack (a rule that replaced another's would hide it)."""
+    mine = pack_rules(pack)
+    check_pack_rules(mine)
+    ids = {r.id for r in mine}
+    assert not ids & ids_in_other_packs(rules_dir() / pack), ids & ids_in_other_packs(rules_dir() / pack)
+    return ids
+
+
 def rules_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules"
 

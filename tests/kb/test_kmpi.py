@@ -13,10 +13,7 @@ import pytest
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import (
     check_labelled_log,
-    check_pack_rules,
-    ids_in_other_packs,
-    pack_rules,
-    rules_dir,
+    own_pack_ids,
     top3,
     train_log_with_rules,
 )
@@ -27,10 +24,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 
 
 def test_the_pack_loads_and_its_rules_are_its_own():
-    mine = pack_rules(PACK)
-    check_pack_rules(mine)
-    ids = {r.id for r in mine}
-    assert not ids & ids_in_other_packs(rules_dir() / PACK)
+    ids = own_pack_ids(PACK)
     produced = {label["rule"] for label in LABELS}
     assert ids - produced == {"mpi.rank_signal"}  # shown below, beside the signal rules that lead
     assert "mpi.rank_exited_nonzero" not in ids  # a rank's failure report names no cause: its own output does

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import check_pack_rules, ids_in_other_packs, pack_rules, rules_dir, top3, train_log_with_rules
+from tests.kb.kb_helpers import own_pack_ids, top3, train_log_with_rules
 
 PACK = "79-tensorrt-catalogue.toml"
 
@@ -24,10 +24,7 @@ SHOWN_ON = {
 
 
 def test_the_pack_loads_its_rules_are_its_own_and_each_is_shown_on_a_train_log():
-    mine = pack_rules(PACK)
-    check_pack_rules(mine)
-    ids = {r.id for r in mine}
-    assert not ids & ids_in_other_packs(rules_dir() / PACK)
+    ids = own_pack_ids(PACK)
     assert ids == set(SHOWN_ON)
 
 

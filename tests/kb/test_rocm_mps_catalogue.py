@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import check_labelled_log, check_pack_rules, ids_in_other_packs, pack_rules, rules_dir
+from tests.kb.kb_helpers import check_labelled_log, own_pack_ids
 
 PACK = "27-rocm-mps-catalogue.toml"
 DATA = Path(__file__).resolve().parents[1] / "data" / "kb" / "rocm_mps"
@@ -20,10 +20,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 
 
 def test_the_pack_loads_its_rules_are_its_own_and_each_has_a_real_log():
-    mine = pack_rules(PACK)
-    check_pack_rules(mine)
-    ids = {r.id for r in mine}
-    assert not ids & ids_in_other_packs(rules_dir() / PACK)
+    ids = own_pack_ids(PACK)
     assert ids <= {lab["rule"] for lab in LABELS}, ids - {lab["rule"] for lab in LABELS}
 
 
