@@ -1265,6 +1265,24 @@ def stage_from_log(analysis: Analysis, facts: Facts, progressed: bool) -> None:
         prof.stage = "startup"
 
 
+_QUOTED = re.compile(r"""'([^'\s]{2,80})'|"([^"\s]{2,80})"|\bgot(?: the value)?\s*:?\s*([A-Za-z_][\w.\-]{1,79})""")
+
+
+def _written_by_program(facts: Facts) -> bool:
+    """Whether a value the library's check quotes in its message is a string literal on the program's own line
+    that called it (``set_context(mode="fancy")`` refused with "... but got the value: fancy"): the program wrote
+    the value the check refused, so the check did its job on the caller's value. Read for a rejected value (the
+    ValueError family) only: a lookup that misses the caller's key (a KeyError) is the library's own table."""
+    fr = facts.user_frame
+    if fr is None or not fr.code or not facts.message:
+        return False
+    for m in _QUOTED.finditer(facts.message):
+        value = next(g for g in m.groups() if g).rstrip(".")
+        if f"'{value}'" in fr.code or f'"{value}"' in fr.code:
+            return True
+    return False
+
+
 def _activate(
     facts: Facts, analysis: Analysis, frames: list[Frame], libraries: frozenset[str], reasoning: Reasoning
 ) -> None:
@@ -1281,6 +1299,8 @@ def _activate(
             act.append("raiser:pytest_plugin")  # pytest's machinery ran a plugin's code: no test's on the stack
     elif facts.exc_type:
         act.append("raiser:unseen")  # an exception line without any frame: nothing shows the program's code
+    if facts.family == "value_error" and facts.raiser in ("library", "stdlib") and _written_by_program(facts):
+        act.append("value:written_by_program")
     if facts.family == TRACE_FAMILY and facts.raiser == "library" and facts.library not in _TRACE_CONDUIT:
         act.append("raiser:trace_library")  # a library's code made the conversion JAX refused (_owners)
     if facts.stage:

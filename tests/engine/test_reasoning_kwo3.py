@@ -129,11 +129,13 @@ def test_frame_owner(path: str, owner: tuple[str, str | None]) -> None:
 
 def test_train_log_release_folder_is_the_library() -> None:
     """mindyolo run from GitHub's archive of its master branch (``mindyolo-master/mindyolo/``) passes a keyword the
-    installed MindSpore does not know: a library's call, so the installed versions lead without the rules (before:
-    the configuration, as for the program's own call)."""
+    installed MindSpore does not know: a library's call, so the installed versions and a library's release lead
+    without the rules (before: the configuration, as for the program's own call). Which of the two comes first is
+    the ValueError differential's priors' (a library's check refusing a value is most often its bug in reported
+    failures), weighed against ``api:cross_library``; the rule ``mindspore.context_key_unknown`` names the version."""
     diag, label = train_log_without_rules("mindspore/ms_set_context_jit_config_not_recognized_mindspore_too_old")
     assert label["category"] == "environment"
-    assert top3(diag)[0] == "environment", top3(diag)
+    assert set(top3(diag)[:2]) == {"environment", "library"}, top3(diag)
     assert "raiser:user" not in context_facts(diag)
 
 

@@ -156,7 +156,9 @@ def test_real_program_frame_raises_under_a_library_call(tmp_path) -> None:
 
 def test_real_program_frame_raises_with_no_library_on_the_stack(tmp_path) -> None:
     """The program checks what torch returned and raises its own ValueError, torch's frames gone from the stack:
-    nothing on it shows a library, so none is kept (the configuration and the data keep their places)."""
+    nothing on it shows a library, so none is kept as the raiser's home and the program's code leads. A library
+    is not ruled out: it can have handed over a wrong result earlier (the train logs whose own code raised with no
+    library on the stack were a library's bug about one time in six), so it may remain a lower hypothesis."""
     pytest.importorskip("torch")
     diag, err = run_failing(
         tmp_path,
@@ -170,7 +172,7 @@ def test_real_program_frame_raises_with_no_library_on_the_stack(tmp_path) -> Non
     )
     assert "ValueError: expected a peaked distribution" in err
     assert "raiser:user" in context_facts(diag)
-    assert top3(diag)[0] == "model" and "library" not in top3(diag), top3(diag)
+    assert top3(diag)[0] == "model" and top3(diag)[1] != "library", top3(diag)
 
 
 def test_real_library_entry_check(tmp_path) -> None:
