@@ -12,14 +12,11 @@ package laid out in a real ``site-packages`` folder of ``tmp_path``.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import all_checks, cats, context_checks, train_log
+from tests.engine.site_package import run_beside_package
 
 FACT = "context:raiser:library_gap"
 
@@ -51,14 +48,7 @@ _GAMMA = """
 
 
 def _run(tmp_path: Path, code: str) -> tuple[str, int]:
-    site = tmp_path / "lib" / "site-packages"
-    (site / "gamma").mkdir(parents=True, exist_ok=True)
-    (site / "gamma" / "__init__.py").write_text(textwrap.dedent(_GAMMA))
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(code))
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
-    assert p.returncode != 0, p.stdout + p.stderr
+    p = run_beside_package(tmp_path, "gamma", _GAMMA, code)
     assert "NotImplementedError" in p.stderr, p.stderr
     return p.stderr, p.returncode
 

@@ -12,14 +12,11 @@ Real Python runs here, with a package laid out in a real ``site-packages`` folde
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
 from tests.engine.corpus_logs import all_checks, cats
+from tests.engine.site_package import run_beside_package
 
 _BETA = """
     _MODES = ("fast", "safe")
@@ -40,15 +37,7 @@ FACT = "context:value:written_by_program"
 
 
 def _run(tmp_path: Path, code: str) -> str:
-    site = tmp_path / "lib" / "site-packages"
-    (site / "beta").mkdir(parents=True, exist_ok=True)
-    (site / "beta" / "__init__.py").write_text(textwrap.dedent(_BETA))
-    script = tmp_path / "job.py"
-    script.write_text(textwrap.dedent(code))
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
-    assert p.returncode != 0, p.stdout + p.stderr
-    return p.stderr
+    return run_beside_package(tmp_path, "beta", _BETA, code).stderr
 
 
 def test_a_refused_literal_written_on_the_calling_line_is_the_programs_choice(tmp_path):
