@@ -198,3 +198,19 @@ def test_gdbs_no_source_line_is_not_a_missing_file():
         assert diag.root_causes[0].rule == "stuck_frame", name
     diag = diagnose(texts={"stderr": "cat: /data/train.txt: No such file or directory\n"}, exit_code=1)
     assert diag.root_causes[0].rule == "py.file_not_found"
+
+
+def test_gdbs_no_source_line_pasted_with_spaces_is_not_a_missing_file():
+    """A paste often turns gdb's tab into spaces (``360     ../Modules/gcmodule.c: No such file or directory.``):
+    still the debugger's aside. The same real gdb dump re-delivered that way keeps its stuck frame first, and a
+    train log of gdb stopping a training run at SIGSEGV inside CPython's garbage collector reads as the crash."""
+    spaced = (DUMPS / "gdb_pybt_lock_deadlock.txt").read_text().expandtabs(8)
+    assert "\t" not in spaced
+    diag = diagnose(texts={"stderr": spaced}, exit_code=1)
+    assert not any(rc.rule == "py.file_not_found" for rc in diag.root_causes)
+    assert diag.root_causes[0].rule == "stuck_frame"
+    log = train_log_path("environment/fastmaskrcnn_train_segfault_gc_bad_opencv_install")
+    assert "360     ../Modules/gcmodule.c: No such file or directory." in log.read_text()
+    crash = diagnose([log])
+    assert crash.profile.type == "crash"
+    assert not any(rc.rule == "py.file_not_found" for rc in crash.root_causes)
