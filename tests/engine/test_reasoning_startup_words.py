@@ -15,12 +15,6 @@ from pytest_faildiag.engine.api import diagnose
 from .corpus_logs import run_failing, train_log
 
 
-def _diagnosed(tmp_path: Path, text: str, code: int):
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    return diagnose([str(log)], exit_code=code)
-
-
 def test_an_import_failure_a_program_reports_as_json_is_placed_at_start_up(tmp_path: Path) -> None:
     # an application that catches the ImportError of an optional node and reports it as JSON (no traceback,
     # no exception class in front of the message), as plugin hosts do
@@ -36,7 +30,7 @@ def test_an_import_failure_a_program_reports_as_json_is_placed_at_start_up(tmp_p
         """,
     )
     assert "cannot import name 'loads_fast' from 'json'" in err
-    diag = _diagnosed(tmp_path, err, code)
+    diag = diagnose(texts={"stderr": err}, exit_code=code)
     assert diag.profile.stage == "startup"
 
 
@@ -57,7 +51,7 @@ def test_a_missing_module_a_program_logs_as_a_warning_is_placed_at_start_up(tmp_
         """,
     )
     assert "No module named 'mylib_C_ops'" in err
-    diag = _diagnosed(tmp_path, err, code)
+    diag = diagnose(texts={"stderr": err}, exit_code=code)
     assert diag.profile.stage == "startup"
 
 
@@ -73,7 +67,7 @@ def test_a_missing_module_while_pytest_collects_stays_collection(tmp_path: Path)
     )
     assert p.returncode == 2, p.stdout + p.stderr
     assert "No module named 'mylib_absent_xyz'" in p.stdout
-    diag = _diagnosed(tmp_path, p.stdout, p.returncode)
+    diag = diagnose(texts={"stdout": p.stdout}, exit_code=p.returncode)
     assert diag.profile.stage == "collection"
 
 

@@ -6,8 +6,6 @@ the message as the installed torch formats it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
@@ -34,11 +32,9 @@ def test_an_extension_build_refused_for_the_toolkits_cuda_is_a_compile_failure(n
     assert top3(diag)[0] == "environment" == label["category"]
 
 
-def test_the_installed_torchs_own_wording_is_read(tmp_path: Path) -> None:
+def test_the_installed_torchs_own_wording_is_read() -> None:
     cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
     text = "RuntimeError: " + cpp_extension.CUDA_MISMATCH_MESSAGE % ("12.1", "11.8")
-    log = tmp_path / "build.log"
-    log.write_text("building 'ext' extension\n" + text + "\n")
-    diag = diagnose([str(log)], exit_code=1)
+    diag = diagnose(texts={"stderr": "building 'ext' extension\n" + text + "\n"}, exit_code=1)
     assert fired(diag, RULE)
     assert diag.profile.stage == "compile"
