@@ -1,0 +1,53 @@
+"""Catalogue words that other rules used to claim:
+
+* cudaErrorNoDevice / CUDA_ERROR_NO_DEVICE ("no CUDA-capable device is detected") means the driver runs and
+  sees no device: not a driver too old for the runtime (cudaErrorInsufficientDriver), and not JAX's backend
+  when TensorFlow's stream executor says it;
+* Cython's "numpy.dtype size changed" as a RuntimeWarning lets the import go on: the error after it is the
+  failure; as a ValueError it is still the installed-versions reading;
+* torch before 2.0 said "Trying to convert Double to the MPS backend but there is no mapping for it" where
+  later releases say the MPS framework does not support float64: the same missing double precision.
+
+Train logs as their users pasted them."""
+
+from __future__ import annotations
+
+import pytest
+
+from .kb_helpers import fired, top3, train_log_with_rules
+
+
+def test_no_device_visible_is_not_a_driver_too_old() -> None:
+    diag, label = train_log_with_rules("pytorch/reward_learning_rl_ray_trial_no_gpu_cuinit_no_device")
+    assert fired(diag, "cuda.err.no_device_visible")
+    assert not fired(diag, "cuda.driver_too_old")
+    assert not fired(diag, "jax.cuda_backend")
+    assert diag.profile.type == "backend"
+    assert "environment" not in top3(diag)[:1]
+    assert label["category"] in top3(diag)
+
+
+def test_the_numpy_size_warning_is_not_the_failure() -> None:
+    diag, label = train_log_with_rules("pytorch/stgcn_mmskeleton_default_gpus_on_single_gpu_invalid_device_ordinal")
+    assert not fired(diag, "py.numpy_abi")
+    assert not fired(diag, "numpy.abi_packaging")
+    assert fired(diag, "torch.invalid_device")
+    assert top3(diag)[0] == "config" == label["category"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "environment/pyepr_wheel_built_with_old_numpy_dtype_size_changed_numpy2",
+        "pytest_python/sklearn_bench_numpy2_dtype_size_changed",
+    ],
+)
+def test_the_numpy_size_error_still_reads_as_the_installed_versions(name: str) -> None:
+    diag, _ = train_log_with_rules(name)
+    assert fired(diag, "py.numpy_abi")
+
+
+def test_the_older_mps_wording_of_missing_double_precision() -> None:
+    diag, _ = train_log_with_rules("pytorch/pytorch_mps_torch_ones_float64_no_mps_dtype_mapping")
+    assert fired(diag, "mps.float64_unsupported")
+    assert diag.profile.type == "unsupported_op"
