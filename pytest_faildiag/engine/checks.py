@@ -392,8 +392,26 @@ _FIXTURE_PLUGINS = {
 }
 
 
+# Fixtures pytest itself provides, with the release that added each (pytest's changelog): a test asking for one
+# that pytest says does not exist runs under a pytest older than that release.
+_PYTEST_FIXTURES = {
+    "caplog": "3.3",
+    "capsysbinary": "3.3",
+    "capfdbinary": "3.3",
+    "tmp_path": "3.9",
+    "tmp_path_factory": "3.9",
+    "record_testsuite_property": "4.5",
+}
+
+
 def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     name = (finding.get("groups") or {}).get("fixture", "")
+    since = _PYTEST_FIXTURES.get(name)
+    if since:
+        cause.fix_hints.insert(
+            0, f"pip install -U 'pytest>={since}' (pytest provides the '{name}' fixture since {since})"
+        )
+        return ValidationCheck("fixture-plugin", "passed", f"'{name}' is pytest's own fixture since {since}")
     plugin = _FIXTURE_PLUGINS.get(name)
     if plugin:
         cause.fix_hints.insert(0, f"pip install {plugin} (it provides the '{name}' fixture)")

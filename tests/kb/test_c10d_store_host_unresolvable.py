@@ -1,9 +1,10 @@
 """c10d's socket layer resolving the store's host before it connects (``torch.msg2.store_host_unresolvable``):
 "The IPv6 network addresses of (host, port) cannot be retrieved (gai error: -2 - Name or service not known)"
 is about the rendezvous address the launch gave, not a download, so it is communication at start-up with the
-launch configuration first, and the hub's offline reading of "Name or service not known" stays silent. A real
-TCPStore client asked to reach a name under ``.invalid`` (a top-level domain that never resolves, RFC 6761),
-and a train log of a Kubernetes job whose pod name did not resolve."""
+launch configuration first, and the hub's offline reading of "Name or service not known" stays silent; torch
+1.x's TCPStore said "host not found: Name or service not known". A real TCPStore client asked to reach a name
+under ``.invalid`` (a top-level domain that never resolves, RFC 6761), a train log of a Kubernetes job whose
+pod name did not resolve and one of a 1.x job started with another machine's name."""
 
 from __future__ import annotations
 
@@ -40,9 +41,14 @@ def test_a_store_client_that_cannot_resolve_its_host(tmp_path: Path) -> None:
     assert "trainer-0.no-such-service.invalid" in diag.root_causes[0].summary
 
 
-def test_a_pod_name_without_its_headless_service() -> None:
-    diag, label = train_log_with_rules(
-        "distributed/jobset_pytorch_example_master_addr_headless_service_name_unresolvable"
-    )
+@pytest.mark.parametrize(
+    "name",
+    [
+        "distributed/jobset_pytorch_example_master_addr_headless_service_name_unresolvable",
+        "distributed/ddp_env_rendezvous_host_not_found_pbs_wrong_machine",  # torch 1.x: "host not found: ..."
+    ],
+)
+def test_a_rendezvous_host_that_does_not_resolve(name: str) -> None:
+    diag, label = train_log_with_rules(name)
     _assert_read_as_the_rendezvous_address(diag)
     assert label["category"] == "config"

@@ -6,7 +6,9 @@
 * Cython's "numpy.dtype size changed" as a RuntimeWarning lets the import go on: the error after it is the
   failure; as a ValueError it is still the installed-versions reading;
 * torch before 2.0 said "Trying to convert Double to the MPS backend but there is no mapping for it" where
-  later releases say the MPS framework does not support float64: the same missing double precision.
+  later releases say the MPS framework does not support float64: the same missing double precision;
+* a fixture pytest itself provides (tmp_path since 3.9, caplog since 3.3) that pytest says does not exist
+  means a pytest older than that release, not a misspelt name.
 
 Train logs as their users pasted them."""
 
@@ -51,3 +53,11 @@ def test_the_older_mps_wording_of_missing_double_precision() -> None:
     diag, _ = train_log_with_rules("pytorch/pytorch_mps_torch_ones_float64_no_mps_dtype_mapping")
     assert fired(diag, "mps.float64_unsupported")
     assert diag.profile.type == "unsupported_op"
+
+
+def test_a_fixture_of_pytest_itself_not_found_is_an_older_pytest() -> None:
+    diag, label = train_log_with_rules("pytest_python/heudiconv_pytest_3_0_lacks_tmp_path_fixture")
+    first = diag.root_causes[0]
+    assert first.rule == "pytest.fixture_not_found"
+    assert first.category == "environment" == label["category"]
+    assert any("pytest>=3.9" in hint for hint in first.fix_hints)
