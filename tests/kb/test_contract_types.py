@@ -47,7 +47,7 @@ def test_train_logs_of_a_device_toolkit_failure(name, rule, stage):
         ("pytorch/pt_impactpack_torchvision_nms_cuda_version_mismatch", "torch.dispatch.vision_op_no_backend_kernel"),
         ("pytorch/torchscript_multi_dim_slicing_needs_pytorch_1_0", "torch.msg.torchscript_unsupported"),
         ("pytorch/microsplit_predict_mps_float64_unsupported", "mps.float64_unsupported"),
-        ("environment/savedmodel_uses_pyfunc_op_unsupported_by_model_server", "tf.op_not_registered"),
+        ("environment/savedmodel_uses_pyfunc_op_unsupported_by_model_server", "tf.py_func_in_saved_graph"),
     ],
 )
 def test_train_logs_of_an_operation_the_runtime_lacks(name, rule):
