@@ -8,7 +8,9 @@
 * torch before 2.0 said "Trying to convert Double to the MPS backend but there is no mapping for it" where
   later releases say the MPS framework does not support float64: the same missing double precision;
 * a fixture pytest itself provides (tmp_path since 3.9, caplog since 3.3) that pytest says does not exist
-  means a pytest older than that release, not a misspelt name.
+  means a pytest older than that release, not a misspelt name;
+* Windows system error 1455 ("The paging file is too small for this operation to complete") is the commit
+  limit, RAM plus the paging file, used up: memory that ran out, not the installation.
 
 Train logs as their users pasted them."""
 
@@ -61,3 +63,11 @@ def test_a_fixture_of_pytest_itself_not_found_is_an_older_pytest() -> None:
     assert first.rule == "pytest.fixture_not_found"
     assert first.category == "environment" == label["category"]
     assert any("pytest>=3.9" in hint for hint in first.fix_hints)
+
+
+def test_the_paging_file_too_small_is_memory_that_ran_out() -> None:
+    # Windows system error 1455 (ERROR_COMMITMENT_LIMIT): RAM plus the paging file are committed
+    diag, label = train_log_with_rules("environment/windows_paging_file_too_small_checkpoint_load")
+    assert fired(diag, "py.windows_commit_limit")
+    assert diag.profile.type == "oom" == label["type"]
+    assert top3(diag)[0] == "resource" == label["category"]
