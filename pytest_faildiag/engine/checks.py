@@ -389,33 +389,23 @@ _FIXTURE_PLUGINS = {
     "faker": "faker",
     "respx_mock": "respx",
     "cov": "pytest-cov",
-}
-
-
-# Fixtures pytest itself provides, with the release that added each (pytest's changelog): a test asking for one
-# that pytest says does not exist runs under a pytest older than that release.
-_PYTEST_FIXTURES = {
-    "caplog": "3.3",
-    "capsysbinary": "3.3",
-    "capfdbinary": "3.3",
-    "tmp_path": "3.9",
-    "tmp_path_factory": "3.9",
-    "record_testsuite_property": "4.5",
+    # pytest's own fixtures, by the release that added each (pytest's changelog): one reported missing means a
+    # pytest older than that release
+    "caplog": "-U 'pytest>=3.3'",
+    "capsysbinary": "-U 'pytest>=3.3'",
+    "capfdbinary": "-U 'pytest>=3.3'",
+    "tmp_path": "-U 'pytest>=3.9'",
+    "tmp_path_factory": "-U 'pytest>=3.9'",
+    "record_testsuite_property": "-U 'pytest>=4.5'",
 }
 
 
 def _fixture_plugin(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck:
     name = (finding.get("groups") or {}).get("fixture", "")
-    since = _PYTEST_FIXTURES.get(name)
-    if since:
-        cause.fix_hints.insert(
-            0, f"pip install -U 'pytest>={since}' (pytest provides the '{name}' fixture since {since})"
-        )
-        return ValidationCheck("fixture-plugin", "passed", f"'{name}' is pytest's own fixture since {since}")
     plugin = _FIXTURE_PLUGINS.get(name)
     if plugin:
         cause.fix_hints.insert(0, f"pip install {plugin} (it provides the '{name}' fixture)")
-        return ValidationCheck("fixture-plugin", "passed", f"'{name}' is provided by {plugin}")
+        return ValidationCheck("fixture-plugin", "passed", f"'{name}' comes with `pip install {plugin}`")
     return ValidationCheck(
         "fixture-plugin", "failed", f"'{name}' is not a fixture of a well-known plugin: likely the project's own"
     )

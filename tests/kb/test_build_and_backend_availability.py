@@ -17,28 +17,20 @@ from .kb_helpers import fired, top3, train_log_with_rules
 
 
 @pytest.mark.parametrize(
-    "name",
+    ("name", "rule", "stage"),
     [
-        "environment/flash_attn3_build_nvcc_12_1_below_required_12_3",
-        "environment/flash_attn_build_rejects_old_system_nvcc",
+        ("environment/flash_attn3_build_nvcc_12_1_below_required_12_3", "flash_attn.toolkit_too_old", "compile"),
+        ("environment/flash_attn_build_rejects_old_system_nvcc", "flash_attn.toolkit_too_old", "compile"),
+        (
+            "environment/speechbrain_tests_soundfile_not_installed_no_backend",
+            "torchaudio.backend_not_available",
+            "startup",
+        ),
+        ("pytorch/torchaudio_soundfile_backend_not_installed", "torchaudio.backend_not_available", "startup"),
     ],
 )
-def test_a_flash_attn_source_build_on_an_older_toolkit(name: str) -> None:
+def test_the_tools_own_words_about_the_installation(name: str, rule: str, stage: str) -> None:
     diag, label = train_log_with_rules(name)
-    assert fired(diag, "flash_attn.toolkit_too_old")
-    assert diag.profile.stage == "compile" == label["stage"]
-    assert top3(diag)[0] == "environment" == label["category"]
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "environment/speechbrain_tests_soundfile_not_installed_no_backend",
-        "pytorch/torchaudio_soundfile_backend_not_installed",
-    ],
-)
-def test_an_audio_backend_whose_package_is_missing(name: str) -> None:
-    diag, label = train_log_with_rules(name)
-    assert fired(diag, "torchaudio.backend_not_available")
-    assert diag.profile.stage == "startup" == label["stage"]
+    assert fired(diag, rule)
+    assert diag.profile.stage == stage == label["stage"]
     assert top3(diag)[0] == "environment" == label["category"]
