@@ -24,6 +24,11 @@ _STACK_MARKERS = [  # (substring in the logs/command, stack); first listed wins 
     ("jaxlib", "jax"),
     ("jax.", "jax"),
     ("/jax/", "jax"),
+    # jaxlib built XLA from TensorFlow's tree as Bazel's external repository ``org_tensorflow`` (until XLA moved to
+    # openxla/xla, then ``external/xla/``), so its glog lines name "external/org_tensorflow/tensorflow/...":
+    # TensorFlow's own binaries print their paths from their own workspace ("tensorflow/..."). On a tie with the
+    # "tensorflow" in that same path, jax comes first.
+    ("external/org_tensorflow/", "jax"),
     ("tensorflow", "tensorflow"),
     ("torch", "pytorch"),
     ("TORCH_", "pytorch"),  # PyTorch's own environment variables (TORCH_NCCL_*, TORCH_DISTRIBUTED_DEBUG, …)
