@@ -10,7 +10,15 @@
 * a fixture pytest itself provides (tmp_path since 3.9, caplog since 3.3) that pytest says does not exist
   means a pytest older than that release, not a misspelt name;
 * Windows system error 1455 ("The paging file is too small for this operation to complete") is the commit
-  limit, RAM plus the paging file, used up: memory that ran out, not the installation.
+  limit, RAM plus the paging file, used up: memory that ran out, not the installation;
+* a saved graph holding tf.py_function / tf.numpy_function's ops (EagerPyFunc, PyFunc, PyFuncStateless) loaded
+  where no Python process defines their body (``tf.py_func_in_saved_graph``): TensorFlow's API docs say that body
+  is not serialized with the graph, so TF Serving's op registry says the op is not registered; the model's code
+  has to change, not the installed op libraries (``tf.op_not_registered``, which it silences);
+* xFormers' dispatcher saying "xFormers wasn't build with CUDA support" / "operator wasn't built - see `python -m
+  xformers.info`" (``xformers.kernels_not_built``): the installed xFormers has no compiled kernels for this torch,
+  whatever the inputs, so the installed versions come first and the dispatcher's generic not-implemented reading
+  (``torch.not_implemented_for_device``) stays silent.
 
 Train logs as their users pasted them."""
 
@@ -71,3 +79,34 @@ def test_the_paging_file_too_small_is_memory_that_ran_out() -> None:
     assert fired(diag, "py.windows_commit_limit")
     assert diag.profile.type == "oom" == label["type"]
     assert top3(diag)[0] == "resource" == label["category"]
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "silenced", "category", "hint"),
+    [
+        (  # TF Serving loading a model that holds a Python-function op
+            "environment/savedmodel_uses_pyfunc_op_unsupported_by_model_server",
+            "tf.py_func_in_saved_graph",
+            "tf.op_not_registered",
+            "model",
+            None,
+        ),
+        (  # a CPU-only xFormers build under a CUDA torch
+            "environment/xformers_no_operator_not_built_with_cuda_rtx5090",
+            "xformers.kernels_not_built",
+            "torch.not_implemented_for_device",
+            "environment",
+            "xformers.info",
+        ),
+    ],
+)
+def test_an_op_the_build_or_the_model_lacks_is_not_the_generic_reading(
+    name: str, rule: str, silenced: str, category: str, hint: str | None
+) -> None:
+    diag, label = train_log_with_rules(name)
+    assert fired(diag, rule)
+    assert not fired(diag, silenced)
+    assert diag.profile.type == "unsupported_op"
+    assert top3(diag)[0] == category == label["category"]
+    if hint is not None:
+        assert any(hint in h for h in diag.root_causes[0].fix_hints)

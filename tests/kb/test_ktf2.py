@@ -40,7 +40,7 @@ def test_the_pack_loads_and_its_ids_are_its_own():
 
 
 def test_every_rule_of_the_pack_has_a_real_log():
-    # train logs: below, and in test_tf_py_func_in_saved_graph.py
+    # train logs: below, and in test_catalogue_words_not_misread.py
     logged = {label["rule"] for label in LABELS} | {"tf.end_of_sequence_tf1", "tf.py_func_in_saved_graph"}
     assert {r.id for r in pack_rules(PACK_NAME)} <= logged
 
