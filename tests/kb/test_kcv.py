@@ -82,9 +82,35 @@ def test_real_run_names_its_home(log: str, rule: str, category: str, typ: str) -
     assert diag.profile.type == typ
 
 
+# rules whose message no installable package prints here: YOLOv3/YOLOv5's train.py asserts on the labels (the
+# repositories need torchvision's compiled ops, which no wheel for this machine's torch 2.13 CPU build has); they
+# are shown on the train logs that print them
+TRAIN_SHOWN = {
+    "ultralytics.label_class_exceeds_nc": [
+        "pytorch/yolov3_label_class_exceeds_nc_corrupted_annotation_file",
+        "pytorch/yolov5_obb_label_class_exceeds_nc",
+    ],
+}
+
+
 def test_every_rule_of_the_pack_is_shown_on_a_real_run() -> None:
-    shown = {c[1] for c in CASES}
+    shown = {c[1] for c in CASES} | set(TRAIN_SHOWN)
     assert {r.id for r in pack_rules(PACK)} <= shown
+
+
+@pytest.mark.parametrize(("rule", "name"), [(r, n) for r, names in TRAIN_SHOWN.items() for n in names])
+def test_a_rule_without_a_local_run_is_shown_on_train_logs(rule: str, name: str) -> None:
+    diag = diagnose([str(train_log_path(name))], exit_code=1)
+    assert diag.root_causes[0].rule == rule
+
+
+def test_the_package_s_label_warning_does_not_lead_another_failure() -> None:
+    """ultralytics 8.3 catches its label check and only warns ("ignoring corrupt image/label: Label class 5 exceeds
+    dataset class count 2"); this real run then failed on its torchvision build, which stays first."""
+    diag = diagnose([str(DATA / "ul_label_warning.log")], exit_code=1)
+    assert not fired(diag, "ultralytics.label_class_exceeds_nc")
+    assert diag.root_causes[0].rule == "torch.vision_audio_mismatch"
+    assert top3(diag)[0] == "environment"
 
 
 def test_paddle_fluid_removed_on_a_train_log() -> None:

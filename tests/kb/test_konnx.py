@@ -32,7 +32,7 @@ LABELS = json.loads((DATA / "labels.json").read_text())["logs"]
 
 def test_the_pack_loads_and_its_ids_are_its_own():
     rules = pack_rules(PACK_NAME)
-    assert len(rules) == 22
+    assert len(rules) == 23
     assert not {r.id for r in rules} & ids_in_other_packs(PACK)
     check_pack_rules(rules)
 

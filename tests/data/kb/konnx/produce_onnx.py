@@ -69,6 +69,11 @@ elif which == "runtime_mm":
     g = helper.make_graph([helper.make_node("MatMul", ["x","w"], ["y"])], "g", [x,w], [y])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "m.onnx"); s=ort.InferenceSession("m.onnx", providers=["CPUExecutionProvider"])
     s.run(None, {"x": np.zeros((2,3),np.float32), "w": np.zeros((4,5),np.float32)})
+elif which == "opsetold":
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 3]); b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    m = helper.make_model(helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", [a, b], [y]), opset_imports=[helper.make_opsetid("", 6)])
+    m.ir_version = 3; onnx.save(m, "m.onnx"); ort.InferenceSession("m.onnx", providers=["CPUExecutionProvider"])
 elif which == "badprov":
     onnx.save(model(), "m.onnx"); ort.InferenceSession("m.onnx", providers=["FooExecutionProvider"])
 if which.startswith("impl_"):

@@ -1,0 +1,149 @@
+"""Facts that the libraries' own checks state, read where the rules before this pass gave no reading or another one:
+
+* the stream executor's driver check (TensorFlow, XLA/jaxlib): "kernel version X does not match DSO version Y"
+  is the kernel module and the user-space driver of two releases (``cuda.err.system_driver_mismatch``);
+* cuInit's numeric results in NGC images' banner: 804 = CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+  (``cuda.err.forward_compat``);
+* the NVIDIA container runtime's check of the image's CUDA requirement against the host driver
+  (``docker.cuda_requirement_unsatisfied``);
+* transformers 4.31 stopped saving the embeddings' position_ids buffer, so those keys alone are an older
+  transformers' state dict (``transformers.position_ids_not_persistent``), not an architecture mismatch;
+* torchmetrics 0.11 made ``task`` required (``torchmetrics.task_required_since_0_11``);
+* CTranslate2 refuses a compute_type the device lacks (``ctranslate2.compute_type_unsupported``);
+* YOLO's label check: a class index at or above the declared class count is the labels
+  (``ultralytics.label_class_exceeds_nc``), not a test's assertion;
+* ONNX Runtime implements ai.onnx from opset 7 on: a node of opset 1-6 is a model file too old for any release
+  (``ort.opset_below_supported``), in either wording of the message;
+* torch 1.5 and older refuse a zip file because then only TorchScript archives were zips: the file was saved by
+  torch 1.6+ (``torch.load.zip_format_before_1_6``), not a corrupt one.
+
+Train logs as their users pasted them; each assertion fails on the rules from before this pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .kb_helpers import fired, run_failing, top3, train_log_with_rules
+
+
+def test_stream_executor_driver_check_is_the_driver_pair() -> None:
+    diag, label = train_log_with_rules("jax/jax_gpu_kernel_driver_515_mismatch_dso_510_no_devices")
+    assert fired(diag, "cuda.err.system_driver_mismatch")
+    assert diag.profile.type == "backend" == label["type"]
+    assert label["category"] in top3(diag)[:2]  # the driver pair: its installation, then the driver itself
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("environment/ngc_pytorch_container_driver_too_old_cuinit_804", "cuda.err.forward_compat"),
+        (
+            "environment/nvidia_docker_unsupported_cuda_version_driver_older_than_image",
+            "docker.cuda_requirement_unsatisfied",
+        ),
+    ],
+)
+def test_container_cuda_newer_than_host_driver(name: str, rule: str) -> None:
+    diag, label = train_log_with_rules(name)
+    assert diag.root_causes[0].rule == rule
+    assert top3(diag)[0] == "environment" == label["category"]
+    assert diag.profile.type == "backend" == label["type"]
+    assert diag.profile.stage == "startup" == label["stage"]
+
+
+def test_position_ids_alone_is_an_older_transformers_state_dict() -> None:
+    diag, label = train_log_with_rules("environment/fcgec_checkpoint_position_ids_unexpected_key_newer_transformers")
+    assert fired(diag, "transformers.position_ids_not_persistent")
+    assert not fired(diag, "torch.state_dict.mismatch")  # the weights and the architecture agree
+    assert top3(diag)[0] == "environment" == label["category"]
+    assert "4.31" in diag.root_causes[0].summary
+
+
+# a BERT-style embeddings module as transformers 4.31+ builds it (position_ids registered with persistent=False),
+# loading a state dict that holds the buffer as older releases saved it; torch's own load_state_dict raises
+_EMBEDDINGS = """
+import torch
+from torch import nn
+
+class Embeddings(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(10, 4)
+        self.register_buffer("position_ids", torch.arange(8).expand((1, -1)), persistent=False)
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeddings = Embeddings()
+        self.head = nn.Linear(4, 2)
+
+model = Model()
+state = dict(model.state_dict())
+state["embeddings.position_ids"] = torch.arange(8).expand((1, -1))
+"""
+
+
+def test_position_ids_alone_on_a_real_load(tmp_path: Path) -> None:
+    diag, err = run_failing(tmp_path, _EMBEDDINGS + "model.load_state_dict(state)\n")
+    assert 'Unexpected key(s) in state_dict: "embeddings.position_ids".' in err
+    assert diag.root_causes[0].rule == "transformers.position_ids_not_persistent"
+    assert top3(diag)[0] == "environment"
+
+
+def test_position_ids_beside_other_keys_stays_the_mismatch(tmp_path: Path) -> None:
+    body = _EMBEDDINGS + 'state["head.extra"] = torch.zeros(2)\nmodel.load_state_dict(state)\n'
+    diag, err = run_failing(tmp_path, body)
+    assert "head.extra" in err and "position_ids" in err
+    assert not fired(diag, "transformers.position_ids_not_persistent")
+    assert fired(diag, "torch.state_dict.mismatch")
+
+
+def test_torchmetrics_task_argument_is_a_newer_torchmetrics() -> None:
+    diag, label = train_log_with_rules("environment/lightning_torchmetrics_accuracy_missing_task_argument")
+    assert diag.root_causes[0].rule == "torchmetrics.task_required_since_0_11"
+    assert top3(diag)[:2] == ["environment", "model"]
+    assert label["category"] == "environment"
+
+
+def test_ctranslate2_compute_type_is_the_setting() -> None:
+    diag, label = train_log_with_rules("pytorch/faster_whisper_float16_compute_type_requested_on_cpu")
+    assert diag.root_causes[0].rule == "ctranslate2.compute_type_unsupported"
+    assert top3(diag)[0] == "config" == label["category"]
+    assert diag.profile.type == "unsupported_op" == label["type"]
+    assert "compute_type=float16" in diag.root_causes[0].summary
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["pytorch/yolov3_label_class_exceeds_nc_corrupted_annotation_file", "pytorch/yolov5_obb_label_class_exceeds_nc"],
+)
+def test_yolo_label_class_check_is_the_labels(name: str) -> None:
+    diag, label = train_log_with_rules(name)
+    assert diag.root_causes[0].rule == "ultralytics.label_class_exceeds_nc"
+    assert top3(diag)[0] == "dataset" == label["category"]
+    assert "config" in top3(diag)
+    assert diag.profile.stage == "data"
+
+
+def test_onnx_opset_below_seven_is_the_model_file() -> None:
+    diag, label = train_log_with_rules("pytorch/onnxruntime_batchnorm_opset1_not_implemented_old_model")
+    assert diag.root_causes[0].rule == "ort.opset_below_supported"
+    assert top3(diag)[0] == "checkpoint" == label["category"]
+    assert diag.profile.type == "unsupported_op" == label["type"]
+    assert fired(diag, "ort.no_kernel_implementation")  # the pre-1.0 wording is read by the kernel rule too
+
+
+def test_onnx_opset_seven_and_later_stays_the_kernel() -> None:
+    diag, label = train_log_with_rules("pytorch/onnxruntime_cpu_cos_float64_no_kernel_exported_model")
+    assert not fired(diag, "ort.opset_below_supported")
+    assert top3(diag)[0] == "operator" == label["category"]
+
+
+def test_zip_archive_refused_by_old_torch_is_the_torch_version() -> None:
+    diag, label = train_log_with_rules("environment/animegan2_torch_1_2_zip_archive_jit_checkpoint_needs_torch_1_7")
+    assert diag.root_causes[0].rule == "torch.load.zip_format_before_1_6"
+    assert not fired(diag, "torch.checkpoint.corrupt")  # the file is whole
+    assert top3(diag)[0] == "environment" == label["category"]
+    assert "model" in top3(diag)  # or a TorchScript archive handed to torch.load
