@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, ids_in_other_packs, pack_rules, top3
+from tests.kb.kb_helpers import fired, ids_in_other_packs, pack_rules, top3, train_log_path
 
 PACK = "14-torch-binary-catalogue.toml"
 PACK_PATH = Path(__file__).resolve().parents[2] / "pytest_faildiag" / "rules" / PACK
@@ -784,6 +784,18 @@ CASES = [
         gru(torch.randn(4, 1, 2), h0)
     """,
     ),
+    (
+        "complex_nan_to_num",
+        "torch.bin.complex_autograd_unsupported",
+        "!operator",
+        "unsupported_op",
+        "runtime",
+        """
+        import torch
+        z = torch.randn(4, dtype=torch.cfloat, requires_grad=True)
+        torch.nan_to_num(z)               # no complex derivative listed for nan_to_num in torch 2.13
+    """,
+    ),
 ]
 
 RUNNER = r"""
@@ -831,3 +843,17 @@ def test_the_family_is_read_from_real_torch_output(outputs, name, rule, category
     assert diag.profile.type == type_, (diag.profile.type, causes)
     if stage is not None:
         assert diag.profile.stage == stage, (diag.profile.stage, causes)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pytorch/pytorch_complex_cumprod_no_autograd_support_complex_dtype",
+        "pytorch/pytorch_complex_sigmoid_no_autograd_support_complex_dtype",
+    ],
+)
+def test_a_missing_complex_derivative_is_the_operator_on_train_logs(name):
+    diag = diagnose([str(train_log_path(name))], exit_code=1)
+    assert diag.root_causes[0].rule == "torch.bin.complex_autograd_unsupported"
+    assert top3(diag)[0] == "operator"
+    assert diag.profile.type == "unsupported_op"
