@@ -235,3 +235,19 @@ def test_it_diagnoses_a_live_failure(label, tmp_path):
     diag = diagnose(texts={"stderr": p.stdout + p.stderr}, exit_code=p.returncode)
     assert label["rule"] in [c.rule for c in diag.root_causes]
     assert label["category"] in top3(diag)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # the message's backticks lost to Markdown ("V3 .keras files", "instances of keras.Layer")
+        "environment/keras3_savedmodel_load_unsupported_lstm_segmentation",
+        "environment/keras3_sequential_rejects_tensorflow_hub_keraslayer",
+        # the paste starts inside the message ("filepath=… Keras 3 only supports V3 …")
+        "environment/pyccl_baccoemu_keras3_cannot_load_legacy_savedmodel_emulator",
+    ],
+)
+def test_keras3_words_are_read_as_pasted(name):
+    diag, label = train_log(name)
+    assert diag.root_causes[0].rule == "keras.keras2_api_under_keras3"
+    assert diag.root_causes[0].category == label["category"] == "environment"
