@@ -16,6 +16,8 @@
   (``ort.opset_below_supported``), in either wording of the message;
 * torch 1.5 and older refuse a zip file because then only TorchScript archives were zips: the file was saved by
   torch 1.6+ (``torch.load.zip_format_before_1_6``), not a corrupt one.
+* datasets 4.0 removed loading scripts on purpose: a script dataset refused is code written for datasets < 4
+  (``datasets.scripts_removed``, environment first since the 34th pass; library before).
 
 Train logs as their users pasted them; each assertion fails on the rules from before this pass."""
 
@@ -147,3 +149,17 @@ def test_zip_archive_refused_by_old_torch_is_the_torch_version() -> None:
     assert not fired(diag, "torch.checkpoint.corrupt")  # the file is whole
     assert top3(diag)[0] == "environment" == label["category"]
     assert "model" in top3(diag)  # or a TorchScript archive handed to torch.load
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "environment/litgpt_tests_datasets4_dataset_scripts_no_longer_supported",
+        "environment/olive_resnet_sample_datasets4_imagenet_script_no_longer_supported",
+    ],
+)
+def test_datasets_4_refusing_a_script_is_the_installed_datasets(name: str) -> None:
+    diag, label = train_log_with_rules(name)
+    assert diag.root_causes[0].rule == "datasets.scripts_removed"
+    assert top3(diag)[0] == "environment" == label["category"]
+    assert "dataset" in top3(diag)
