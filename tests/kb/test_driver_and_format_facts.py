@@ -16,6 +16,10 @@
   (``ort.opset_below_supported``), in either wording of the message;
 * torch 1.5 and older refuse a zip file because then only TorchScript archives were zips: the file was saved by
   torch 1.6+ (``torch.load.zip_format_before_1_6``), not a corrupt one.
+* SWIG's wrappers refuse a call no C++ overload accepts ("Wrong number or type of arguments for overloaded
+  function"): a failed call of the program's (``swig.overload_arguments``), even when the paste keeps that line
+  alone (it read as a hang); a real run of faiss-cpu 1.15.1 is kept in tests/data/kb/swig (the .py beside it made
+  it, paths renamed);
 * datasets 4.0 removed loading scripts on purpose: a script dataset refused is code written for datasets < 4
   (``datasets.scripts_removed``, environment first since the 34th pass; library before).
 
@@ -26,6 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from pytest_faildiag.engine.api import diagnose
 
 from .kb_helpers import fired, run_failing, top3, train_log_with_rules
 
@@ -163,3 +169,19 @@ def test_datasets_4_refusing_a_script_is_the_installed_datasets(name: str) -> No
     assert diag.root_causes[0].rule == "datasets.scripts_removed"
     assert top3(diag)[0] == "environment" == label["category"]
     assert "dataset" in top3(diag)
+
+
+SWIG = Path(__file__).resolve().parents[1] / "data" / "kb" / "swig"
+
+
+def test_a_swig_overload_refusal_is_the_call_on_a_real_run() -> None:
+    diag = diagnose([str(SWIG / "faiss_index_dimension_as_str.log")], exit_code=1)
+    assert diag.root_causes[0].rule == "swig.overload_arguments"
+    assert top3(diag) == ["model", "config", "environment"]
+    assert "new_IndexFlatL2" in diag.root_causes[0].summary
+
+
+def test_a_swig_overload_refusal_pasted_alone_is_a_failed_call() -> None:
+    diag, label = train_log_with_rules("pytorch/faiss_index_cpu_to_all_gpus_shard_wrong_cloner_options_type")
+    assert diag.profile.type == "runtime_error" == label["type"]  # not a hang
+    assert label["category"] in top3(diag)
