@@ -147,6 +147,16 @@ def train_log_with_rules(name: str) -> tuple[Diagnosis, dict]:
         return diagnose([str(log)], exit_code=label.get("exit_code"), command=label.get("command")), label
 
 
+def train_log_led_by(name: str, rule: str) -> tuple[Diagnosis, dict]:
+    """A train log (see ``train_log_with_rules``) whose first cause is ``rule``'s and whose first home is the one
+    its label names; the diagnosis and the label, for the caller's own assertions."""
+    diag, label = train_log_with_rules(name)
+    causes = [(rc.rule, rc.category) for rc in diag.root_causes[:4]]
+    assert diag.root_causes[0].rule == rule, causes
+    assert top3(diag)[0] == label["category"], causes
+    return diag, label
+
+
 def train_diagnosis(name: str) -> Diagnosis:
     """A train log diagnosed as ``bench/accuracy.py`` does (see ``train_log_with_rules``), without its label."""
     return train_log_with_rules(name)[0]

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 
-from .kb_helpers import fired, pack_rules, top3, train_log_path
+from .kb_helpers import fired, pack_rules, top3, train_log_led_by, train_log_path
 
 DATA = Path(__file__).parent / "kcv"
 PACK = "59-cv-tabular-catalogue.toml"
@@ -100,8 +100,7 @@ def test_every_rule_of_the_pack_is_shown_on_a_real_run() -> None:
 
 @pytest.mark.parametrize(("rule", "name"), [(r, n) for r, names in TRAIN_SHOWN.items() for n in names])
 def test_a_rule_without_a_local_run_is_shown_on_train_logs(rule: str, name: str) -> None:
-    diag = diagnose([str(train_log_path(name))], exit_code=1)
-    assert diag.root_causes[0].rule == rule
+    train_log_led_by(name, rule)
 
 
 def test_the_package_s_label_warning_does_not_lead_another_failure() -> None:
