@@ -18,7 +18,18 @@ from ..model import Evidence, RootCause, ValidationCheck
 from ..parse.scan import Finding, Frame, ScanResult
 from ..rules import CauseSpec, RuleSet
 from .analyze import Analysis, primary_tracebacks
-from .reason import Facts, apply_context, calibrate, category_lifts, differential, diversify, frame_owner, kept_homes
+from .reason import (
+    Facts,
+    apply_context,
+    calibrate,
+    category_lifts,
+    differential,
+    diversify,
+    frame_owner,
+    kept_homes,
+    pointed_at,
+)
+from .rerank import features, rerank
 from .validate import CheckContext, run_checks
 
 DOWNSTREAM_FACTOR = 0.35
@@ -139,6 +150,13 @@ def build_causes(
         if c.id not in causes:
             causes[c.id] = c
             run_checks(ctx, c, names, {})
+    if ruleset.reasoning.ranking:  # a pack's fitted weights ([ranking.weights]; the built-in packs carry none)
+        on_table = list(causes.values())
+        prof = analysis.profile
+        lifted = category_lifts(facts, [c.category for c in on_table])
+        pointed = lambda c: pointed_at(c, lifted)  # noqa: E731
+        table = features(on_table, facts.active, prof.type, prof.stack, facts.exc_type, pointed)
+        rerank(on_table, table, ruleset.reasoning.ranking)
     if card_hits:
         ctx.context["factory"] = support(causes, card_hits)
     for c in causes.values():

@@ -75,7 +75,7 @@ GENERIC_FAMILY = "runtime"  # the family of a failure that says nothing more spe
 UNSHOWN_POOL = "program_unshown"
 KEPT_PREFIX = "kept:"  # [[symptom]] entries ``kept:<fact>``: homes that hold a place when the fact holds (owner_kept)
 WIDTH = 3  # distinct hypotheses the ranking always offers (diversify shows the best of each category first)
-POINTED_LIFT = 1.3  # a net lift below this leaves a hypothesis a guess of its prior (_pointed_at)
+POINTED_LIFT = 1.3  # a net lift below this leaves a hypothesis a guess of its prior (pointed_at)
 MIN_LIFT = 1.0  # a category joins when the facts lift it above this net factor
 WEAK_SIGNAL = 40  # rules below this priority are weak signals (docs/rules.md: 20-39), typed by an exit status
 LEAD_LINES = 2  # the first error lines read as part of the message (the rest of a cascade follows from them)
@@ -1727,7 +1727,7 @@ def diversify(
     lifted is a stronger guess than the kept home (a pytest run lifts the tests' code a little; the installed
     versions' prior can still stand above it). With ``lifts`` (``category_lifts``) a hypothesis counts as pointed
     at only when the facts lift it by ``POINTED_LIFT`` or more, and a rule's own cause always does
-    (``_pointed_at``)."""
+    (``pointed_at``)."""
     head: list[RootCause] = []
     seen: set[str] = set()
     for c in ranked:
@@ -1744,7 +1744,7 @@ def diversify(
             head.append(best)
         else:
             guess = head[-1]  # the weakest shown (a stronger guess above one the evidence points at stays)
-            if len(head) < 2 or guess.category in keep or _pointed_at(guess, lifts):
+            if len(head) < 2 or guess.category in keep or pointed_at(guess, lifts):
                 continue
             best.confidence = max(best.confidence, guess.confidence)
             head[-1] = best
@@ -1757,7 +1757,7 @@ def diversify(
     return head + rest
 
 
-def _pointed_at(cause: RootCause, lifts: dict[str, float] | None = None) -> bool:
+def pointed_at(cause: RootCause, lifts: dict[str, float] | None = None) -> bool:
     """Whether a fact of the evidence lifted this hypothesis (a ``context:`` check that passed). With
     ``lifts`` (each category's net factor from the facts, ``category_lifts``), only a lift of at least
     ``POINTED_LIFT`` counts: a hypothesis that who-raised lifted a little (the program's frame lifts its

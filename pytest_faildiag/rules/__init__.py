@@ -198,6 +198,7 @@ class Reasoning:
     step_functions: re.Pattern[str] | None = None  # function names of a step the program runs over and over
     patterns: dict[str, Any] = field(default_factory=dict)  # [patterns]: the named texts reasoning reads
     calibration: list[tuple[float, float]] = field(default_factory=list)  # (raw, calibrated), raw ascending
+    ranking: dict[str, float] = field(default_factory=dict)  # [ranking.weights]: feature -> weight (engine.rerank)
 
 
 @dataclass
@@ -679,6 +680,12 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         if any(not (0 <= a <= 1 and 0 <= b <= 1) for a, b in pts):
             raise RuleError("calibration points must lie in [0, 1]")
         out.calibration = pts
+    weights = data.get("ranking", {}).get("weights", {})
+    if not isinstance(weights, dict) or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) for v in weights.values()
+    ):
+        raise RuleError("ranking.weights must map feature names to numbers")
+    out.ranking = {**out.ranking, **{str(k): float(v) for k, v in weights.items()}}
     lib = data.get("library", {})
     for key in ("frameworks", "checkouts"):  # package names, and "repository/package" folder pairs
         out.libraries = out.libraries | frozenset(str(x) for x in lib.get(key, []))
