@@ -1,0 +1,138 @@
+"""Four catalogue facts from the train misses of batches 51 and 52 (#13), each shown on real output: pickle's
+"Ran out of input" (an empty or truncated file, whose home the loading code says), PEFT's target_modules='all-linear'
+(new in 0.8.0), PyTorch's CPU fallback for an operator a device backend lacks, and pickle refusing a local object
+that a test defined. Each test fails on the rules from before the commit that added the fact."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import fired, run_failing, train_log_led_by
+
+
+def test_torch_load_of_an_empty_legacy_file_is_the_checkpoint(tmp_path: Path) -> None:
+    """torch.load reads the legacy format's magic number with pickle: the same words, and its frames
+    (torch/serialization.py) put the checkpoint first; a program's own pickle.load reads as its data
+    (test_kcat3's case)."""
+    diag, stderr = run_failing(
+        tmp_path, "import torch; open('e.pt', 'wb').close(); torch.load('e.pt', weights_only=False)"
+    )
+    assert "EOFError: Ran out of input" in stderr and "serialization.py" in stderr
+    top = diag.root_causes[0]
+    assert (top.rule, top.category) == ("pickle.ran_out_of_input", "checkpoint"), [
+        (c.rule, c.category) for c in diag.root_causes
+    ]
+    assert diag.profile.stage == "checkpoint"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pytest_python/atis_keras_empty_pickle_after_failed_download",
+        "pytest_python/lighttrack_posetrack_negative_pickle_corrupted_eoferror",
+    ],
+)
+def test_a_data_pickle_cut_short_is_the_data_on_train_logs(name: str) -> None:
+    train_log_led_by(name, "pickle.ran_out_of_input")
+
+
+def test_peft_before_0_8_reads_all_linear_as_a_module_name_on_a_train_log() -> None:
+    diag, _ = train_log_led_by(
+        "environment/peft_all_linear_target_modules_not_found_old_peft", "peft.all_linear_before_0_8"
+    )
+    assert not fired(diag, "peft.no_matching_target_modules")  # the generic reading stands aside
+
+
+def test_a_real_peft_log_naming_other_modules_stays_the_adapter_configuration() -> None:
+    """The real peft output kept with pack 47 (Llama-style names on a BERT model) is not the release fact."""
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "data"
+        / "kb"
+        / "hf_dynamo_catalogue"
+        / "peft_target_modules_not_in_model.log"
+    )
+    diag = diagnose([str(log)], exit_code=1)
+    assert not fired(diag, "peft.all_linear_before_0_8")
+    assert (diag.root_causes[0].rule, diag.root_causes[0].category) == ("peft.no_matching_target_modules", "config")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pytorch/torch_directml_multinomial_not_supported_cpu_fallback",
+        "pytorch/torch_directml_native_dropout_not_supported_cpu_fallback",
+    ],
+)
+def test_an_operator_the_backend_lacks_falls_back_to_the_cpu_on_train_logs(name: str) -> None:
+    diag, _ = train_log_led_by(name, "torch.backend_op_cpu_fallback")
+    assert diag.profile.type == "unsupported_op"
+    assert "aten::" in diag.root_causes[0].summary and "DML" in diag.root_causes[0].summary
+
+
+def _pytest_run(tmp_path: Path, test_body: str) -> tuple[str, int]:
+    (tmp_path / "test_spawned.py").write_text(textwrap.dedent(test_body))
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_spawned.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    return p.stdout + p.stderr, p.returncode
+
+
+def test_a_lambda_a_test_hands_a_spawned_process_is_the_tests_code(tmp_path: Path) -> None:
+    out, rc = _pytest_run(
+        tmp_path,
+        """
+        import multiprocessing as mp
+
+
+        def test_workers_start():
+            p = mp.get_context("spawn").Process(target=lambda: None)
+            p.start()
+            p.join()
+        """,
+    )
+    assert rc == 1 and "Can't pickle local object 'test_workers_start.<locals>.<lambda>'" in out
+    diag = diagnose(texts={"pytest": out}, exit_code=rc)
+    top = diag.root_causes[0]
+    assert (top.rule, top.category) == ("pytest.unpicklable_test_local_object", "test_code")
+
+
+def test_a_local_object_of_the_programs_own_function_stays_the_programs_code(tmp_path: Path) -> None:
+    """The same refusal for a function of a script (not a test's): the program's code, as before."""
+    diag, stderr = run_failing(
+        tmp_path,
+        """
+        import multiprocessing as mp
+
+
+        def main():
+            p = mp.get_context("spawn").Process(target=lambda: None)
+            p.start()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        as_file=True,
+    )
+    assert "Can't pickle local object 'main.<locals>.<lambda>'" in stderr
+    assert not fired(diag, "pytest.unpicklable_test_local_object")
+    assert diag.root_causes[0].category == "model"
+
+
+def test_the_frameless_paste_of_a_tests_lambda_is_the_tests_code_on_a_train_log() -> None:
+    """Only the exception line was pasted: the qualified name (TestCommon.test_data_loader.<locals>) shows a test."""
+    train_log_led_by(
+        "pytest_python/torchvision_prototype_test_data_loader_lambda_unpicklable_under_spawn",
+        "pytest.unpicklable_test_local_object",
+    )
