@@ -1,5 +1,5 @@
 """Four catalogue facts from the train misses of batches 51 and 52 (#13), each shown on real output: pickle's
-"Ran out of input" (an empty or truncated file, whose home the loading code says), PEFT's target_modules='all-linear'
+"Ran out of input" (an empty or truncated file, whose home the loading code says; read by data.pickle_truncated), PEFT's target_modules='all-linear'
 (new in 0.8.0), PyTorch's CPU fallback for an operator a device backend lacks, and pickle refusing a local object
 that a test defined. Each test fails on the rules from before the commit that added the fact."""
 
@@ -16,16 +16,25 @@ from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import fired, run_failing, train_log_led_by
 
 
+def test_a_programs_own_empty_pickle_is_its_data(tmp_path: Path) -> None:
+    diag, stderr = run_failing(tmp_path, "import pickle; open('d.pkl', 'wb').close(); pickle.load(open('d.pkl', 'rb'))")
+    assert "EOFError: Ran out of input" in stderr
+    top = diag.root_causes[0]
+    assert (top.rule, top.category) == ("data.pickle_truncated", "dataset"), [
+        (c.rule, c.category) for c in diag.root_causes
+    ]
+    assert not fired(diag, "torch.checkpoint.corrupt")
+
+
 def test_torch_load_of_an_empty_legacy_file_is_the_checkpoint(tmp_path: Path) -> None:
     """torch.load reads the legacy format's magic number with pickle: the same words, and its frames
-    (torch/serialization.py) put the checkpoint first; a program's own pickle.load reads as its data
-    (test_kcat3's case)."""
+    (torch/serialization.py) put the checkpoint first."""
     diag, stderr = run_failing(
         tmp_path, "import torch; open('e.pt', 'wb').close(); torch.load('e.pt', weights_only=False)"
     )
     assert "EOFError: Ran out of input" in stderr and "serialization.py" in stderr
     top = diag.root_causes[0]
-    assert (top.rule, top.category) == ("pickle.ran_out_of_input", "checkpoint"), [
+    assert (top.rule, top.category) == ("data.pickle_truncated", "checkpoint"), [
         (c.rule, c.category) for c in diag.root_causes
     ]
     assert diag.profile.stage == "checkpoint"
@@ -39,7 +48,7 @@ def test_torch_load_of_an_empty_legacy_file_is_the_checkpoint(tmp_path: Path) ->
     ],
 )
 def test_a_data_pickle_cut_short_is_the_data_on_train_logs(name: str) -> None:
-    train_log_led_by(name, "pickle.ran_out_of_input")
+    train_log_led_by(name, "data.pickle_truncated")
 
 
 def test_peft_before_0_8_reads_all_linear_as_a_module_name_on_a_train_log() -> None:

@@ -120,11 +120,6 @@ CASES = {
         "config",
     ),
     "uvicorn.app_import": ("import uvicorn; uvicorn.run('no_such_module_kcat3:app')", "config"),
-    # the program's own pickled data, empty (a download that failed): the data, not a checkpoint
-    "pickle.ran_out_of_input": (
-        "import pickle; open('d.pkl', 'wb').close(); pickle.load(open('d.pkl', 'rb'))",
-        "dataset",
-    ),
 }
 
 
