@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import sys
 import warnings
 from collections import Counter
@@ -132,7 +133,7 @@ def fit(records: list[Record], vocab: list[str], lam: float) -> dict[str, float]
 
 def score(records: list[Record], weights: dict[str, float]) -> tuple[int, int]:
     """(top-1, top-3) over the records: the labelled category first, or among the first three. A record whose
-    lead a rule states keeps the table's order (``rerank.held``)."""
+    leading home the evidence points at keeps the table's order (``rerank.held``)."""
     from pytest_faildiag.engine.rerank import held, shares
 
     one = three = 0
@@ -152,7 +153,7 @@ def score(records: list[Record], weights: dict[str, float]) -> tuple[int, int]:
 def write(out: Path, weights: dict[str, float], header: list[str]) -> None:
     kept = {k: round(v, 4) for k, v in weights.items() if abs(v) >= 0.005 or k in ALWAYS}
     lines = [f"# {h}" for h in header] + ["[ranking.weights]"]
-    lines += [f'"{k}" = {v}' for k, v in sorted(kept.items())]
+    lines += [f"{json.dumps(k)} = {v}" for k, v in sorted(kept.items())]  # a JSON string is a TOML basic string
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(kept)} weights to {out}")
 
@@ -163,6 +164,8 @@ def main() -> None:
     ap.add_argument("--min-counts", default="3,5,8")
     ap.add_argument("--write", type=Path, metavar="PACK.toml", help="write the chosen weights as a rule pack")
     args = ap.parse_args()
+    from pytest_faildiag.engine.rerank import held
+
     cases = thread_cases(THREADS)
     train = record([c for c in cases if c.label.get("set") == "train"])
     calib = record([c for c in cases if c.label.get("set") == "calib"])
@@ -171,7 +174,6 @@ def main() -> None:
     for name, recs in (("train", train), ("calib", calib)):
         one, three = score(recs, base)
         print(f"as it is   {name:5s} {len(recs):5d} logs: top-1 {pct(one, len(recs))}  top-3 {pct(three, len(recs))}")
-    from pytest_faildiag.engine.rerank import held
 
     soft = [r for r in train if r[0] and not held(r[0])]  # the logs the layer re-weighs: no rule leads
     print(f"re-weighed: {len(soft)} train logs, {sum(1 for r in calib if r[0] and not held(r[0]))} calib logs")

@@ -435,7 +435,8 @@ def _assemble(parsed: list[_Parsed], *, lazy: bool, keyword_pattern: bytes | Non
             continue
         try:
             _add_reasoning(reasoning, extra, lazy)
-        except (RuleError, TypeError, ValueError, KeyError, re.error) as exc:
+        except (RuleError, TypeError, ValueError, KeyError, AttributeError, re.error) as exc:
+            # AttributeError: a table given as a plain value (``calibration = 3``) where the loader reads its keys
             warnings.warn(f"faildiag: reasoning tables of {name} skipped: {exc}", stacklevel=3)
         for r in pack_rules_:  # a later pack may replace a rule by id
             if r.id in seen:
@@ -680,7 +681,8 @@ def _add_reasoning(out: Reasoning, data: dict[str, Any], lazy: bool = False) -> 
         if any(not (0 <= a <= 1 and 0 <= b <= 1) for a, b in pts):
             raise RuleError("calibration points must lie in [0, 1]")
         out.calibration = pts
-    weights = data.get("ranking", {}).get("weights", {})
+    ranking = data.get("ranking", {})
+    weights = ranking.get("weights", {}) if isinstance(ranking, dict) else None
     if not isinstance(weights, dict) or any(
         isinstance(v, bool) or not isinstance(v, (int, float)) for v in weights.values()
     ):

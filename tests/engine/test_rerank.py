@@ -102,6 +102,10 @@ def test_the_weights_are_a_packs_data_and_a_later_pack_overrides_one() -> None:
     with pytest.warns(UserWarning, match=r"c\.toml skipped: ranking\.weights must map feature names to numbers"):
         bad = build_ruleset([("c.toml", base + '[ranking.weights]\n"library" = "high"\n')])
     assert bad.reasoning.ranking == {} and [r.id for r in bad.rules] == ["x.one"]
+    with pytest.warns(UserWarning, match=r"d\.toml skipped: ranking\.weights must map"):
+        assert build_ruleset([("d.toml", "ranking = 3\n" + base)]).reasoning.ranking == {}
+    with pytest.warns(UserWarning, match=r"e\.toml skipped"):  # any reasoning table given as a plain value
+        assert build_ruleset([("e.toml", "calibration = 3\n" + base)]).reasoning.calibration == []
 
 
 def test_the_built_in_packs_carry_no_weights_so_the_ranking_is_the_rules_and_the_reasoning() -> None:
@@ -136,3 +140,27 @@ def test_a_packs_weights_re_weigh_a_real_log_only_where_the_evidence_points_at_n
         else:
             assert not before.root_causes[0].rule.startswith("differential:")
             assert [c.category for c in after.root_causes[:3]] == [c.category for c in before.root_causes[:3]]
+
+
+def test_the_fit_records_the_engines_own_table_and_writes_a_pack_the_loader_reads(tmp_path: Path) -> None:
+    """bench/fit_ranking.py: the table it fits on is the one the engine computes (with the layer's input recorded,
+    not applied), and the pack it writes loads back as the same weights."""
+    from bench.accuracy import thread_cases
+    from bench.fit_ranking import fit, record, vocabulary, write
+
+    names = {
+        "distributed/deepspeed_zero3_offload_tracing_error_param_fetch_queue_fixed_upstream",
+        "jax/optax_017_uses_removed_jnp_devicearray",
+    }
+    cases = [c for c in thread_cases(THREADS) if c.name in names]
+    records = record(cases)
+    assert len(records) == 2 and all(table and label for table, label in records)
+    for table, _ in records:
+        assert all("log_confidence" in f and f[cat] == 1.0 for cat, f in table)
+    weights = fit(records, vocabulary(records, 1), 0.01)
+    assert weights["log_confidence"] > 0
+    write(tmp_path / "team.toml", weights, ["a test"])
+    loaded = build_ruleset([("team.toml", (tmp_path / "team.toml").read_text())]).reasoning.ranking
+    assert loaded == pytest.approx(
+        {k: round(v, 4) for k, v in weights.items() if abs(v) >= 0.005 or k.startswith(("log_", "place"))}
+    )

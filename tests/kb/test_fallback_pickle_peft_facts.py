@@ -5,9 +5,6 @@ that a test defined. Each test fails on the rules from before the commit that ad
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -85,22 +82,9 @@ def test_an_operator_the_backend_lacks_falls_back_to_the_cpu_on_train_logs(name:
     assert "aten::" in diag.root_causes[0].summary and "DML" in diag.root_causes[0].summary
 
 
-def _pytest_run(tmp_path: Path, test_body: str) -> tuple[str, int]:
-    (tmp_path / "test_spawned.py").write_text(textwrap.dedent(test_body))
-    p = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_spawned.py"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    return p.stdout + p.stderr, p.returncode
-
-
-def test_a_lambda_a_test_hands_a_spawned_process_is_the_tests_code(tmp_path: Path) -> None:
-    out, rc = _pytest_run(
-        tmp_path,
-        """
+def test_a_lambda_a_test_hands_a_spawned_process_is_the_tests_code(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_spawned="""
         import multiprocessing as mp
 
 
@@ -108,10 +92,12 @@ def test_a_lambda_a_test_hands_a_spawned_process_is_the_tests_code(tmp_path: Pat
             p = mp.get_context("spawn").Process(target=lambda: None)
             p.start()
             p.join()
-        """,
+        """
     )
-    assert rc == 1 and "Can't pickle local object 'test_workers_start.<locals>.<lambda>'" in out
-    diag = diagnose(texts={"pytest": out}, exit_code=rc)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    out = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 1 and "Can't pickle local object 'test_workers_start.<locals>.<lambda>'" in out
+    diag = diagnose(texts={"pytest": out}, exit_code=result.ret)
     top = diag.root_causes[0]
     assert (top.rule, top.category) == ("pytest.unpicklable_test_local_object", "test_code")
 
