@@ -33,7 +33,11 @@ the 1,602 dev logs; dev was 46.8 % top-1, 80.3 % top-3 without the layer):
 
 A team whose own labelled failures differ from the public threads can fit and carry such a table in its pack.
 
-    PYTHONPATH=. .venv/bin/python bench/fit_ranking.py [--lambdas 1e-4,1e-3,1e-2] [--min-counts 3,5,8] [--write PACK.toml]
+    PYTHONPATH=. .venv/bin/python bench/fit_ranking.py [--lambdas 1e-4,1e-3,1e-2] [--min-counts 3,5,8]
+        [--threads CORPUS] [--write PACK.toml]
+
+``--threads`` reads another labelled corpus of the same layout (``<family>/<id>.log`` + ``.json`` labels and a
+``split.json`` naming train and calib logs): a team's own failures.
 """
 
 from __future__ import annotations
@@ -163,10 +167,13 @@ def main() -> None:
     ap.add_argument("--lambdas", default="1e-4,3e-4,1e-3,3e-3,1e-2")
     ap.add_argument("--min-counts", default="3,5,8")
     ap.add_argument("--write", type=Path, metavar="PACK.toml", help="write the chosen weights as a rule pack")
+    ap.add_argument(
+        "--threads", type=Path, default=THREADS, help="a labelled corpus laid out as the thread corpus (split.json)"
+    )
     args = ap.parse_args()
     from pytest_faildiag.engine.rerank import held
 
-    cases = thread_cases(THREADS)
+    cases = thread_cases(args.threads)
     train = record([c for c in cases if c.label.get("set") == "train"])
     calib = record([c for c in cases if c.label.get("set") == "calib"])
     base = {"log_confidence": 1.0}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,7 @@ def build_causes(
         on_table = list(causes.values())
         prof = analysis.profile
         lifted = category_lifts(facts, [c.category for c in on_table])
-        pointed = lambda c: pointed_at(c, lifted)  # noqa: E731
+        pointed = partial(pointed_at, lifts=lifted)
         table = features(on_table, facts.active, prof.type, prof.stack, facts.exc_type, pointed)
         rerank(on_table, table, ruleset.reasoning.ranking)
     if card_hits:

@@ -15,6 +15,7 @@ from pytest_faildiag.model import Diagnosis
 from pytest_faildiag.rules import Rule, _builtin_packs, build_ruleset
 
 THREADS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "threads"
+KB_DATA = Path(__file__).resolve().parents[1] / "data" / "kb"  # the kb's real logs and fixtures, one folder per pack
 
 
 def train_log_path(name: str) -> Path:

@@ -8,14 +8,12 @@ the commit that added the fact."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import train_log_led_by
+from tests.kb.kb_helpers import KB_DATA, train_log_led_by
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "kb" / "ecosystem_real"
+REAL = KB_DATA / "ecosystem_real"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,58 @@ from pathlib import Path
 import pytest
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, run_failing, train_log_led_by
+from tests.kb.kb_helpers import KB_DATA, fired, run_failing, train_log_led_by
+
+# train log, the rule that leads it, the type it reads as, a generic rule that stands aside for it, words the
+# leading cause's summary fills in from the log
+TRAIN_LOGS = [
+    # pickle's data files cut short by a failed download: the data
+    ("pytest_python/atis_keras_empty_pickle_after_failed_download", "data.pickle_truncated", "runtime_error", None, ()),
+    (
+        "pytest_python/lighttrack_posetrack_negative_pickle_corrupted_eoferror",
+        "data.pickle_truncated",
+        "runtime_error",
+        None,
+        (),
+    ),
+    (
+        "environment/peft_all_linear_target_modules_not_found_old_peft",
+        "peft.all_linear_before_0_8",
+        "runtime_error",
+        "peft.no_matching_target_modules",
+        (),
+    ),
+    (
+        "pytorch/torch_directml_multinomial_not_supported_cpu_fallback",
+        "torch.backend_op_cpu_fallback",
+        "unsupported_op",
+        None,
+        ("aten::multinomial", "DML"),
+    ),
+    (
+        "pytorch/torch_directml_native_dropout_not_supported_cpu_fallback",
+        "torch.backend_op_cpu_fallback",
+        "unsupported_op",
+        None,
+        ("aten::native_dropout", "DML"),
+    ),
+    # only the exception line was pasted: the qualified name (TestCommon.test_data_loader.<locals>) shows a test
+    (
+        "pytest_python/torchvision_prototype_test_data_loader_lambda_unpicklable_under_spawn",
+        "pytest.unpicklable_test_local_object",
+        "runtime_error",
+        "torch.msg.unpicklable_worker_state",
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "rule", "typ", "aside", "words"), TRAIN_LOGS, ids=[t[0] for t in TRAIN_LOGS])
+def test_a_train_log_reads_as_the_fact_says(name: str, rule: str, typ: str, aside: str | None, words) -> None:
+    diag, _ = train_log_led_by(name, rule)
+    assert diag.profile.type == typ
+    assert aside is None or not fired(diag, aside)
+    assert all(w in diag.root_causes[0].summary for w in words), diag.root_causes[0].summary
 
 
 def test_a_programs_own_empty_pickle_is_its_data(tmp_path: Path) -> None:
@@ -37,49 +88,11 @@ def test_torch_load_of_an_empty_legacy_file_is_the_checkpoint(tmp_path: Path) ->
     assert diag.profile.stage == "checkpoint"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "pytest_python/atis_keras_empty_pickle_after_failed_download",
-        "pytest_python/lighttrack_posetrack_negative_pickle_corrupted_eoferror",
-    ],
-)
-def test_a_data_pickle_cut_short_is_the_data_on_train_logs(name: str) -> None:
-    train_log_led_by(name, "data.pickle_truncated")
-
-
-def test_peft_before_0_8_reads_all_linear_as_a_module_name_on_a_train_log() -> None:
-    diag, _ = train_log_led_by(
-        "environment/peft_all_linear_target_modules_not_found_old_peft", "peft.all_linear_before_0_8"
-    )
-    assert not fired(diag, "peft.no_matching_target_modules")  # the generic reading stands aside
-
-
 def test_a_real_peft_log_naming_other_modules_stays_the_adapter_configuration() -> None:
     """The real peft output kept with pack 47 (Llama-style names on a BERT model) is not the release fact."""
-    log = (
-        Path(__file__).resolve().parents[1]
-        / "data"
-        / "kb"
-        / "hf_dynamo_catalogue"
-        / "peft_target_modules_not_in_model.log"
-    )
-    diag = diagnose([str(log)], exit_code=1)
+    diag = diagnose([str(KB_DATA / "hf_dynamo_catalogue" / "peft_target_modules_not_in_model.log")], exit_code=1)
     assert not fired(diag, "peft.all_linear_before_0_8")
     assert (diag.root_causes[0].rule, diag.root_causes[0].category) == ("peft.no_matching_target_modules", "config")
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "pytorch/torch_directml_multinomial_not_supported_cpu_fallback",
-        "pytorch/torch_directml_native_dropout_not_supported_cpu_fallback",
-    ],
-)
-def test_an_operator_the_backend_lacks_falls_back_to_the_cpu_on_train_logs(name: str) -> None:
-    diag, _ = train_log_led_by(name, "torch.backend_op_cpu_fallback")
-    assert diag.profile.type == "unsupported_op"
-    assert "aten::" in diag.root_causes[0].summary and "DML" in diag.root_causes[0].summary
 
 
 def test_a_lambda_a_test_hands_a_spawned_process_is_the_tests_code(pytester: pytest.Pytester) -> None:
@@ -123,11 +136,3 @@ def test_a_local_object_of_the_programs_own_function_stays_the_programs_code(tmp
     assert "Can't pickle local object 'main.<locals>.<lambda>'" in stderr
     assert not fired(diag, "pytest.unpicklable_test_local_object")
     assert diag.root_causes[0].category == "model"
-
-
-def test_the_frameless_paste_of_a_tests_lambda_is_the_tests_code_on_a_train_log() -> None:
-    """Only the exception line was pasted: the qualified name (TestCommon.test_data_loader.<locals>) shows a test."""
-    train_log_led_by(
-        "pytest_python/torchvision_prototype_test_data_loader_lambda_unpicklable_under_spawn",
-        "pytest.unpicklable_test_local_object",
-    )
