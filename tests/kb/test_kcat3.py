@@ -1,7 +1,7 @@
 """The stdlib catalogue (32-stdlib-catalogue.toml): each family is shown on output produced here by the real
 interpreter or library, failing for the reason its message documents (sqlite3, importlib.metadata, io,
 pickle, codecs, errno EISDIR/ENOTDIR, the interpreter's iteration and signal checks, zlib, json,
-concurrent.futures, pydantic 2, jsonschema, click, uvicorn)."""
+concurrent.futures, pydantic 2, jsonschema, click, uvicorn, argparse)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,15 @@ CASES = {
         "config",
     ),
     "uvicorn.app_import": ("import uvicorn; uvicorn.run('no_such_module_kcat3:app')", "config"),
+    "py.argparse_usage_error": (
+        """
+        import argparse
+        parser = argparse.ArgumentParser(prog="train.py")
+        parser.add_argument("--model-name", required=True)
+        parser.parse_args([])
+        """,
+        "config",
+    ),
 }
 
 
