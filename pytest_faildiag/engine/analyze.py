@@ -154,7 +154,11 @@ def analyze(
     scan: ScanResult, ruleset: RuleSet, *, exit_code: int | None, command: str | None, hint_stack: str | None = None
 ) -> Analysis:
     settle_handled(scan, exit_code)  # a traceback the program handled is evidence only when nothing else is
-    failed = bool(exit_code) or bool(scan.tracebacks) or bool(scan.pytest_errors)
+    # a rule that only explains a failure (requires_failure: a warning, a coverage report) counts when the run
+    # failed, or when its exit status is unknown: a log handed over without one is handed over as a failure, and
+    # such a line is then the best-supported reading (a skipped async test, a coverage that measured nothing),
+    # better than taking the quiet log for a hang. A run known to have exited 0 keeps them out.
+    failed = bool(exit_code) or exit_code is None or bool(scan.tracebacks) or bool(scan.pytest_errors)
     found = scan.rule_ids()
     findings = _effective(scan, found, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}

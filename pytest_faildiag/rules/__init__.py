@@ -153,7 +153,7 @@ class Rule:
     downstream: bool = False
     noise: bool = False  # matches lines that are never a failure by themselves (INFO chatter)
     suppressed_by: list[str] = field(default_factory=list)
-    requires_failure: bool = False  # only counts when the run failed (non-zero exit or another error)
+    requires_failure: bool = False  # only counts when the run failed (non-zero or unknown exit, or another error)
     pack: str = ""
 
 

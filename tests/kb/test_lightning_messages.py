@@ -24,7 +24,7 @@ RULES = {r["id"] for r in tomllib.loads(PACK.read_text())["rule"]}
 
 
 def test_the_rules_load_and_each_has_a_real_log():
-    assert len(RULES) == 19
+    assert len(RULES) == 20
     assert RULES <= loaded_rule_ids()
     assert {lab["rule"] for lab in LABELS} == RULES
     assert {p.name for p in DATA.glob("*.log")} == {lab["log"] for lab in LABELS}
