@@ -1,4 +1,6 @@
-"""Catalogue facts from the train misses of batches 54-56 (#13): argparse's and jsonargparse's usage errors, PyO3's
+"""Catalogue facts from the train misses of batches 54-57 (#13), the pass's table of train logs (one per fact, the
+other tests of the second and third commits' facts in test_unknown_exit_and_platform_facts.py and
+test_link_and_client_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
 PanicException, stable-baselines3 given a space of the other gym package, transformers/accelerate spilling weights
 to disk, Transformer Engine's FP8 limits, scikit-learn's module paths removed in 0.23/0.24, PyTorch's C++17
 requirement for extensions, TensorRT's ONNX parser without an importer for an op, and Windows' error 1455 while
@@ -16,6 +18,13 @@ import pytest
 
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import fired, run_failing, train_log_led_by
+
+# two logs whose symptom the paste does not show: PJRT's one line (the thread says the process died; nothing in the
+# line does), and coverage's warnings, labelled of unknown type
+UNTYPED = {
+    "jax/tpu_libtpu_jaxlib_version_mismatch_pjrt_plugin_args_size",
+    "pytest_python/pytest_cov_addopts_wrong_package_no_data_collected",
+}
 
 
 @pytest.mark.parametrize(
@@ -39,11 +48,41 @@ from tests.kb.kb_helpers import fired, run_failing, train_log_led_by
         ("environment/deepspeed_ops_build_torch_nightly_requires_cxx17", "build.torch_needs_cxx17"),
         ("environment/onnx_tensorrt_no_importer_registered_for_reversesequence", "tensorrt.plugin_not_found"),
         ("pytorch/kair_swinir_train_winerror_1455_paging_file_too_small_shm_dll", "py.windows_commit_limit"),
+        # the second commit's (tests/kb/test_unknown_exit_and_platform_facts.py has their other tests)
+        (
+            "environment/pip_install_tensorboard_errno2_windows_path_over_260_chars_long_paths_disabled",
+            "pip.windows_long_path",
+        ),
+        ("distributed/ray_start_object_store_exceeds_dev_shm_docker", "ray.object_store_exceeds_shm"),
+        ("jax/tpu_libtpu_jaxlib_version_mismatch_pjrt_plugin_args_size", "pjrt.struct_size_mismatch"),
+        (
+            "environment/openchat_flash_attn_varlen_func_undefined_with_flash_attn_v1",
+            "flash_attn.guarded_import_missing",
+        ),
+        ("environment/transformers_keyerror_mistral_outdated_transformers", "hf.auto_config_keyerror"),
+        (
+            "pytest_python/pytest_qt_qapp_fixture_fatal_python_error_aborted_no_qt_platform_plugin",
+            "mpl.qt_platform_plugin",
+        ),
+        ("distributed/pflowtts_lightning_ddp_unused_params_strategy_flag", "lightning.ddp_unused_parameters"),
+        ("pytest_python/pytest_cov_addopts_wrong_package_no_data_collected", "coverage.no_data"),
+        # the third commit's (tests/kb/test_link_and_client_facts.py)
+        (
+            "environment/libtorch_centos7_undefined_reference_c10_error_from_forced_cxx11_abi_flag",
+            "build.undefined_reference",
+        ),
+        (
+            "environment/libtorch_qmake_undefined_reference_torch_jit_load_linked_ltorch_not_ltorch_cpu",
+            "build.undefined_reference",
+        ),
+        ("environment/opencv_imshow_not_implemented_binaries_built_without_ui_backend", "opencv.gui_not_implemented"),
+        ("pytest_python/chroma_example_uses_removed_openai_chatcompletion_api", "openai.api_removed_in_v1"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
     diag, label = train_log_led_by(name, rule)
-    assert diag.profile.type == label["type"], (diag.profile.type, label["type"])
+    if name not in UNTYPED:
+        assert diag.profile.type == label["type"], (diag.profile.type, label["type"])
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,9 @@ limit under pip, Ray's object store against /dev/shm, PJRT's struct sizes betwee
 guarded import, transformers' model-type table in a paste that lost a space, pytest-qt's QApplication aborting, a
 setup-python version the runner image lacks (the runner is the harness), pytest selecting no test (the selection
 given is configuration). Lightning's DDP unused-parameter message is shown on a real run in
-tests/data/kb/lightning_messages (test_lightning_messages.py). Each test fails on the code and rules from before
-the commit that added it."""
+tests/data/kb/lightning_messages (test_lightning_messages.py); the train log of each fact is read in
+test_parser_panic_fp8_facts.py's table. Each test fails on the code and rules from before the commit that added
+it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, top3, train_diagnosis, train_log_led_by
+from tests.kb.kb_helpers import fired, top3, train_diagnosis
 
 
 def _coverage_of_a_package_never_imported(tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -39,32 +38,6 @@ def test_a_log_without_an_exit_status_is_read_as_the_failure_it_was_handed_over_
     assert unknown.root_causes[0].rule == "coverage.no_data"
     assert (unknown.root_causes[0].category, unknown.profile.type) == ("config", "runtime_error")
     assert not fired(diagnose(texts={"stderr": proc.stderr}, exit_code=0), "coverage.no_data")
-
-
-@pytest.mark.parametrize(
-    ("name", "rule"),
-    [
-        (
-            "environment/pip_install_tensorboard_errno2_windows_path_over_260_chars_long_paths_disabled",
-            "pip.windows_long_path",
-        ),
-        ("distributed/ray_start_object_store_exceeds_dev_shm_docker", "ray.object_store_exceeds_shm"),
-        ("jax/tpu_libtpu_jaxlib_version_mismatch_pjrt_plugin_args_size", "pjrt.struct_size_mismatch"),
-        (
-            "environment/openchat_flash_attn_varlen_func_undefined_with_flash_attn_v1",
-            "flash_attn.guarded_import_missing",
-        ),
-        ("environment/transformers_keyerror_mistral_outdated_transformers", "hf.auto_config_keyerror"),
-        (
-            "pytest_python/pytest_qt_qapp_fixture_fatal_python_error_aborted_no_qt_platform_plugin",
-            "mpl.qt_platform_plugin",
-        ),
-        ("distributed/pflowtts_lightning_ddp_unused_params_strategy_flag", "lightning.ddp_unused_parameters"),
-        ("pytest_python/pytest_cov_addopts_wrong_package_no_data_collected", "coverage.no_data"),
-    ],
-)
-def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
-    train_log_led_by(name, rule)
 
 
 def test_a_ci_log_whose_path_is_too_long_for_windows_names_the_runner() -> None:
