@@ -56,3 +56,17 @@ def test_pytest_selecting_no_test_names_the_selection_it_was_given() -> None:
     diag = train_diagnosis("pytest_python/opensre_ci_stale_test_path_xdist_exit5")
     assert diag.root_causes[0].rule == "pytest.no_tests"
     assert "config" in top3(diag)
+
+
+def test_torch_sharing_descriptors_lists_the_runs_sharing_strategy() -> None:
+    """torch.multiprocessing's documentation: the file_descriptor strategy under a low limit calls for file_system
+    or a higher limit, the run's own settings."""
+    diag = train_diagnosis("pytorch/fd_sharing_strategy_too_many_open_files_shm")
+    assert diag.root_causes[0].rule == "host.file_handles"
+    assert top3(diag)[0] == "resource" and "config" in top3(diag)
+
+
+def test_docker_refusing_the_nvidia_runtime_by_name_lists_the_request() -> None:
+    diag = train_diagnosis("environment/docker_compose_nvidia_runtime_daemon_not_restarted")
+    assert diag.root_causes[0].rule == "docker.gpu_driver_unavailable"
+    assert top3(diag)[0] == "environment" and "config" in top3(diag)
