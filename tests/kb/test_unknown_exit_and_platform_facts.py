@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_faildiag.engine.api import diagnose
 from tests.kb.kb_helpers import fired, top3, train_diagnosis
 
@@ -46,8 +48,15 @@ def test_a_ci_log_whose_path_is_too_long_for_windows_names_the_runner() -> None:
     assert top3(diag)[:2] == ["environment", "harness"]
 
 
-def test_setup_python_without_the_version_on_the_image_names_the_runner() -> None:
-    diag = train_diagnosis("environment/gha_setup_python37_missing_ubuntu2404_runner")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "environment/gha_setup_python37_missing_ubuntu2404_runner",  # v5: "The version 'X' with architecture ..."
+        "environment/gha_setup_python_patch_not_built_for_ubuntu2204",  # v4: "Version X with arch A not found"
+    ],
+)
+def test_setup_python_without_the_version_on_the_image_names_the_runner(name: str) -> None:
+    diag = train_diagnosis(name)
     assert diag.root_causes[0].rule == "gha.setup_python_version_missing"
     assert top3(diag)[:2] == ["config", "harness"]
 
