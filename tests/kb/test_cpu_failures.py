@@ -15,18 +15,10 @@ from pytest_faildiag.engine.api import diagnose
 torch = pytest.importorskip("torch")
 
 
-def _run(tmp_path: Path, body: str, timeout: float = 120, attempts: int = 1):
+def _run(tmp_path: Path, body: str, timeout: float = 120):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(body))
-    for attempt in range(attempts):
-        try:
-            p = subprocess.run(
-                [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout
-            )
-            break
-        except subprocess.TimeoutExpired:
-            if attempt == attempts - 1:
-                raise
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
     assert p.returncode != 0, p.stdout + p.stderr
     diag = diagnose(
         texts={"stdout.txt": p.stdout, "stderr.txt": p.stderr}, exit_code=p.returncode, command=f"python {script.name}"
@@ -165,7 +157,6 @@ def test_it_reports_a_dataloader_worker_killed_by_sigkill_as_memory(tmp_path):
             os._exit(1)
     """,
         timeout=60,
-        attempts=2,
     )
     assert (diag.profile.type, diag.profile.stage, cats[0]) == ("crash", "data", "resource"), (
         diag.profile.first_failure,
