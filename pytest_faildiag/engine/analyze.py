@@ -76,15 +76,19 @@ _PYTEST_RAISE = re.compile(r"\s*(?:[\w.]*(?:Error|Exception)|Failed|assert)\b") 
 FATAL_SIGNALS = frozenset(
     {"SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGTERM", "SIGTRAP", "SIGQUIT", "SIGSYS"}
 )
+# the signals a process's own fault raises (a bad instruction or address, an arithmetic trap, abort(), a trap,
+# a refused system call), not ones sent from outside to stop it
+FAULT_SIGNALS = frozenset({"SIGILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGABRT", "SIGTRAP", "SIGSYS"})
 # an exit status or a signal reported in a log line: shells and CI runners print 128+N ("exit code 137",
 # make's "[target] Error 139"), Python's subprocess "returned non-zero exit status 134", launchers a negative status
 # ("exitcode: -11", "exit status -9"), others name the signal ("killed by signal 9", "terminated by SIGSEGV")
 _SIGNAL_STATUS = re.compile(
     r"(?i)(?:exit(?:ed)?(?: with)?[ _]?(?:code|status)|exitcode|return(?:ed)? (?:non-zero )?(?:exit )?(?:code|status)"
     r"|\] Error)\s*[:=]?\s*(?:(?P<code>1[3-5]\d)\b|-(?P<neg>\d{1,2})\b)"
-    r"|\b(?:killed|terminated|died|exited|stopped) (?:with|by|on|due to) (?:the )?(?:signal\s*(?P<num>\d{1,2})\b"
-    r"|(?:signal\s*)?SIG(?P<sig>[A-Z]{3,4})\b)"
-)
+    r"|\b(?:killed|terminated|died|exited|stopped) (?:with|by|on|due to) (?:the )?"
+    r"(?:signal:?\s*(?:Some\()?(?P<num>\d{1,2})\b|(?:signal\s*|<Signals\.)?SIG(?P<sig>[A-Z]{3,4})\b)"
+)  # Rust's ExitStatus prints "signal: 4 (SIGILL)", its Option's Debug "signal: Some(4)" (uv); Python's
+# CalledProcessError "died with <Signals.SIGILL: 4>."
 _PYTEST_CMD = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?:\s|$)")  # the program, not a /tmp/pytest-of-… path
 
 
@@ -163,7 +167,10 @@ def analyze(
     findings = _effective(scan, found, failed or _has_error_finding(scan))
     ids = {f.rule.id for f in findings}
     # an exit status's reading yields to the rules that name why the process ended (suppressed_by, as for lines)
-    findings += [f for f in exit_findings(ruleset, exit_code) if f.rule.id not in ids and not _suppressed(f, found)]
+    for f in exit_findings(ruleset, exit_code) + reported_exit_findings(ruleset, scan):
+        if f.rule.id not in ids and not _suppressed(f, found):
+            findings.append(f)
+            ids.add(f.rule.id)
     findings.sort(key=order_key)
     profile = FailureProfile(command=command, exit_code=exit_code, signal=signal_name(exit_code))
     profile.stack = hint_stack or detect_stack(scan, command, findings, ruleset.reasoning.package_stacks)
@@ -278,9 +285,15 @@ def reported_signal_death(scan: ScanResult) -> str | None:
     launcher or a build tool use for it: an exit status of 128+N (``exit code 139``, ``Error 134``,
     ``returned non-zero exit status 137``), a negative status (``exitcode: -11``), a named signal
     (``killed by signal 9``, ``terminated by signal SIGSEGV``). None when no line says so."""
-    lines = [t for _s, _n, t in scan.error_lines[:200]]
-    lines += [t for info in scan.sources.values() for t in info.tail[-8:]]
-    for text in lines:
+    found = _signal_death_line(scan, FATAL_SIGNALS)
+    return found[0] if found else None
+
+
+def _signal_death_line(scan: ScanResult, signals: frozenset[str]) -> tuple[str, str, int, str] | None:
+    """The first of ``signals`` a line reports a process died of: (signal name, source, line number, text)."""
+    lines = list(scan.error_lines[:200])
+    lines += [(src, 0, t) for src, info in scan.sources.items() for t in info.tail[-8:]]
+    for src, lineno, text in lines:
         for m in _SIGNAL_STATUS.finditer(text):
             code = int(m["code"]) if m["code"] else -int(m["neg"]) if m["neg"] else None
             name = signal_name(code) if code is not None else None
@@ -288,9 +301,23 @@ def reported_signal_death(scan: ScanResult) -> str | None:
                 name = signal_name(-int(m["num"]))
             elif m["sig"]:
                 name = "SIG" + m["sig"].upper()
-            if name in FATAL_SIGNALS:
-                return name
+            if name in signals:
+                return name, src, lineno, text
     return None
+
+
+def reported_exit_findings(ruleset: RuleSet, scan: ScanResult) -> list[Finding]:
+    """A line saying a process died of a fatal signal (``Command exited with signal: Some(4)``, ``returned
+    non-zero exit status 132``) is the same evidence as that process's exit status: the rules that read that
+    signal's status (SIGILL's, SIGSEGV's, ...) read it, citing the line. The run's own status may say less (a
+    parent that exited 1 after its child died). Only the signals a process's own fault raises count: a line that a
+    worker died of SIGTERM or SIGKILL most often reports the launcher stopping the others after the failure."""
+    found = _signal_death_line(scan, FAULT_SIGNALS)
+    if not found:
+        return []
+    name, src, lineno, text = found
+    status = -int(_signal.Signals[name])
+    return [Finding(r, src, lineno, text.strip(), {}) for r in ruleset.exit_rules if status in r.exit_codes]
 
 
 def _fallback_type(scan: ScanResult, exit_code: int | None) -> str:

@@ -89,6 +89,7 @@ LIBRARY_OP = "raiser:library_op"  # a compiled operation refused what a library'
 # raised where nothing could catch it): the reported exception is the failure, read in its place
 REPORTER_FAMILY = "unraisable"
 SYNTAX_FAMILY = "syntax"  # the [[exception]] family of SyntaxError and its subclasses
+_COMPILED_STRING = re.compile(r"\(<string>, line \d+\)")  # a SyntaxError's location in code compiled from a string
 # a log level below warning: chatter a hung run prints too ("NCCL INFO … Failed to open libibverbs.so"). A
 # warning is read: it is how a library says that a part of it could not be set up ("xFormers can't load C++/CUDA
 # extensions", bitsandbytes' "libcudart.so not found"), and NCCL's WARN level is how it reports its errors; a paste
@@ -136,6 +137,7 @@ class Facts:
     called_from_test: bool = False  # the program's code that raised was called by a test (the code under test)
     library_on_stack: bool = False  # a library's frame is on the failing stack (a caller or the code it called)
     native_tail: bool = False  # the run's last line came from a library's compiled code (_native_tail)
+    compiled_string: bool = False  # the SyntaxError is in code compiled from a string by the frame that raised
 
 
 def frame_owner(frame: Frame, libraries: frozenset[str]) -> tuple[str, str | None]:
@@ -705,6 +707,10 @@ def _owners(facts: Facts, frames: list[Frame], reasoning: Reasoning, script: boo
     if len(frames) > 1 and _module_getattr(frames[-1]) and owners[-1][0] == "library":
         # a module's ``__getattr__`` (PEP 562) raises for the name its caller asked for: the caller is the raiser
         frames, owners = frames[:-1], owners[:-1]
+    if facts.family == SYNTAX_FAMILY and len(frames) > 1 and _compiled_string_frame(frames[-1]):
+        # code compiled from a string (exec, compile) is the code of the frame that compiled it
+        frames, owners = frames[:-1], owners[:-1]
+        facts.compiled_string = True
     if facts.family == TRACE_FAMILY and (facts.exc_type or "").rsplit(".", 1)[-1] not in _TRACER_LEAKS:
         # JAX raises a tracer error inside its own code (Tracer.__array__/__bool__/__index__, its indexing) for
         # the code that converted the traced value; NumPy's frames (np.asarray, np.stack …) only pass the value
@@ -1402,14 +1408,25 @@ def assertion_helper(facts: Facts, frames: list[Frame], reasoning: Reasoning) ->
     return ASSERTION_HELPER if _text(reasoning, "assertion_helper").search(f"{caller.code}\n{entry.func}(") else None
 
 
+def _compiled_string_frame(frame: Frame) -> bool:
+    """A SyntaxError's function-less frame in ``<string>``: the location of code compiled from a string."""
+    return not frame.func and frame.file == "<string>"
+
+
 def _syntax_file(facts: Facts) -> str | None:
     """Whose file does not parse, when Python named it (a SyntaxError's function-less frame, the innermost):
     the program's own (``syntax:own_file``), a test's (``syntax:test_file``) or an installed library's
     (``syntax:library_file``: a release written for a newer Python, or broken). The file is where the cause
     lives, whichever code imported it."""
     fr = facts.raise_frame
-    if facts.family != SYNTAX_FAMILY or fr is None or fr.func:
+    if facts.family != SYNTAX_FAMILY or fr is None:
         return None
+    if fr.func:
+        # Python names code compiled from a string "<string>" (its function-less frame, or "(<string>, line N)" in
+        # the message): text a library generated and ran (exec, compile) from its own frame is that library's
+        # code, whatever the program imported
+        generated = facts.compiled_string or bool(_COMPILED_STRING.search(facts.message))
+        return "syntax:library_generated" if generated and facts.raiser == "library" else None
     return {"user": "syntax:own_file", "test": "syntax:test_file", "library": "syntax:library_file"}.get(
         facts.raiser or ""
     )
