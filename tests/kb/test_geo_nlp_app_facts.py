@@ -1,0 +1,41 @@
+"""Catalogue facts from the train misses of batch 60 (#13): Shapely 2.0's multi-part geometries that no longer
+iterate, NLTK's data resources installed apart from the package, Streamlit's duplicate widget IDs, PyTorch Mobile's
+refusal of the legacy TorchScript format, and Cython's struct-size check read as the installed versions before a
+library's bug. Each is shown on a train log of the thread corpus (a user's paste, its cause confirmed in the
+thread); each test fails on the rules of the session's start."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.kb.kb_helpers import fired, top3, train_diagnosis, train_log_led_by
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("environment/pudl_shapely2_multipolygon_not_iterable_tests", "shapely.multipart_iteration_removed"),
+        ("environment/fmeval_nltk_punkt_tab_lookuperror_after_nltk_update", "nltk.resource_not_found"),
+        ("environment/obsidian_brain_nltk_punkt_tab_resource_not_found", "nltk.resource_not_found"),
+        ("pytest_python/proteobench_streamlit_duplicate_widget_id_download_button_rerun", "streamlit.duplicate_widget"),
+        (
+            "pytorch/pytorch_android_legacy_model_format_not_supported_on_mobile_version_mismatch",
+            "torch.mobile_legacy_model_format",
+        ),
+    ],
+)
+def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
+    diag, label = train_log_led_by(name, rule)
+    assert diag.profile.type == label["type"], (diag.profile.type, label["type"])
+
+
+def test_the_mobile_loaders_format_refusal_is_no_missing_operator() -> None:
+    diag = train_diagnosis("pytorch/pytorch_android_legacy_model_format_not_supported_on_mobile_version_mismatch")
+    assert not fired(diag, "torch.not_implemented_for_device")
+
+
+def test_cythons_size_check_under_a_librarys_own_frames_is_the_installed_versions() -> None:
+    """rasterio's Cython module, imported under pytest, finds numpy.ufunc of another size than its header's: every
+    frame is the library's, yet the check says the extension was built against another NumPy."""
+    diag = train_diagnosis("environment/rasterio_numpy_ufunc_size_changed_build_isolation")
+    assert top3(diag)[0] == "environment", [(c.category, c.rule) for c in diag.root_causes[:3]]
