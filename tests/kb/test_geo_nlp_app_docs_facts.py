@@ -1,8 +1,9 @@
-"""Catalogue facts from the train misses of batch 60 (#13): Shapely 2.0's multi-part geometries that no longer
-iterate, NLTK's data resources installed apart from the package, Streamlit's duplicate widget IDs, PyTorch Mobile's
-refusal of the legacy TorchScript format, and Cython's struct-size check read as the installed versions before a
-library's bug. Each is shown on a train log of the thread corpus (a user's paste, its cause confirmed in the
-thread); each test fails on the rules of the session's start."""
+"""Catalogue facts from the train misses of batches 60 and 61 (#13): Shapely 2.0's multi-part geometries that no
+longer iterate, NLTK's data resources installed apart from the package, Streamlit's duplicate widget IDs, PyTorch
+Mobile's refusal of the legacy TorchScript format, Cython's struct-size check read as the installed versions before a
+library's bug; GitHub's Git LFS quota, Sphinx's extensions that do not import, YOLOv5's label classes beyond the data
+YAML's nc. Each is shown on a train log of the thread corpus (a user's paste, its cause confirmed in the thread);
+each test fails on the rules from before the commit that added its fact."""
 
 from __future__ import annotations
 
@@ -22,11 +23,27 @@ from tests.kb.kb_helpers import fired, top3, train_diagnosis, train_log_led_by
             "pytorch/pytorch_android_legacy_model_format_not_supported_on_mobile_version_mismatch",
             "torch.mobile_legacy_model_format",
         ),
+        ("environment/genie2_git_lfs_checkpoint_download_repo_over_data_quota", "git_lfs.quota_exceeded"),
+        ("environment/chemtoolagent_git_lfs_checkpoint_smudge_error_lfs_budget_exceeded", "git_lfs.quota_exceeded"),
+        (
+            "environment/tardis_readthedocs_numpydoc_cannot_import_directive_sphinx_1_7",
+            "sphinx.extension_import_failed",
+        ),
+        ("pytorch/yolov5_train_label_class_exceeds_nc_custom_data_yaml", "yolov5.label_class_exceeds_nc"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
     diag, label = train_log_led_by(name, rule)
     assert diag.profile.type == label["type"], (diag.profile.type, label["type"])
+
+
+def test_yolov5s_own_source_line_of_the_check_is_not_the_failure() -> None:
+    """The paste shows the assert's source line ("f'Label class {mlc} exceeds nc={nc} ...'") above the error: only
+    the error's numbers make the finding."""
+    diag = train_diagnosis("pytorch/yolov5_train_label_class_exceeds_nc_custom_data_yaml")
+    top = diag.root_causes[0]
+    assert top.rule == "yolov5.label_class_exceeds_nc"
+    assert "holds class 2.0, but the dataset has nc=2 classes" in top.summary
 
 
 def test_the_mobile_loaders_format_refusal_is_no_missing_operator() -> None:
