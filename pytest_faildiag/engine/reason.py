@@ -1417,7 +1417,8 @@ def _syntax_file(facts: Facts) -> str | None:
     """Whose file does not parse, when Python named it (a SyntaxError's function-less frame, the innermost):
     the program's own (``syntax:own_file``), a test's (``syntax:test_file``) or an installed library's
     (``syntax:library_file``: a release written for a newer Python, or broken). The file is where the cause
-    lives, whichever code imported it."""
+    lives, whichever code imported it. Code a library's frame compiled from a string (``exec``, ``compile``) is
+    that library's generated code (``syntax:library_generated``)."""
     fr = facts.raise_frame
     if facts.family != SYNTAX_FAMILY or fr is None:
         return None

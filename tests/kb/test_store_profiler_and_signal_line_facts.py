@@ -5,7 +5,8 @@ trainers, HDF5 1.8's capitalised "File signature not found"; and two readings th
 saying a process died of a signal is that process's exit status (Rust's and Python's wordings), and a SyntaxError
 in code a library compiled from a string is that library's. Each is shown on a train log of the thread corpus (a
 user's paste, its cause confirmed in the thread); the readings also on output of the real interpreter here. Each
-test fails on the rules and engine from before the commit."""
+test but one fails on the rules and engine from before the commit; the program's own exec, which stays the
+program's, is the contrast."""
 
 from __future__ import annotations
 
