@@ -1,6 +1,7 @@
-"""Catalogue facts from the train misses of batches 54-57 (#13), the pass's table of train logs (one per fact, the
-other tests of the second and third commits' facts in test_unknown_exit_and_platform_facts.py and
-test_link_and_client_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
+"""Catalogue facts from the train misses of batches 54-57 (#13), and the table of train logs of the 36th and 37th
+passes (one per fact: the other tests of the 36th pass's second and third commits' facts are in
+test_unknown_exit_and_platform_facts.py and test_link_and_client_facts.py, the 37th pass's in
+test_store_profiler_and_signal_line_facts.py and test_geo_nlp_app_docs_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
 PanicException, stable-baselines3 given a space of the other gym package, transformers/accelerate spilling weights
 to disk, Transformer Engine's FP8 limits, scikit-learn's module paths removed in 0.23/0.24, PyTorch's C++17
 requirement for extensions, TensorRT's ONNX parser without an importer for an op, and Windows' error 1455 while
@@ -77,6 +78,45 @@ UNTYPED = {
         ),
         ("environment/opencv_imshow_not_implemented_binaries_built_without_ui_backend", "opencv.gui_not_implemented"),
         ("pytest_python/chroma_example_uses_removed_openai_chatcompletion_api", "openai.api_removed_in_v1"),
+        # the 37th pass's, batches 58-59 (tests/kb/test_store_profiler_and_signal_line_facts.py has their other tests)
+        ("distributed/efa_libfabric_cannot_allocate_memory_low_memlock_ulimit", "efa.libfabric_enomem"),
+        ("environment/pytorch_profiler_kineto_not_available_windows_torch_1_8_1", "torch.profiler_kineto_unavailable"),
+        ("environment/deepcluster_faiss_cpu_build_no_standardgpuresources", "faiss.cpu_build_without_gpu"),
+        (
+            "pytest_python/localgpt_chromadb_dimensionality_768_vs_index_384_after_embedding_model_change",
+            "chromadb.embedding_dimension_mismatch",
+        ),
+        ("pytorch/open_clip_pretrained_weights_file_not_found_relative_path", "open_clip.pretrained_not_found"),
+        ("pytorch/openai_clip_load_sha256_mismatch_incomplete_download", "clip.download_checksum_mismatch"),
+        ("pytorch/unsloth_import_gkdtrainer_non_default_argument_syntaxerror", "unsloth.compiled_trainer_failed"),
+        ("pytest_python/satellite_leak_detection_h5py_file_signature_not_found_git_lfs_pointer", "hdf5.not_hdf5"),
+        # batches 60-61 (tests/kb/test_geo_nlp_app_docs_facts.py)
+        ("environment/pudl_shapely2_multipolygon_not_iterable_tests", "shapely.multipart_iteration_removed"),
+        ("environment/fmeval_nltk_punkt_tab_lookuperror_after_nltk_update", "nltk.resource_not_found"),
+        ("environment/obsidian_brain_nltk_punkt_tab_resource_not_found", "nltk.resource_not_found"),
+        ("pytest_python/proteobench_streamlit_duplicate_widget_id_download_button_rerun", "streamlit.duplicate_widget"),
+        (
+            "pytorch/pytorch_android_legacy_model_format_not_supported_on_mobile_version_mismatch",
+            "torch.mobile_legacy_model_format",
+        ),
+        ("environment/genie2_git_lfs_checkpoint_download_repo_over_data_quota", "git_lfs.quota_exceeded"),
+        ("environment/chemtoolagent_git_lfs_checkpoint_smudge_error_lfs_budget_exceeded", "git_lfs.quota_exceeded"),
+        (
+            "environment/tardis_readthedocs_numpydoc_cannot_import_directive_sphinx_1_7",
+            "sphinx.extension_import_failed",
+        ),
+        ("pytorch/yolov5_train_label_class_exceeds_nc_custom_data_yaml", "yolov5.label_class_exceeds_nc"),
+        # older train misses: absl, Keras, pytest's older wordings
+        ("jax/functa_jaxline_script_flags_not_parsed_unparsed_flag_access_config", "absl.unparsed_flag_access"),
+        ("pytest_python/keras_model_duplicate_layer_name_vgg16_backbone", "keras.duplicate_layer_name"),
+        (
+            "pytest_python/project_sailor_pytest7_warns_none_removedin8_warning_as_error",
+            "pytest.removed_api_called",
+        ),
+        (
+            "pytest_python/pytest_asyncio_010_direct_function_construction_deprecated_pytest54",
+            "pytest.node_direct_construction",
+        ),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:

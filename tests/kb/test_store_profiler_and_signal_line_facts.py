@@ -4,7 +4,8 @@ open_clip's `pretrained` that is neither a tag nor a file, CLIP's checksum of a 
 trainers, HDF5 1.8's capitalised "File signature not found"; and two readings that need no signature: a line
 saying a process died of a signal is that process's exit status (Rust's and Python's wordings), and a SyntaxError
 in code a library compiled from a string is that library's. Each is shown on a train log of the thread corpus (a
-user's paste, its cause confirmed in the thread); the readings also on output of the real interpreter here. Each
+user's paste, its cause confirmed in the thread; the facts' leading rows are in the train-log table of
+test_parser_panic_fp8_facts.py); the readings also on output of the real interpreter here. Each
 test but one fails on the rules and engine from before the commit; the program's own exec, which stays the
 program's, is the contrast."""
 
@@ -14,30 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-from tests.kb.kb_helpers import fired, run_failing, top3, train_diagnosis, train_log_led_by
-
-
-@pytest.mark.parametrize(
-    ("name", "rule"),
-    [
-        ("distributed/efa_libfabric_cannot_allocate_memory_low_memlock_ulimit", "efa.libfabric_enomem"),
-        ("environment/pytorch_profiler_kineto_not_available_windows_torch_1_8_1", "torch.profiler_kineto_unavailable"),
-        ("environment/deepcluster_faiss_cpu_build_no_standardgpuresources", "faiss.cpu_build_without_gpu"),
-        (
-            "pytest_python/localgpt_chromadb_dimensionality_768_vs_index_384_after_embedding_model_change",
-            "chromadb.embedding_dimension_mismatch",
-        ),
-        ("pytorch/open_clip_pretrained_weights_file_not_found_relative_path", "open_clip.pretrained_not_found"),
-        ("pytorch/openai_clip_load_sha256_mismatch_incomplete_download", "clip.download_checksum_mismatch"),
-        ("pytorch/unsloth_import_gkdtrainer_non_default_argument_syntaxerror", "unsloth.compiled_trainer_failed"),
-        ("pytest_python/satellite_leak_detection_h5py_file_signature_not_found_git_lfs_pointer", "hdf5.not_hdf5"),
-    ],
-)
-def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
-    diag, label = train_log_led_by(name, rule)
-    assert diag.profile.type == label["type"], (diag.profile.type, label["type"])
+from tests.kb.kb_helpers import fired, run_failing, top3, train_diagnosis
 
 
 def test_efa_enomem_is_not_read_as_host_memory() -> None:
