@@ -573,9 +573,9 @@ def _log_report(facts: Facts, analysis: Analysis, scan: ScanResult) -> str | Non
 
 
 # a structural fact that refutes the premise of a message's cue: the module that could not be imported is the
-# project's own, so "an installed module lacks a name" and "something an install provides is absent" (the
-# words ``cannot import name``) do not read it
-_VOIDS = {"import:own_module": ("cue:installed_api", "cue:absent")}
+# project's own (or a file of the project shadows it), so "an installed module lacks a name" and "something an
+# install provides is absent" (the words ``cannot import name``) do not read it
+_VOIDS = {"import:own_module": ("cue:installed_api", "cue:absent"), "module:own_file": ("cue:installed_api",)}
 
 
 def _void_premises(facts: Facts) -> None:
@@ -846,6 +846,26 @@ def _own_module(facts: Facts, frames: list[Frame], libraries: frozenset[str], re
         parts = fr.file.replace("\\", "/").split("/")
         if top in parts[:-1] or parts[-1] == top + ".py":
             return module
+    return None
+
+
+def own_file_shadows(facts: Facts, frames: list[Frame], reasoning: Reasoning) -> str | None:
+    """``module:own_file`` for ``module 'M' has no attribute 'x'`` where a frame of the program's or its tests'
+    own code runs a file ``M.py`` (or a folder ``M/__init__.py``): that file is the module Python imported, found
+    first on sys.path (the script's folder comes before site-packages), so it shadows the package of that name
+    and lacks the package's names. Python 3.13 says so itself ("consider renaming '…/M.py' …"); older ones only
+    show the frame. A module M that really is the program's own is the same finding: its own code lacks the name."""
+    if facts.family != "attribute":
+        return None
+    m = _text(reasoning, "module_lacks_name").search(facts.message or "")
+    if m is None or not m["a"]:
+        return None
+    top = m["a"].split(".")[0]
+    for fr in frames:
+        parts = fr.file.replace("\\", "/").split("/")
+        own = parts[-1] == top + ".py" or parts[-2:] == [top, "__init__.py"]
+        if own and frame_owner(fr, reasoning.libraries)[0] in ("user", "test"):
+            return "module:own_file"
     return None
 
 
@@ -1323,6 +1343,9 @@ def _activate(
         act.append("import:own_module")
         if _TEST_FILE.search(own.replace(".", "/") + ".py"):
             act.append("import:own_test_module")  # a test helper or conftest imported as a module
+    shadow = own_file_shadows(facts, frames, reasoning)
+    if shadow:
+        act.append(shadow)
     if _names_installed_file(facts, analysis):
         act.append("path:installed")
     if not facts.distributed:

@@ -1,7 +1,8 @@
-"""Catalogue facts from the train misses of batches 54-57 (#13), and the table of train logs of the 36th and 37th
+"""Catalogue facts from the train misses of batches 54-57 (#13), and the table of train logs of the 36th to 38th
 passes (one per fact: the other tests of the 36th pass's second and third commits' facts are in
 test_unknown_exit_and_platform_facts.py and test_link_and_client_facts.py, the 37th pass's in
-test_store_profiler_and_signal_line_facts.py and test_geo_nlp_app_docs_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
+test_store_profiler_and_signal_line_facts.py and test_geo_nlp_app_docs_facts.py, the 38th's in
+test_grpc_rust_shadow_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
 PanicException, stable-baselines3 given a space of the other gym package, transformers/accelerate spilling weights
 to disk, Transformer Engine's FP8 limits, scikit-learn's module paths removed in 0.23/0.24, PyTorch's C++17
 requirement for extensions, TensorRT's ONNX parser without an importer for an op, and Windows' error 1455 while
@@ -117,6 +118,9 @@ UNTYPED = {
             "pytest_python/pytest_asyncio_010_direct_function_construction_deprecated_pytest54",
             "pytest.node_direct_construction",
         ),
+        # the 38th pass's (tests/kb/test_grpc_rust_shadow_facts.py has its other tests)
+        ("distributed/flower_grpc_sent_message_larger_than_max_gpt2_client", "grpc.message_larger_than_max"),
+        ("pytest_python/polars_prefiltered_parquet_decode_index_out_of_bounds_panic", "rust.panic"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:

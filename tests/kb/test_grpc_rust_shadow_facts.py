@@ -1,0 +1,64 @@
+"""Facts from the train misses of batches 62-64 (#13), 38th pass: a file of the program named like the package it
+imports (its frame runs ``M.py`` while ``module 'M'`` lacks a name). Produced here for real with the interpreter;
+the train logs of this pass's rules (gRPC's message-size limit, Rust's panic hook) are rows of the table in
+test_parser_panic_fp8_facts.py. Each test fails on the rules and the reasoning from before the commit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_faildiag.engine.api import diagnose
+from tests.kb.kb_helpers import top3
+
+# a helper module of the program, saved as random.py beside the script: ``import random`` inside it finds itself
+# first on sys.path (the script's folder), so random.choice is looked up on the program's own file
+_SHADOW = """
+    import random
+
+
+    def pick(items):
+        return random.choice(items)
+"""
+
+_MAIN = """
+    import random
+
+    print(random.pick([1, 2, 3]))
+"""
+
+
+def _run(tmp_path: Path, module: str) -> tuple[object, str]:
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(_SHADOW.replace("random", module)))
+    (tmp_path / "main.py").write_text(textwrap.dedent(_MAIN.replace("random", module)))
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "main.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert p.returncode == 1, p.stdout + p.stderr
+    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
+
+
+def _facts(diag) -> set[str]:
+    """The context facts the diagnosis reports on its causes (``context:<fact>`` checks)."""
+    return {v.name.removeprefix("context:") for c in diag.root_causes for v in c.validation_checks}
+
+
+def test_a_program_file_named_like_the_package_it_imports_is_the_program(tmp_path: Path) -> None:
+    diag, err = _run(tmp_path, "random")
+    assert "module 'random' has no attribute 'choice'" in err and "partially initialized" not in err
+    assert "module:own_file" in _facts(diag)
+    assert top3(diag)[0] == "model", [(rc.rule, rc.category) for rc in diag.root_causes[:3]]
+
+
+def test_a_package_lacking_a_name_called_from_a_differently_named_file_is_not_shadowed(tmp_path: Path) -> None:
+    # the same program with the helper saved as helpers.py: random is the standard library's, which has no pick
+    (tmp_path / "helpers.py").write_text("import random\n\n\ndef pick(items):\n    return random.pick(items)\n")
+    (tmp_path / "main.py").write_text("import helpers\n\nprint(helpers.pick([1, 2, 3]))\n")
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "main.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert "module 'random' has no attribute 'pick'" in p.stderr
+    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+    assert "module:own_file" not in _facts(diag)
