@@ -121,6 +121,14 @@ UNTYPED = {
         # the 38th pass's (tests/kb/test_grpc_rust_shadow_facts.py has its other tests)
         ("distributed/flower_grpc_sent_message_larger_than_max_gpt2_client", "grpc.message_larger_than_max"),
         ("pytest_python/polars_prefiltered_parquet_decode_index_out_of_bounds_panic", "rust.panic"),
+        ("pytest_python/ruff_linter_panic_invalid_escape_sequence_option_unwrap_none", "rust.panic"),
+        ("pytorch/espnet_evaluate_pseudomos_torch_hub_403_rate_limit_no_github_token", "github.api_rate_limit"),
+        ("pytorch/tt_forge_mobilenetv2_torch_hub_403_rate_limit_uncached_ci", "github.api_rate_limit"),
+        ("environment/pydantic_core_build_pypy311_newer_than_pyo3_max_supported", "build.pyo3_python_out_of_range"),
+        (
+            "pytest_python/pytest_aiohttp_incompatible_with_pytest_asyncio_0_14_timeout_context_outside_task",
+            "aiohttp.timeout_outside_task",
+        ),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
