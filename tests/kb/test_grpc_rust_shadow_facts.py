@@ -1,7 +1,9 @@
 """Facts from the train misses of batches 62-64 (#13), 38th pass: a file of the program named like the package it
-imports (its frame runs ``M.py`` while ``module 'M'`` lacks a name). Produced here for real with the interpreter;
-the train logs of this pass's rules (gRPC's message-size limit, Rust's panic hook) are rows of the table in
-test_parser_panic_fp8_facts.py. Each test fails on the rules and the reasoning from before the commit."""
+imports (its frame runs ``M.py`` while ``module 'M'`` lacks a name), produced here for real with the interpreter,
+and FSDP's older wording of its uniform-parameters check. The train logs of this pass's new rules (gRPC's
+message-size limit, Rust's panic hook, GitHub's rate limit, PyO3's Python range, aiohttp's loop, ONNX Runtime's
+providers, gradio_client's schemas) are rows of the table in test_parser_panic_fp8_facts.py. Each test fails on the
+rules and the reasoning from before the commit that added its fact."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import top3
+from tests.kb.kb_helpers import fired, top3, train_diagnosis
 
 # a helper module of the program, saved as random.py beside the script: ``import random`` inside it finds itself
 # first on sys.path (the script's folder), so random.choice is looked up on the program's own file
@@ -62,3 +64,12 @@ def test_a_package_lacking_a_name_called_from_a_differently_named_file_is_not_sh
     assert "module 'random' has no attribute 'pick'" in p.stderr
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
     assert "module:own_file" not in _facts(diag)
+
+
+def test_fsdp_1_13_s_wording_of_the_uniform_requires_grad_check_is_fsdps_grouping() -> None:
+    # PyTorch 1.12-1.13: "`FlatParameter` requires uniform `requires_grad`"; the thread's fix was the wrapping
+    # settings (use_orig_params, the wrap policy), which the rule keeps among its first three homes
+    diag = train_diagnosis("distributed/fsdp_flatparameter_nonuniform_requires_grad_frozen_params")
+    assert fired(diag, "fsdp.non_uniform_params")
+    assert "config" in top3(diag)
+    assert diag.profile.stage == "startup"

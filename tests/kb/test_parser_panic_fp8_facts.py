@@ -129,6 +129,8 @@ UNTYPED = {
             "pytest_python/pytest_aiohttp_incompatible_with_pytest_asyncio_0_14_timeout_context_outside_task",
             "aiohttp.timeout_outside_task",
         ),
+        ("environment/segment_anything_onnx_export_ort_gpu_build_providers_required", "ort.providers_required"),
+        ("environment/f5_tts_gradio_client_bool_not_iterable_pydantic_2_11", "gradio.bool_json_schema"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
