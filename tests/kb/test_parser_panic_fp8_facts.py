@@ -131,6 +131,17 @@ UNTYPED = {
         ),
         ("environment/segment_anything_onnx_export_ort_gpu_build_providers_required", "ort.providers_required"),
         ("environment/f5_tts_gradio_client_bool_not_iterable_pydantic_2_11", "gradio.bool_json_schema"),
+        (
+            "pytorch/torch_neuron_jit_load_unknown_builtin_op_missing_import",
+            "torch.msg.torchscript_custom_op_unregistered",
+        ),
+        ("pytorch/torch_neuronx_runtime_cannot_init_cores_held_by_stale_notebook", "neuron.runtime_no_cores"),
+        (
+            "environment/neuron_rtd_container_no_devices_specified_outdated_runtime_base_dkms",
+            "neuron.rtd_devices_failed",
+        ),
+        ("environment/pycoral_edgetpu_model_requires_newer_runtime_version", "edgetpu.runtime_too_old"),
+        ("environment/viseron_hailort_driver_library_version_mismatch", "hailort.driver_library_mismatch"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:

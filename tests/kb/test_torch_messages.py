@@ -3,6 +3,9 @@ program in a child process and diagnosed from the stderr it printed and its exit
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -342,3 +345,28 @@ def test_a_torch_build_without_nccl_is_an_environment_problem(tmp_path):
     assert any(c.rule == "torch.msg.dist_backend_missing" for c in d.root_causes)
     assert d.root_causes[0].category == "environment"
     assert d.profile.stage == "startup"
+
+
+def test_a_torchscript_program_loaded_without_its_custom_op_s_package_is_that_import(tmp_path):
+    # a child registers an operator in Python (torch.library), scripts a module that calls it and saves it; a
+    # second process loads the file without registering the operator: TorchScript finds no such op
+    save = """
+        import torch
+
+        @torch.library.custom_op("faildiag_demo::scale", mutates_args=())
+        def scale(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return torch.ops.faildiag_demo.scale(x)
+
+        torch.jit.save(torch.jit.script(M()), "m.pt")
+    """
+    (tmp_path / "save.py").write_text(textwrap.dedent(save))
+    subprocess.run([sys.executable, "save.py"], cwd=tmp_path, check=True, capture_output=True, timeout=240)
+    diag, err = run_failing(tmp_path, 'import torch\ntorch.jit.load("m.pt")\n')
+    assert "Unknown builtin op: faildiag_demo::scale" in err
+    first = diag.root_causes[0]
+    assert (first.rule, first.category) == ("torch.msg.torchscript_custom_op_unregistered", "model")
+    assert diag.profile.type == "unsupported_op"
