@@ -1,9 +1,10 @@
-"""Facts from the train misses of batches 62-64 (#13), 38th pass: a file of the program named like the package it
-imports (its frame runs ``M.py`` while ``module 'M'`` lacks a name), produced here for real with the interpreter,
-and FSDP's older wording of its uniform-parameters check. The train logs of this pass's new rules (gRPC's
-message-size limit, Rust's panic hook, GitHub's rate limit, PyO3's Python range, aiohttp's loop, ONNX Runtime's
-providers, gradio_client's schemas) are rows of the table in test_parser_panic_fp8_facts.py. Each test fails on the
-rules and the reasoning from before the commit that added its fact."""
+"""Facts from the train misses of batches 62-65 (#13), 38th pass: a file of the program named like the package it
+imports (its frame runs ``M.py`` while ``module 'M'`` lacks a name), produced here for real with the interpreter;
+FSDP's older wording of its uniform-parameters check; TensorFlow Lite's operator versions. The train logs of this
+pass's other new rules (gRPC's message-size limit, Rust's panic hook, GitHub's rate limit, PyO3's Python range,
+aiohttp's loop, ONNX Runtime's providers, gradio_client's schemas, accelerators' runtimes, TorchScript) are rows
+of the table in test_parser_panic_fp8_facts.py. Each test fails on the rules and the reasoning from before the
+commit that added its fact."""
 
 from __future__ import annotations
 
@@ -73,3 +74,12 @@ def test_fsdp_1_13_s_wording_of_the_uniform_requires_grad_check_is_fsdps_groupin
     assert fired(diag, "fsdp.non_uniform_params")
     assert "config" in top3(diag)
     assert diag.profile.stage == "startup"
+
+
+def test_a_tflite_runtime_without_the_models_operator_version_is_the_runtimes_release() -> None:
+    # tfjs-tflite bundled an older runtime (the thread's fix was its release): the runtime's age first, the
+    # library that bundles it second
+    diag = train_diagnosis("environment/tfjs_tflite_runtime_too_old_conv2d_opcode_v6")
+    assert diag.root_causes[0].rule == "tflite.op_version_unsupported"
+    assert top3(diag)[:2] == ["environment", "library"]
+    assert diag.profile.type == "unsupported_op"

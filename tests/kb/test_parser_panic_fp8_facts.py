@@ -142,6 +142,7 @@ UNTYPED = {
         ),
         ("environment/pycoral_edgetpu_model_requires_newer_runtime_version", "edgetpu.runtime_too_old"),
         ("environment/viseron_hailort_driver_library_version_mismatch", "hailort.driver_library_mismatch"),
+        ("pytorch/torchscript_torch_tensor_constructor_unknown_builtin_op", "torch.msg.torchscript_builtin_unbound"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:

@@ -370,3 +370,21 @@ def test_a_torchscript_program_loaded_without_its_custom_op_s_package_is_that_im
     first = diag.root_causes[0]
     assert (first.rule, first.category) == ("torch.msg.torchscript_custom_op_unregistered", "model")
     assert diag.profile.type == "unsupported_op"
+
+
+def test_a_pytorch_call_torchscript_does_not_bind_is_torchscript_s_coverage(tmp_path):
+    # the legacy torch.Tensor() constructor runs eagerly; TorchScript has no builtin for it (it suggests
+    # aten::tensor). Scripting needs the source, so the program runs from a file.
+    body = """
+        import torch
+
+        def make(x):
+            return torch.Tensor()
+
+        torch.jit.script(make)
+    """
+    diag, err = run_failing(tmp_path, body, as_file=True)
+    assert "Unknown builtin op: aten::Tensor" in err
+    assert diag.root_causes[0].rule == "torch.msg.torchscript_builtin_unbound"
+    assert {c.category for c in diag.root_causes[:2]} == {"library", "model"}
+    assert (diag.profile.type, diag.profile.stage) == ("unsupported_op", "compile")
