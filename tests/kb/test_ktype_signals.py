@@ -55,6 +55,18 @@ def test_the_shells_killed_report_is_a_crash():
     assert diag.root_causes[0].category == "resource"  # SIGKILL: most often the OOM killer
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_makes_report_of_a_recipe_killed_by_sigkill_is_a_crash(tmp_path):
+    # GNU make prints the signal's strsignal(3) text where a failed recipe gets "Error N"
+    (tmp_path / "Makefile").write_text("test:\n\tsh -c 'echo collecting; kill -9 $$$$'\n")
+    out, rc = _run(["make", "test"], cwd=tmp_path)
+    assert "] Killed" in out and rc == 2  # make's own status: a recipe failed
+    assert _types(out, rc) == ("crash", "crash")
+    diag = diagnose(texts={"stderr": out}, exit_code=rc)
+    assert fired(diag, "shell.job_killed")
+    assert diag.root_causes[0].category == "resource"
+
+
 def test_the_shells_terminated_report_is_a_crash():
     out, rc = _bash('sh -c "echo step; kill -TERM \\$\\$"')
     assert "Terminated" in out and rc == 143

@@ -76,6 +76,12 @@ TRAIN = {
         "environment",
         True,
     ),
+    "pytest_python/xarray_open_dataset_netcdf_hdf_error_corrupted_file": (
+        "hdf5.netcdf_hdf_error",
+        "runtime_error",
+        "dataset",
+        True,
+    ),
     # the catalogue's second reading of the NumPy ABI break: the release was built against the other NumPy
     "pytest_python/py_import_dtype_size_changed_vegas_wheel_built_against_numpy1": (
         "numpy.abi_packaging",
