@@ -399,6 +399,12 @@ RECORD_TIME = ("time", "timestamp", "@timestamp")
 # numbers it as its record, so no line of the log is renumbered.
 SUBLINE = "\x1f"
 _JOURNAL_TIME = "__REALTIME_TIMESTAMP"
+# "message" and "msg" also name the text of objects that are no log record: an API's error body printed as it
+# came ({"object":"error","message":"...","type":"BadRequestError","code":400}), whose other fields say what
+# failed. An object is read as a logger's record by those two fields only with what a logger adds to each
+# record: a time, a level, the logger's or the process's name (structlog, pino, bunyan, python-json-logger)
+_GENERIC_TEXT = ("message", "msg")
+_RECORD_META = (*RECORD_TIME, _JOURNAL_TIME, "level", "levelname", "severity", "lvl", "logger", "stream", "pid")
 _RFC3339_WHOLE = re.compile(_RFC3339 + "$")
 
 
@@ -447,11 +453,19 @@ def _record(line: bytes) -> bytes | None:
     except ValueError:
         return None
     text = _record_text(rec) if isinstance(rec, dict) else None
-    if text is None:
+    if text is None or not _logged(rec):
         return None
     time = _record_time(rec)
     out = (f"{time} {text}" if time else text).encode("utf-8", "replace")
     return out if len(out) <= len(line) else None
+
+
+def _logged(rec: dict[str, object]) -> bool:
+    """Whether ``rec`` is a logger's record: its text under a log shipper's own field, or under a generic one
+    (``_GENERIC_TEXT``) beside a logger's metadata (``_RECORD_META``)."""
+    if any(key in rec for key in RECORD_TEXT if key not in _GENERIC_TEXT) or RECORD_PAYLOAD in rec:
+        return True
+    return any(key in rec for key in _RECORD_META)
 
 
 def json_records(head: bytes | bytearray | memoryview) -> bool:

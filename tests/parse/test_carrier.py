@@ -273,6 +273,22 @@ def test_a_services_journal_and_a_cloud_sinks_export_are_read_as_their_records_t
     assert found and all(f.ts and f.ts.startswith("0514 09:31:") for f in found)  # the records' time
 
 
+def test_an_api_error_body_is_no_log_record_and_keeps_what_failed(tmp_path):
+    # an OpenAI-compatible server's error body, printed by the client as it came: "message" names the text of
+    # objects that are no logger's record; its other fields (type, code) say what failed. A logger's record has
+    # a time, a level or its logger's name beside "message"
+    body = json.dumps(
+        {"object": "error", "message": "System role not supported", "type": "BadRequestError", "code": 400}
+    )
+    assert not json_records(body.encode()) and unrecord(body.encode()).decode() == body
+    logged = json.dumps({"levelname": "ERROR", "name": "server", "message": "System role not supported"})
+    assert json_records(logged.encode()) and unrecord(logged.encode()).decode() == "System role not supported"
+    # read alike bare and carried by a launcher: the body is the failure either way
+    carried = "".join(f"[1,0]<stderr>:{line}\n" for line in body.splitlines())
+    assert _verdict(body) == _verdict(carried)
+    assert diagnose(texts={"log": body}).profile.first_failure is not None
+
+
 @pytest.mark.parametrize("micros", ["99999999999999999999999", "253402300800000000", "18446744073709551615"])
 def test_a_journal_record_whose_time_is_past_any_clock_is_read_without_it(tmp_path, micros):
     # a damaged export (a record cut and glued, a counter read as time) holds a number no calendar reaches:
