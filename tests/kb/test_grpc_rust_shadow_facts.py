@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import fired, top3, train_diagnosis
+from tests.kb.kb_helpers import context_facts, fired, top3, train_diagnosis
 
 # a helper module of the program, saved as random.py beside the script: ``import random`` inside it finds itself
 # first on sys.path (the script's folder), so random.choice is looked up on the program's own file
@@ -43,15 +43,10 @@ def _run(tmp_path: Path) -> tuple[object, str]:
     return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
 
 
-def _facts(diag) -> set[str]:
-    """The context facts the diagnosis reports on its causes (``context:<fact>`` checks)."""
-    return {v.name.removeprefix("context:") for c in diag.root_causes for v in c.validation_checks}
-
-
 def test_a_program_file_named_like_the_package_it_imports_is_the_program(tmp_path: Path) -> None:
     diag, err = _run(tmp_path)
     assert "module 'random' has no attribute 'choice'" in err and "partially initialized" not in err
-    assert "module:own_file" in _facts(diag)
+    assert "module:own_file" in context_facts(diag)
     assert top3(diag)[0] == "model", [(rc.rule, rc.category) for rc in diag.root_causes[:3]]
 
 
@@ -64,7 +59,7 @@ def test_a_package_lacking_a_name_called_from_a_differently_named_file_is_not_sh
     )
     assert "module 'random' has no attribute 'pick'" in p.stderr
     diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
-    assert "module:own_file" not in _facts(diag)
+    assert "module:own_file" not in context_facts(diag)
 
 
 def test_fsdp_1_13_s_wording_of_the_uniform_requires_grad_check_is_fsdps_grouping() -> None:

@@ -21,6 +21,7 @@ from pytest_faildiag.engine.api import diagnose
 from pytest_faildiag.parse.scan import ScanResult, scan_text
 from pytest_faildiag.rules import _builtin_packs, build_ruleset, load_ruleset
 from tests.engine.corpus_logs import THREADS, train_log
+from tests.kb.kb_helpers import context_facts
 
 NEW_RULES = {
     "pytest.test_definition",
@@ -121,8 +122,7 @@ def test_a_file_named_like_the_module_it_imports_is_the_programs_and_names_the_m
     assert "'json'" in diag.root_causes[0].summary
     # the frame that runs json.py says the module is the program's own file (module:own_file): no install or
     # library release is the cause, so neither comes second
-    checks = {v.name for c in diag.root_causes for v in c.validation_checks}
-    assert "context:module:own_file" in checks
+    assert "module:own_file" in context_facts(diag)
     assert not {"library", "environment"} & set(cats[:2])
 
 
