@@ -226,8 +226,9 @@ def diagnose(
 ) -> Diagnosis:
     """Diagnose a failed or hung run from its evidence.
 
-    ``context`` may carry ``timeline`` (resource samples), ``last_green_lock``, ``extra_evidence``
-    (Evidence items to attach to the top cause) and anything a check reads. ``probe_machine`` says the
+    ``context`` may carry ``timeline`` (resource samples), ``last_green_lock``, ``code_changes`` (what
+    changed since the last green run, ``changes.code_changes``), ``extra_evidence`` (Evidence items to attach
+    to the top cause) and anything a check reads. ``probe_machine`` says the
     failure happened on this machine just now, so checks may look at it (cgroup counters, modules).
     ``cwd`` (where the command ran) is recorded in the report so fix mode can rerun the command there.
     ``factory_root``: the team's known-issue cards (None: ``FAILDIAG_FACTORY_ROOT``, then

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,32 @@ def changed_since(root: Path, revision: str | None) -> ChangedLines:
     if not result.lines:
         result.skipped = f"nothing changed since the last green run at {revision[:12]}"
     return result
+
+
+def code_changes(changes: ChangedLines, test_file: str | None, is_test: Callable[[str], bool]) -> dict[str, Any] | None:
+    """What changed since the last green run on each side of a failing test, for its diagnosis (the check
+    ``code-changed-since-green``): the revision, the changed Python files of the code and of the tests
+    (relative, ``is_test`` tells them apart), and whether the test's own side changed (its file, or a
+    ``conftest.py`` whose fixtures it may use). None when there is nothing to compare (no git repository, no
+    green run recorded, nothing changed). Why: a test that passed at that revision and is unchanged, failing
+    after the code it tests changed, points at that change; a test edited since, over unchanged code, at the
+    test. Which changed line the test ran is the rerun's question (``rank_suspects``): this needs no rerun."""
+    if changes.skipped or changes.top is None:
+        return None
+    own = os.path.realpath(test_file) if test_file else None
+    code: list[str] = []
+    tests: list[str] = []
+    test_side = False
+    for path in changes.files():
+        rel = _rel(path, changes.top)
+        if not is_test(rel):
+            code.append(rel)
+            continue
+        tests.append(rel)
+        test_side = test_side or os.path.realpath(path) == own or os.path.basename(path) == "conftest.py"
+    if not code and not tests:
+        return None
+    return {"revision": changes.revision, "code": code, "tests": tests, "test_changed": test_side}
 
 
 def _all_lines(path: Path) -> set[int]:

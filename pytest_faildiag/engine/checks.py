@@ -541,6 +541,34 @@ def _float_rounding(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]
     return ValidationCheck("float-rounding", "passed", detail)
 
 
+def _code_changed(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) -> ValidationCheck | None:
+    """Which side of a failing test changed since the last green run, where the test passed (``code_changes``
+    of the context, given by the pytest plugin): the code it tests changed and the test did not → supports
+    the code (``model``) and contradicts the test (``test_code``); only the test changed (its file or a
+    conftest) → the other way round. Both or neither: nothing to say. The check a maintainer makes first
+    about a red test ("did the test change, or the code?"), answered from git without a rerun."""
+    info = ctx.context.get("code_changes")
+    if not isinstance(info, dict) or cause.category not in ("model", "test_code"):
+        return None
+    rev = str(info.get("revision") or "")[:12]
+    code = [str(p) for p in info.get("code") or []]
+    test_side = bool(info.get("test_changed"))
+    if bool(code) == test_side:
+        return None
+    name = "code-changed-since-green"
+    if code:
+        detail = f"the test is unchanged since the last green run at {rev}; the code changed: {_listed(code)}"
+        return ValidationCheck(name, "passed" if cause.category == "model" else "failed", detail)
+    tests = [str(p) for p in info.get("tests") or []]
+    detail = f"only the tests changed since the last green run at {rev}: {_listed(tests)}; the code did not"
+    return ValidationCheck(name, "passed" if cause.category == "test_code" else "failed", detail)
+
+
+def _listed(paths: list[str], shown: int = 4) -> str:
+    more = f" (+{len(paths) - shown} more)" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more
+
+
 CHECKS: dict[str, CheckFn] = {
     "oom-single-allocation": _oom_single,
     "oom-growth": _oom_growth,
@@ -562,4 +590,5 @@ CHECKS: dict[str, CheckFn] = {
     "state-dict-prefix": _prefix,
     "stuck-frame": _stuck,
     "float-rounding": _float_rounding,
+    "code-changed-since-green": _code_changed,
 }

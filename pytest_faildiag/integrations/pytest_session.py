@@ -19,6 +19,7 @@ changed (the hang watchdog fails a hung test only because the user asked for ``-
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import sys
@@ -108,6 +109,7 @@ class FaildiagSession:
         self.journal: Journal | None = None
         self._stashed = False  # set by the first failure: only then can a test carry PROPS_KEY/SUBTESTS_KEY
         self._lock: Any = _UNSET
+        self._changes: Any = _UNSET  # lines changed since the last green run: read at the first failure
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
@@ -432,6 +434,9 @@ class FaildiagSession:
         green = read_last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
+        code = self.code_changes(nodeid)
+        if code is not None:
+            context["code_changes"] = code
         factory = self.config.getoption("faildiag_factory", None)
         slug = slugify(slug_of or nodeid, when)  # slug_of: a subtest's own id, so each gets its own folder
         snap = self.out / slug
@@ -510,6 +515,26 @@ class FaildiagSession:
             except Exception as exc:  # probing the machine can fail in many ways: diagnose without a lock
                 warn(f"faildiag: environment lock not built: {type(exc).__name__}: {exc}")
         return self._lock
+
+    def code_changes(self, nodeid: str) -> dict[str, Any] | None:
+        """What changed since the last green run, the test's side and the code's (``changes.code_changes``);
+        git is asked once per process, at the first failure, and never fails a diagnosis."""
+        from ..engine.changes import changed_since, code_changes, green_revision
+
+        if self._changes is _UNSET:
+            self._changes = None
+            try:
+                revision = green_revision(self.out)
+                if revision:
+                    self._changes = changed_since(self.config.rootpath, revision)
+            except Exception as exc:  # git missing, a broken repository: diagnose without the changes
+                warn(f"faildiag: changes since the last green run not read: {type(exc).__name__}: {exc}")
+        if self._changes is None:
+            return None
+        test_file = str(self.config.rootpath / nodeid.split("::")[0])
+        return code_changes(
+            self._changes, test_file, functools.partial(is_test_path, self.config.getini("python_files"))
+        )
 
     # ------------------------------------------------------------------ killed sessions
     def _evidence_roots(self) -> list[Any]:
@@ -773,6 +798,16 @@ def _user_frame(excinfo: Any, rep: pytest.TestReport, root: Path) -> tuple[str |
     if loc and loc[0]:
         return loc[0], (loc[1] + 1) if isinstance(loc[1], int) else None
     return None, None
+
+
+def is_test_path(python_files: list[str], rel: str) -> bool:
+    """Whether a file (relative, "/" separated) is the tests' code: a test module by pytest's ``python_files``
+    patterns, a ``conftest.py``, or any file of a folder named ``tests``/``test``/``testing`` (their helpers)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if name == "conftest.py" or any(p in ("tests", "test", "testing") for p in parts[:-1]):
+        return True
+    return any(fnmatch.fnmatch(name if "/" not in g else rel, g) for g in python_files)
 
 
 def _rel(path: str, root: Path) -> str:

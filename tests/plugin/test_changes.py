@@ -1,15 +1,18 @@
-"""``engine.changes``: real git repositories and real coverage data, and one real pytest session."""
+"""``engine.changes``: real git repositories, real coverage data and real pytest sessions."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from pytest_faildiag.engine.changes import (
     changed_since,
+    code_changes,
     executed_lines,
     green_revision,
     head_revision,
@@ -19,8 +22,9 @@ from pytest_faildiag.engine.changes import (
     rank_suspects,
     record_green,
 )
+from pytest_faildiag.integrations.pytest_session import is_test_path
 
-from .conftest import git
+from .conftest import entry_for, git, session_index
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -133,3 +137,94 @@ def test_a_green_session_with_reruns_off_still_records_its_revision(
     result = pytester.runpytest_subprocess("--faildiag")
     assert result.ret == 0
     assert green_revision(pytester.path / "faildiag-out") == git(pytester.path, "rev-parse", "HEAD")
+
+
+def _shop(pytester: pytest.Pytester) -> Path:
+    """A project whose one test passed at its first commit (recorded as the last green run); reruns off, so the
+    per-test diagnosis alone decides (the rerun's verdict would name the changed line it ran)."""
+    pytester.mkpydir("shop")
+    cart = pytester.path / "shop" / "cart.py"
+    cart.write_text("def total(items):\n    return sum(price * qty for price, qty in items)\n")
+    pytester.makepyfile(
+        test_cart="from shop.cart import total\n\n\ndef test_total():\n    assert total([(2, 3)]) == 6\n"
+    )
+    (pytester.path / ".gitignore").write_text("faildiag-out/\n__pycache__/\n")
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "green")
+    pytester.runpytest("--faildiag", "--faildiag-rerun", "0", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    return cart
+
+
+def _top_and_check(pytester: pytest.Pytester) -> tuple[str, dict[str, dict[str, str]]]:
+    """The failing test's leading category and, per category, its ``code-changed-since-green`` check."""
+    result = pytester.runpytest("--faildiag", "--faildiag-rerun", "0", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)  # the outcome is pytest's own
+    slug = entry_for(session_index(pytester.path), "test_total")["slug"]
+    report = json.loads((pytester.path / "faildiag-out" / slug / "report.json").read_text(encoding="utf-8"))
+    checks = {
+        c["category"]: v
+        for c in report["root_causes"]
+        for v in c.get("validation_checks", [])
+        if v["name"] == "code-changed-since-green"
+    }
+    return report["root_causes"][0]["category"], checks
+
+
+def test_an_assertion_after_the_code_changed_under_an_unchanged_test_names_the_code(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FAILDIAG_RERUN", raising=False)
+    cart = _shop(pytester)
+    green = git(pytester.path, "rev-parse", "HEAD")
+    cart.write_text(cart.read_text().replace("price * qty", "price * (qty + 1)"))  # uncommitted, as in a branch
+    top, checks = _top_and_check(pytester)
+    assert top == "model"
+    assert checks["model"]["status"] == "passed" and checks["test_code"]["status"] == "failed"
+    assert checks["model"]["detail"] == (
+        f"the test is unchanged since the last green run at {green[:12]}; the code changed: shop/cart.py"
+    )
+
+
+def test_an_assertion_after_only_the_test_changed_names_the_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FAILDIAG_RERUN", raising=False)
+    _shop(pytester)
+    test = pytester.path / "test_cart.py"
+    test.write_text(test.read_text().replace("== 6", "== 7"))
+    git(pytester.path, "commit", "-qam", "expect seven")
+    top, checks = _top_and_check(pytester)
+    assert top == "test_code"
+    assert checks["test_code"]["status"] == "passed" and checks["model"]["status"] == "failed"
+    assert "only the tests changed" in checks["test_code"]["detail"] and "test_cart.py" in checks["test_code"]["detail"]
+
+
+def test_code_changes_tell_the_tests_side_from_the_codes(tmp_path: Path) -> None:
+    """A conftest is the tests' side (its fixtures feed every test); another test module is neither side of
+    this test; nothing to compare without a green run."""
+    root = _repo(tmp_path)
+    green = git(root, "rev-parse", "HEAD")
+    (root / "tests").mkdir()
+    (root / "tests" / "conftest.py").write_text("X = 1\n")
+    (root / "tests" / "test_other.py").write_text("def test_o():\n    pass\n")
+    mine = str(root / "tests" / "test_mine.py")
+    changes = changed_since(root, green)
+    is_test = partial(is_test_path, ["test_*.py"])
+    assert code_changes(changes, mine, is_test) == {
+        "revision": green,
+        "code": [],
+        "tests": ["tests/conftest.py", "tests/test_other.py"],
+        "test_changed": True,
+    }
+    (root / "tests" / "conftest.py").unlink()
+    assert code_changes(changed_since(root, green), mine, is_test)["test_changed"] is False  # type: ignore[index]
+    assert code_changes(changed_since(root, None), mine, is_test) is None
+
+
+def test_test_paths_follow_pytests_python_files_and_the_tests_folders() -> None:
+    assert is_test_path(["test_*.py", "*_test.py"], "pkg/mod_test.py")
+    assert is_test_path(["test_*.py"], "tests/helpers.py")  # a helper of the tests' folder
+    assert is_test_path(["check_*.py"], "src/check_mod.py")
+    assert not is_test_path(["test_*.py"], "src/testing_utils.py")
+    assert not is_test_path(["test_*.py"], "src/contest.py")

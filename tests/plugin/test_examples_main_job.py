@@ -55,7 +55,12 @@ def test_the_git_example_names_the_changed_line_the_failing_test_ran(main_job: t
     line = f"the failing test ran inventory/batching.py:15, changed since the last green run at {green[:12]}"
     assert f"      {line}" in out
     assert f"  [model] {line} (model.changed_since_green): 1 test(s)" in out
-    assert "labels.py" not in out.split("$ pytest --faildiag\n")[-1]  # changed too, but no failing test ran it
+    second = out.split("$ pytest --faildiag\n")[-1]
+    suspected = [ln for ln in second.splitlines() if "the failing test ran" in ln]
+    assert suspected and not any("labels.py" in ln for ln in suspected)  # changed too, but no failing test ran it
+    # the per-test diagnosis, before any rerun: the test is unchanged since the green run, the code is not
+    assert "check code-changed-since-green: supports this cause" in second
+    assert "faildiag: runtime error at runtime: the code under test computes a wrong result" in second
     assert sorted(p.name for p in base.iterdir()) == ["out"]  # nothing written beside the chosen folder
     assert not git(demo, "status", "--porcelain")  # the runs' output stays in the project's ignored folder
 
