@@ -1,8 +1,9 @@
 """The packaging catalogue (33-packaging-catalogue.toml): the error vocabularies of the build backends and
 resolvers that pip's and conda's rules do not read — setuptools-scm without VCS metadata, setuptools-rust
 and maturin without a Rust compiler, hatchling's default file selection, Poetry's solver and lock check, uv's resolver
-and build frontend, CMake's package lookup. No train log of the thread corpus shows these tools, so each rule
-is shown on output the real tool printed here (``tests/data/kb/kpkg``; README.md there says what ran)."""
+and build frontend, CMake's package lookup, Meson's compiler detection. Each rule is shown on output the real tool
+printed here (``tests/data/kb/kpkg``; README.md there says what ran); two train logs show Meson's too
+(test_parser_panic_fp8_facts.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ CASES = {
     "poetry_lock_stale": ("poetry.lock_stale", "config", None, "startup"),
     "cmake_no_config_file": ("cmake.package_config_not_found", "environment", "config", "compile"),
     "cmake_find_module": ("cmake.find_module_failed", "environment", "config", "compile"),
+    "meson_no_fortran": ("meson.compiler_missing", "environment", "config", "compile"),
+    "meson_no_cxx": ("meson.compiler_missing", "environment", "config", "compile"),
 }
 
 

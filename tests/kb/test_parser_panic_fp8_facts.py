@@ -1,5 +1,5 @@
 """Catalogue facts from the train misses of batches 54-57 (#13), and the table of train logs of the 36th to 38th
-passes (one per fact: the other tests of the 36th pass's second and third commits' facts are in
+passes and the 39th (one per fact: the other tests of the 36th pass's second and third commits' facts are in
 test_unknown_exit_and_platform_facts.py and test_link_and_client_facts.py, the 37th pass's in
 test_store_profiler_and_signal_line_facts.py and test_geo_nlp_app_docs_facts.py, the 38th's in
 test_grpc_rust_shadow_facts.py). Here, the first commit's: argparse's and jsonargparse's usage errors, PyO3's
@@ -143,6 +143,17 @@ UNTYPED = {
         ("environment/pycoral_edgetpu_model_requires_newer_runtime_version", "edgetpu.runtime_too_old"),
         ("environment/viseron_hailort_driver_library_version_mismatch", "hailort.driver_library_mismatch"),
         ("pytorch/torchscript_torch_tensor_constructor_unknown_builtin_op", "torch.msg.torchscript_builtin_unbound"),
+        # the 39th pass's (the rules' real runs: test_kpkg.py, test_torch_binary_catalogue.py)
+        ("environment/duckdb_pyodide_wheel_emscripten_abi_mismatch", "pyodide.emscripten_abi_mismatch"),
+        ("environment/scipy_pip_build_no_fortran_compiler_windows", "meson.compiler_missing"),
+        ("environment/winpython_32bit_scipy_source_build_no_fortran_compiler", "meson.compiler_missing"),
+        ("environment/mlagents_unity_python_api_number_mismatch_api9_vs_api4", "mlagents.api_version_mismatch"),
+        ("environment/mlagents_python_v05_unity_project_v04_api_number_mismatch", "mlagents.api_version_mismatch"),
+        ("environment/paddle_windows_cublas64_dll_not_found_error_126_run_check", "paddle.dynload_not_configured"),
+        ("pytorch/ms_swift_grpo_single_card_num_generations_one_rejected", "trl.grpo_generations_divisibility"),
+        ("distributed/openr1_grpo_global_batch_not_divisible_by_num_generations", "trl.grpo_generations_divisibility"),
+        ("pytorch/qwen2_flash_attention_2_float32_default_dtype_fp16_bf16_only", "flash_attn.dtype_unsupported"),
+        ("pytorch/pytorch_vmap_batching_rule_missing_view_dtype", "torch.bin.vmap_no_batching_rule"),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:

@@ -627,6 +627,17 @@ CASES = [
     """,
     ),
     (
+        "vmap_out",
+        "torch.bin.vmap_no_batching_rule",
+        "!operator",
+        "unsupported_op",
+        "runtime",
+        """
+        import torch
+        torch.func.vmap(lambda x: torch.add(x, 1, out=torch.empty(4)))(torch.randn(3, 4))
+    """,
+    ),
+    (
         "pack_lengths_2d",
         "torch.bin.pack_lengths_tensor",
         "!model",
