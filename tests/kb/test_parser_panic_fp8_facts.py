@@ -154,6 +154,11 @@ UNTYPED = {
         ("distributed/openr1_grpo_global_batch_not_divisible_by_num_generations", "trl.grpo_generations_divisibility"),
         ("pytorch/qwen2_flash_attention_2_float32_default_dtype_fp16_bf16_only", "flash_attn.dtype_unsupported"),
         ("pytorch/pytorch_vmap_batching_rule_missing_view_dtype", "torch.bin.vmap_no_batching_rule"),
+        ("pytest_python/pytesseract_tessdata_dir_placeholder_error_opening_data_file", "tesseract.traineddata_missing"),
+        (
+            "environment/wsl2_build_20226_cuda_devices_busy_or_unavailable_missing_libdxcore",
+            "cuda.err.devices_unavailable",
+        ),
     ],
 )
 def test_a_train_log_reads_as_the_catalogue_says(name: str, rule: str) -> None:
