@@ -434,7 +434,7 @@ class FaildiagSession:
         green = read_last_green(self.out)
         if green is not None:
             context["last_green_lock"] = green
-        code = self.code_changes(nodeid)
+        code = self.changes_since_green(nodeid)
         if code is not None:
             context["code_changes"] = code
         factory = self.config.getoption("faildiag_factory", None)
@@ -516,7 +516,7 @@ class FaildiagSession:
                 warn(f"faildiag: environment lock not built: {type(exc).__name__}: {exc}")
         return self._lock
 
-    def code_changes(self, nodeid: str) -> dict[str, Any] | None:
+    def changes_since_green(self, nodeid: str) -> dict[str, Any] | None:
         """What changed since the last green run, the test's side and the code's (``changes.code_changes``);
         git is asked once per process, at the first failure, and never fails a diagnosis."""
         from ..engine.changes import changed_since, code_changes, green_revision
