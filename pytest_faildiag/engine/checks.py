@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Evidence, RootCause, ValidationCheck
-from .validate import CheckContext, CheckFn
+from .validate import CheckContext, CheckFn, listed
 
 _SIZE = r"([\d.]+)\s*([KMGT]?i?B|bytes)"
 GIB_PER_UNIT = {  # a size in these units times this is GiB (the memory checks' common unit)
@@ -557,16 +557,11 @@ def _code_changed(ctx: CheckContext, cause: RootCause, finding: dict[str, Any]) 
         return None
     name = "code-changed-since-green"
     if code:
-        detail = f"the test is unchanged since the last green run at {rev}; the code changed: {_listed(code)}"
+        detail = f"the test is unchanged since the last green run at {rev}; the code changed: {listed(code)}"
         return ValidationCheck(name, "passed" if cause.category == "model" else "failed", detail)
     tests = [str(p) for p in info.get("tests") or []]
-    detail = f"only the tests changed since the last green run at {rev}: {_listed(tests)}; the code did not"
+    detail = f"only the tests changed since the last green run at {rev}: {listed(tests)}; the code did not"
     return ValidationCheck(name, "passed" if cause.category == "test_code" else "failed", detail)
-
-
-def _listed(paths: list[str], shown: int = 4) -> str:
-    more = f" (+{len(paths) - shown} more)" if len(paths) > shown else ""
-    return ", ".join(paths[:shown]) + more
 
 
 CHECKS: dict[str, CheckFn] = {

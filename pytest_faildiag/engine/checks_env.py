@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..model import RootCause, ValidationCheck
-from .validate import CheckContext, CheckFn
+from .validate import CheckContext, CheckFn, listed
 
 GIB = 1024**3
 SHM_MIN_BYTES = 1 * GIB  # below this, DataLoader workers passing batches through /dev/shm run out
@@ -273,9 +273,8 @@ def check_changed_since_green(ctx: CheckContext, cause: RootCause, finding: dict
         return ValidationCheck(name, "failed", "the environment is unchanged since the last green run")
     context = " ".join([cause.id, cause.summary, _text(finding)]).lower()
     changes.sort(key=lambda c: str(c.get("name", "")).lower() not in context)  # stable: relevant first
-    shown = [format_change(c) for c in changes[:6]]
-    more = f" (+{len(changes) - 6} more)" if len(changes) > 6 else ""
-    return ValidationCheck(name, "passed", "since the last green run: " + "; ".join(shown) + more)
+    shown = listed([format_change(c) for c in changes], 6, "; ")
+    return ValidationCheck(name, "passed", "since the last green run: " + shown)
 
 
 CHECKS: dict[str, CheckFn] = {

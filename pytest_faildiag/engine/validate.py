@@ -65,3 +65,9 @@ def run_checks(ctx: CheckContext, cause: RootCause, names: list[str], finding: d
             cause.confidence = min(0.99, cause.confidence * PASSED_FACTOR)
         elif result.status == "failed":
             cause.confidence = cause.confidence * (REFUTED_FACTOR if result.refutes else FAILED_FACTOR)
+
+
+def listed(items: list[str], shown: int = 4, sep: str = ", ") -> str:
+    """The first ``shown`` of ``items`` joined, and how many more there are: a check's detail stays one line."""
+    more = f" (+{len(items) - shown} more)" if len(items) > shown else ""
+    return sep.join(items[:shown]) + more

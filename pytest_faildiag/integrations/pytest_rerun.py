@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from ..engine.changes import ChangedLines
     from .pytest_rerun_child import RunResult, Verdict
 
 PLUGIN_NAME = "faildiag-rerun"
@@ -180,8 +181,9 @@ class RerunPlugin:
         worker, index = self.position.get(nodeid, ("main", 0))
         return self.order.get(worker, [])[:index]
 
-    def finish(self, entries: list[dict[str, Any]], exitstatus: int) -> None:
-        """Session end on the controller, before the session index and JUnit file are written."""
+    def finish(self, entries: list[dict[str, Any]], exitstatus: int, changes_of: Callable[[], ChangedLines]) -> None:
+        """Session end on the controller, before the session index and JUnit file are written. ``changes_of``: the
+        session's lines changed since the last green run (asked of git once per process, only if something failed)."""
         if self.spectrum is not None:
             self.spectrum.save()  # this process's own measurement ends before anything else runs
         if exitstatus == 0:
@@ -196,9 +198,7 @@ class RerunPlugin:
         todo = [e for e in failed if not (e["nodeid"] in seen or seen.add(e["nodeid"]))]
         if not todo:
             return
-        from ..engine.changes import changed_since, green_revision
-
-        changes = changed_since(self.config.rootpath, green_revision(self.out))
+        changes = changes_of()  # the session's: read once per process, shared with the failures' diagnoses
         self.changes_note = changes.skipped or ""
         if self.spectrum is not None:
             self._spectrum(todo, changes)

@@ -109,7 +109,7 @@ class FaildiagSession:
         self.journal: Journal | None = None
         self._stashed = False  # set by the first failure: only then can a test carry PROPS_KEY/SUBTESTS_KEY
         self._lock: Any = _UNSET
-        self._changes: Any = _UNSET  # lines changed since the last green run: read at the first failure
+        self._changes: Any = _UNSET  # lines changed since the last green run (``changes``)
         self.dumper: Any = None
         self.threads = ThreadEvidence()  # exceptions of other threads during a test: evidence (pytest_threads)
         self.rerun = register_rerun(config, self.out, self.controller, lambda item: test_timeout(item, config))
@@ -198,7 +198,7 @@ class FaildiagSession:
         no summary (``--no-summary``, an internal error)."""
         try:
             if self.controller and self.rerun is not None:
-                self.rerun.finish(self.entries, int(exitstatus))  # before the index and JUnit are written
+                self.rerun.finish(self.entries, int(exitstatus), self.changes)  # before the index and JUnit are written
             elif self.controller and int(exitstatus) == 0:  # reruns off: a green run is still the baseline
                 from ..engine.gitrev import record_green  # of the next red run's changed lines
 
@@ -516,24 +516,26 @@ class FaildiagSession:
                 warn(f"faildiag: environment lock not built: {type(exc).__name__}: {exc}")
         return self._lock
 
-    def changes_since_green(self, nodeid: str) -> dict[str, Any] | None:
-        """What changed since the last green run, the test's side and the code's (``changes.code_changes``);
-        git is asked once per process, at the first failure, and never fails a diagnosis."""
-        from ..engine.changes import changed_since, code_changes, green_revision
+    def changes(self) -> Any:
+        """The lines changed since the last green run (``changes.ChangedLines``; ``skipped`` says why there are
+        none), asked of git once per process, at the first failure or the session's end, whichever comes first:
+        the failures' diagnoses and the reruns read the same. Never raises."""
+        from ..engine.changes import ChangedLines, changed_since, green_revision
 
         if self._changes is _UNSET:
-            self._changes = None
             try:
-                revision = green_revision(self.out)
-                if revision:
-                    self._changes = changed_since(self.config.rootpath, revision)
-            except Exception as exc:  # git missing, a broken repository: diagnose without the changes
-                warn(f"faildiag: changes since the last green run not read: {type(exc).__name__}: {exc}")
-        if self._changes is None:
-            return None
+                self._changes = changed_since(self.config.rootpath, green_revision(self.out))
+            except Exception as exc:  # a broken repository: diagnose and rerun without the changes
+                self._changes = ChangedLines(skipped=f"git could not be asked: {type(exc).__name__}: {exc}")
+        return self._changes
+
+    def changes_since_green(self, nodeid: str) -> dict[str, Any] | None:
+        """What changed since the last green run, the test's side and the code's (``changes.code_changes``)."""
+        from ..engine.changes import code_changes
+
         test_file = str(self.config.rootpath / nodeid.split("::")[0])
         return code_changes(
-            self._changes, test_file, functools.partial(is_test_path, self.config.getini("python_files"))
+            self.changes(), test_file, functools.partial(is_test_path, self.config.getini("python_files"))
         )
 
     # ------------------------------------------------------------------ killed sessions

@@ -8,13 +8,10 @@ commit that added its fact."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from pytest_faildiag.engine.api import diagnose
-from tests.kb.kb_helpers import context_facts, fired, top3, train_diagnosis
+from tests.kb.kb_helpers import context_facts, fired, run_failing, top3, train_diagnosis
 
 # a helper module of the program, saved as random.py beside the script: ``import random`` inside it finds itself
 # first on sys.path (the script's folder), so random.choice is looked up on the program's own file
@@ -33,18 +30,9 @@ _MAIN = """
 """
 
 
-def _run(tmp_path: Path) -> tuple[object, str]:
-    (tmp_path / "random.py").write_text(textwrap.dedent(_SHADOW))
-    (tmp_path / "main.py").write_text(textwrap.dedent(_MAIN))
-    p = subprocess.run(
-        [sys.executable, str(tmp_path / "main.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
-    assert p.returncode == 1, p.stdout + p.stderr
-    return diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode), p.stderr
-
-
 def test_a_program_file_named_like_the_package_it_imports_is_the_program(tmp_path: Path) -> None:
-    diag, err = _run(tmp_path)
+    (tmp_path / "random.py").write_text(textwrap.dedent(_SHADOW))
+    diag, err = run_failing(tmp_path, _MAIN, as_file=True)  # beside random.py: the script's folder comes first
     assert "module 'random' has no attribute 'choice'" in err and "partially initialized" not in err
     assert "module:own_file" in context_facts(diag)
     assert top3(diag)[0] == "model", [(rc.rule, rc.category) for rc in diag.root_causes[:3]]
@@ -53,12 +41,8 @@ def test_a_program_file_named_like_the_package_it_imports_is_the_program(tmp_pat
 def test_a_package_lacking_a_name_called_from_a_differently_named_file_is_not_shadowed(tmp_path: Path) -> None:
     # the same program with the helper saved as helpers.py: random is the standard library's, which has no pick
     (tmp_path / "helpers.py").write_text("import random\n\n\ndef pick(items):\n    return random.pick(items)\n")
-    (tmp_path / "main.py").write_text("import helpers\n\nprint(helpers.pick([1, 2, 3]))\n")
-    p = subprocess.run(
-        [sys.executable, str(tmp_path / "main.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
-    assert "module 'random' has no attribute 'pick'" in p.stderr
-    diag = diagnose(texts={"stderr": p.stderr}, exit_code=p.returncode)
+    diag, err = run_failing(tmp_path, "import helpers\n\nprint(helpers.pick([1, 2, 3]))\n", as_file=True)
+    assert "module 'random' has no attribute 'pick'" in err
     assert "module:own_file" not in context_facts(diag)
 
 
